@@ -1,0 +1,26 @@
+package v1alpha1
+
+import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+// DefaultProtectedNamespaces never receive a grant unless an admin says otherwise.
+var DefaultProtectedNamespaces = []string{"kube-system", "kube-public", "kube-node-lease", Namespace}
+
+// DefaultPolicyParams is the PolicyParams object the chart installs when its
+// values are left alone, with the given debug images allowed.
+func DefaultPolicyParams(debugImages ...string) *PolicyParams {
+	if debugImages == nil {
+		debugImages = []string{}
+	}
+	return &PolicyParams{
+		TypeMeta:   metav1.TypeMeta{APIVersion: GroupVersion.String(), Kind: "PolicyParams"},
+		ObjectMeta: metav1.ObjectMeta{Name: ParamsName},
+		Spec: PolicyParamsSpec{
+			DebugImages:         debugImages,
+			Portal:              ServiceAccountRef{Namespace: Namespace, Name: PortalServiceAccount},
+			GrantTTL:            DurationBounds{Min: "15m", Max: "75m"},
+			SessionDuration:     DurationBounds{Min: "15m", Max: "75m"},
+			ProtectedNamespaces: append([]string(nil), DefaultProtectedNamespaces...),
+			DebugUserID:         DebugUserID,
+		},
+	}
+}

@@ -1,0 +1,42 @@
+package v1alpha1
+
+// Names other parts of the plane, and other engines, rely on. Keep them exactly.
+const (
+	// Namespace is the plane's own namespace.
+	Namespace = "breakglass-system"
+	// PortalServiceAccount is the portal's (the relay's) identity in Namespace.
+	PortalServiceAccount = "tower-breakglass"
+	// SweeperServiceAccount is the sweeper's identity in Namespace.
+	SweeperServiceAccount = "breakglass-sweeper"
+	// WebhookServiceAccount is the signature webhook's identity in Namespace.
+	WebhookServiceAccount = "breakglass-webhook"
+
+	// DebugRole is the ClusterRole a live session binds: a debug container, no process access.
+	DebugRole = "breakglass:debug"
+	// DebugProcessRole is the ClusterRole a process-access session binds.
+	DebugProcessRole = "breakglass:debug-process"
+	// PortalRole is the portal's at-rest ClusterRole: it can bind the debug roles and nothing else.
+	PortalRole = "breakglass:portal"
+	// SweeperRole is the sweeper's ClusterRole.
+	SweeperRole = "breakglass:sweeper"
+
+	// SessionLabel names the Session a grant, copy pod or debug container belongs to.
+	SessionLabel = "breakglass.tower.dev/session"
+	// TTLLabel holds a grant's time to live as a Go duration; it means what
+	// Kyverno's cleanup controller means by it, so either engine can clean up.
+	TTLLabel = "cleanup.kyverno.io/ttl"
+
+	// DebugContainerPrefix starts the name of every debug container.
+	DebugContainerPrefix = "breakglass-"
+	// DebugUserID is the user every debug container runs as.
+	DebugUserID int64 = 65532
+
+	// ProcessAccessResource and ProcessAccessVerb form the custom permission that
+	// only breakglass:debug-process holds; the admission policies ask the
+	// authorizer for it before letting a debug container reach an app's processes.
+	ProcessAccessResource = "processaccess"
+	ProcessAccessVerb     = "use"
+
+	// ParamsName is the name of the one PolicyParams object the policies read.
+	ParamsName = "default"
+)

@@ -1,0 +1,83 @@
+package v1alpha1
+
+import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+// ServiceAccountRef names a ServiceAccount.
+type ServiceAccountRef struct {
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	Namespace string `json:"namespace"`
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+}
+
+// Username is the name the API server gives requests made as this ServiceAccount.
+func (r ServiceAccountRef) Username() string {
+	return "system:serviceaccount:" + r.Namespace + ":" + r.Name
+}
+
+// DurationBounds is an inclusive range of Go durations such as "15m" and "75m".
+type DurationBounds struct {
+	// +kubebuilder:validation:Pattern=`^([0-9]+h)?([0-9]+m)?([0-9]+s)?$`
+	// +kubebuilder:validation:MaxLength=16
+	Min string `json:"min"`
+	// +kubebuilder:validation:Pattern=`^([0-9]+h)?([0-9]+m)?([0-9]+s)?$`
+	// +kubebuilder:validation:MaxLength=16
+	Max string `json:"max"`
+}
+
+// PolicyParamsSpec is what the admission policies read at every request.
+// The list bounds are part of the contract: they keep every CEL expression's
+// cost estimate small.
+type PolicyParamsSpec struct {
+	// DebugImages are the debug images a debug container may run, each pinned
+	// by digest (repository@sha256:...).
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:Pattern=`^[^@\s]+@sha256:[a-f0-9]{64}$`
+	// +kubebuilder:validation:items:MaxLength=512
+	// +listType=set
+	DebugImages []string `json:"debugImages"`
+
+	// Portal is the portal's (the relay's) ServiceAccount: the only subject a
+	// grant may name.
+	Portal ServiceAccountRef `json:"portal"`
+
+	// GrantTTL bounds the TTL label on a grant.
+	GrantTTL DurationBounds `json:"grantTTL"`
+
+	// SessionDuration bounds a Session's spec.duration.
+	SessionDuration DurationBounds `json:"sessionDuration"`
+
+	// ProtectedNamespaces never receive a grant.
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=63
+	// +listType=set
+	ProtectedNamespaces []string `json:"protectedNamespaces"`
+
+	// DebugUserID is the user id every debug container runs as.
+	// +kubebuilder:validation:Minimum=1
+	DebugUserID int64 `json:"debugUserID"`
+}
+
+// PolicyParams parameterizes the plane's ValidatingAdmissionPolicies. The
+// bindings read the one object named "default"; without it, every request
+// the policies match is denied.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:scope=Cluster,shortName=bgparams
+type PolicyParams struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec PolicyParamsSpec `json:"spec"`
+}
+
+// PolicyParamsList is a list of PolicyParams.
+//
+// +kubebuilder:object:root=true
+type PolicyParamsList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []PolicyParams `json:"items"`
+}

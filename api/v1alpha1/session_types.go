@@ -1,0 +1,235 @@
+package v1alpha1
+
+import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+// SessionMode says where the debug container runs.
+// +kubebuilder:validation:Enum=live;copy;heldCopy
+type SessionMode string
+
+const (
+	// ModeLive adds an ephemeral debug container to the running pod, which keeps serving.
+	ModeLive SessionMode = "live"
+	// ModeCopy creates a copy of the pod, behind no Service, with the debug container beside the app.
+	ModeCopy SessionMode = "copy"
+	// ModeHeldCopy is a copy whose app container is held from running its entrypoint.
+	ModeHeldCopy SessionMode = "heldCopy"
+)
+
+// SessionSpec is what was asked for. The API server refuses any change to it after create.
+type SessionSpec struct {
+	// TargetPod is the pod to look inside, in the Session's namespace.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	TargetPod string `json:"targetPod"`
+
+	// TargetContainer is the app container whose processes the debug
+	// container may see; only with ProcessAccess.
+	// +kubebuilder:validation:MaxLength=63
+	// +optional
+	TargetContainer string `json:"targetContainer,omitempty"`
+
+	// Mode is live, copy or heldCopy.
+	Mode SessionMode `json:"mode"`
+
+	// ProcessAccess asks for the breakglass:debug-process grant: the debug
+	// container shares the target container's process namespace.
+	// +optional
+	ProcessAccess bool `json:"processAccess,omitempty"`
+
+	// Duration is the hard stop, a Go duration within the PolicyParams bounds.
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]+h)?([0-9]+m)?([0-9]+s)?$`
+	// +kubebuilder:validation:MaxLength=16
+	Duration metav1.Duration `json:"duration"`
+
+	// KeepPod asks that the pod not be recycled at the end; the approver decides.
+	// +optional
+	KeepPod bool `json:"keepPod,omitempty"`
+
+	// Reason is why, in the requester's words.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=2048
+	Reason string `json:"reason"`
+
+	// Requester is the person who asked, as the portal's identity provider names them.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Requester string `json:"requester"`
+
+	// GlassBroken is set when the requester started without approval; a review is then due.
+	// +optional
+	GlassBroken bool `json:"glassBroken,omitempty"`
+}
+
+// SessionPhase is where a Session is in its life.
+// +kubebuilder:validation:Enum=Pending;Approved;Denied;Active;Ended;Expired
+type SessionPhase string
+
+// The phases of a Session.
+const (
+	PhasePending  SessionPhase = "Pending"
+	PhaseApproved SessionPhase = "Approved"
+	PhaseDenied   SessionPhase = "Denied"
+	PhaseActive   SessionPhase = "Active"
+	PhaseEnded    SessionPhase = "Ended"
+	PhaseExpired  SessionPhase = "Expired"
+)
+
+// EndReason says why a session ended.
+// +kubebuilder:validation:Enum=hardStop;idle;disconnect;user;approver;swept
+type EndReason string
+
+// The reasons a session ends.
+const (
+	EndHardStop   EndReason = "hardStop"
+	EndIdle       EndReason = "idle"
+	EndDisconnect EndReason = "disconnect"
+	EndUser       EndReason = "user"
+	EndApprover   EndReason = "approver"
+	EndSwept      EndReason = "swept"
+)
+
+// Approval records who approved and exactly what they saw and approved.
+type Approval struct {
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	By string      `json:"by"`
+	At metav1.Time `json:"at"`
+	// Mode, ProcessAccess and KeepPod are what the approver was shown.
+	Mode          SessionMode `json:"mode"`
+	ProcessAccess bool        `json:"processAccess"`
+	KeepPod       bool        `json:"keepPod"`
+	// +optional
+	// +kubebuilder:validation:MaxLength=2048
+	Comment string `json:"comment,omitempty"`
+}
+
+// Denial records who denied and why.
+type Denial struct {
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	By string      `json:"by"`
+	At metav1.Time `json:"at"`
+	// +optional
+	// +kubebuilder:validation:MaxLength=2048
+	Reason string `json:"reason,omitempty"`
+}
+
+// Grant is the RoleBinding a session holds.
+type Grant struct {
+	RoleBinding string      `json:"roleBinding"`
+	Role        string      `json:"role"`
+	ExpiresAt   metav1.Time `json:"expiresAt"`
+}
+
+// DebugContainer is where the session's debug container runs.
+type DebugContainer struct {
+	// Pod is the target pod, or its copy.
+	Pod   string `json:"pod"`
+	Name  string `json:"name"`
+	Image string `json:"image"`
+}
+
+// End records who or what ended a session, and why.
+type End struct {
+	By     string      `json:"by"`
+	Reason EndReason   `json:"reason"`
+	At     metav1.Time `json:"at"`
+	// Abnormal is set when the relay did not end the session itself.
+	// +optional
+	Abnormal bool `json:"abnormal,omitempty"`
+}
+
+// Evidence points at the session's recording and its transparency-log entry.
+type Evidence struct {
+	// +optional
+	URIs []string `json:"uris,omitempty"`
+	// ManifestSHA256 is the hex SHA-256 of the recording's manifest: what is anchored.
+	// +optional
+	ManifestSHA256 string `json:"manifestSHA256,omitempty"`
+	// +optional
+	LogIndex *int64 `json:"logIndex,omitempty"`
+	// +optional
+	EntryID string `json:"entryID,omitempty"`
+	// AnchorPending is set while the transparency log has not yet taken the entry.
+	// +optional
+	AnchorPending bool `json:"anchorPending,omitempty"`
+}
+
+// Review records the review of a glass-broken session.
+type Review struct {
+	// +optional
+	DueAt *metav1.Time `json:"dueAt,omitempty"`
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	By string `json:"by,omitempty"`
+	// +optional
+	At *metav1.Time `json:"at,omitempty"`
+	// +optional
+	// +kubebuilder:validation:MaxLength=2048
+	Comment string `json:"comment,omitempty"`
+	// FallbackNotified is set once the fallback reviewer was told the review is overdue.
+	// +optional
+	FallbackNotified bool `json:"fallbackNotified,omitempty"`
+}
+
+// SessionStatus is what happened. The cluster holds it so that the sweeper can
+// finish a session the relay abandoned.
+type SessionStatus struct {
+	// +optional
+	Phase SessionPhase `json:"phase,omitempty"`
+	// +optional
+	Approval *Approval `json:"approval,omitempty"`
+	// +optional
+	Denial *Denial `json:"denial,omitempty"`
+	// +optional
+	Grant *Grant `json:"grant,omitempty"`
+	// +optional
+	DebugContainer *DebugContainer `json:"debugContainer,omitempty"`
+	// StartedAt and Deadline bound an active session; Deadline is the hard stop.
+	// +optional
+	StartedAt *metav1.Time `json:"startedAt,omitempty"`
+	// +optional
+	Deadline *metav1.Time `json:"deadline,omitempty"`
+	// Heartbeat is the relay's last sign of life for this session.
+	// +optional
+	Heartbeat *metav1.Time `json:"heartbeat,omitempty"`
+	// +optional
+	End *End `json:"end,omitempty"`
+	// +optional
+	Evidence *Evidence `json:"evidence,omitempty"`
+	// +optional
+	Review *Review `json:"review,omitempty"`
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// Session is one debug session on one pod.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=bgs
+// +kubebuilder:printcolumn:name="Pod",type=string,JSONPath=`.spec.targetPod`
+// +kubebuilder:printcolumn:name="Mode",type=string,JSONPath=`.spec.mode`
+// +kubebuilder:printcolumn:name="Requester",type=string,JSONPath=`.spec.requester`
+// +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type Session struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec SessionSpec `json:"spec"`
+	// +optional
+	Status SessionStatus `json:"status,omitempty"`
+}
+
+// SessionList is a list of Sessions.
+//
+// +kubebuilder:object:root=true
+type SessionList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []Session `json:"items"`
+}

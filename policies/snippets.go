@@ -1,0 +1,38 @@
+package policies
+
+import (
+	"fmt"
+
+	"github.com/tower-dev/breakglass/api/v1alpha1"
+)
+
+// CEL snippets several policies share. They read params, so only
+// validations and variables may use them, never match conditions.
+const (
+	// portalUserExpr is the portal's username as the API server names it.
+	portalUserExpr = `'system:serviceaccount:' + params.spec.portal.namespace + ':' + params.spec.portal.name`
+	// durationPattern is the Go duration subset the TTL label and bounds use.
+	durationPattern = `^([0-9]+h)?([0-9]+m)?([0-9]+s)?$`
+	// digestPattern is an image reference pinned by digest.
+	digestPattern = `^[^@\\s]+@sha256:[a-f0-9]{64}$`
+)
+
+// debugRolesExpr is the CEL list of the two debug ClusterRoles.
+var debugRolesExpr = fmt.Sprintf("['%s', '%s']", v1alpha1.DebugRole, v1alpha1.DebugProcessRole)
+
+// isPlaneExpr is true for requests by the plane's own ServiceAccounts (the
+// portal, the sweeper, the webhook). It reads no params: the policies that
+// gate broad requests (every pod create or delete) must not depend on them.
+var isPlaneExpr = fmt.Sprintf(`request.userInfo.username.startsWith('system:serviceaccount:%s:')`, v1alpha1.Namespace)
+
+// planeUserCondition narrows a policy to requests by the plane's own ServiceAccounts.
+var planeUserCondition = Condition{Name: "by-the-plane", Expression: isPlaneExpr}
+
+// processAccessAllowedExpr asks the authorizer whether the requester holds the
+// custom verb only breakglass:debug-process grants, in this namespace.
+var processAccessAllowedExpr = fmt.Sprintf(
+	`authorizer.group('%s').resource('%s').namespace(request.namespace).check('%s').allowed()`,
+	v1alpha1.GroupVersion.Group, v1alpha1.ProcessAccessResource, v1alpha1.ProcessAccessVerb)
+
+// q quotes s as a CEL string literal; the names it is used on hold no quotes.
+func q(s string) string { return "'" + s + "'" }
