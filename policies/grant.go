@@ -84,7 +84,9 @@ func GrantShape() Policy {
 		}},
 		MatchConditions: []Condition{bindsDebugRole},
 		Variables: []Variable{
-			{Name: "ttl", Expression: fmt.Sprintf(`object.metadata.labels[%s]`, q(v1alpha1.TTLLabel))},
+			{Name: "ttl", Expression: fmt.Sprintf(`%[1]s in object.metadata.labels ? object.metadata.labels[%[1]s] : ''`, q(v1alpha1.TTLLabel))},
+			// A malformed TTL is GrantGuard's to refuse, with its own words.
+			{Name: "ttlWellFormed", Expression: fmt.Sprintf(`size(variables.ttl) <= 16 && variables.ttl.matches('%s') && variables.ttl != ''`, durationPattern)},
 		},
 		Validations: []Validation{
 			{
@@ -101,8 +103,9 @@ func GrantShape() Policy {
 			},
 			{
 				Name: "grant.ttl",
-				Expression: `duration(variables.ttl) >= duration(params.spec.grantTTL.min) &&
-					duration(variables.ttl) <= duration(params.spec.grantTTL.max)`,
+				Expression: `!variables.ttlWellFormed ||
+					(duration(variables.ttl) >= duration(params.spec.grantTTL.min) &&
+					 duration(variables.ttl) <= duration(params.spec.grantTTL.max))`,
 				MessageExpression: fmt.Sprintf(`'[grant.ttl] a grant lives from ' + params.spec.grantTTL.min + ' to ' +
 					params.spec.grantTTL.max + ' (label %s); it asks for ' + variables.ttl + '.'`, v1alpha1.TTLLabel),
 			},
