@@ -1,0 +1,184 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/yaml"
+
+	"github.com/tower-dev/breakglass/api/v1alpha1"
+	chart "github.com/tower-dev/breakglass/charts/breakglass"
+	"github.com/tower-dev/breakglass/manifests"
+	"github.com/tower-dev/breakglass/policies"
+	"github.com/tower-dev/breakglass/vap"
+)
+
+func newPolicyCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "policy",
+		Short: "Render and test the plane's admission policies",
+	}
+	cmd.AddCommand(newPolicyRenderCommand(), newPolicyTestCommand(), newPolicyGenerateCommand())
+	return cmd
+}
+
+var digestRef = regexp.MustCompile(`^[^@\s]+@sha256:[a-f0-9]{64}$`)
+
+func parseProfile(s string) (policies.Profile, error) {
+	for _, p := range policies.Profiles {
+		if string(p) == s {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("--profile %q: must be ground or flight", s)
+}
+
+func newPolicyRenderCommand() *cobra.Command {
+	var profile string
+	var images []string
+	cmd := &cobra.Command{
+		Use:   "render",
+		Short: "Print every manifest of the plane, in the order it applies to an empty cluster",
+		Long: `Print the plane's namespace, CRDs, ServiceAccounts, roles, bindings, the
+PolicyParams object and the admission policies and bindings for a profile.
+The CRDs must be established before the PolicyParams object applies:
+
+  kubectl breakglass policy render --profile flight --debug-image REPO@sha256:... > plane.yaml
+  kubectl apply -f plane.yaml   # run again if PolicyParams raced its CRD`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			p, err := parseProfile(profile)
+			if err != nil {
+				return err
+			}
+			for _, img := range images {
+				if !digestRef.MatchString(img) {
+					return fmt.Errorf("--debug-image %q: must be pinned by digest, as REPOSITORY@sha256:<64 hex>", img)
+				}
+			}
+			out, err := render(p, images)
+			if err != nil {
+				return err
+			}
+			_, err = cmd.OutOrStdout().Write(out)
+			return err
+		},
+	}
+	cmd.Flags().StringVar(&profile, "profile", "flight", "ground (development) or flight (production)")
+	cmd.Flags().StringArrayVar(&images, "debug-image", nil, "an allowed debug image, pinned by digest (repeatable)")
+	return cmd
+}
+
+// render is the whole plane as one YAML stream.
+func render(p policies.Profile, images []string) ([]byte, error) {
+	objs := []runtime.Object{manifests.Namespace()}
+	crds, err := chart.CRDs()
+	if err != nil {
+		return nil, err
+	}
+	for _, b := range crds {
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		if err := yaml.UnmarshalStrict(b, crd); err != nil {
+			return nil, fmt.Errorf("a CRD the chart ships: %w", err)
+		}
+		objs = append(objs, crd)
+	}
+	objs = append(objs, v1alpha1.DefaultPolicyParams(images...))
+	gen, err := manifests.Generated(p)
+	if err != nil {
+		return nil, err
+	}
+	return manifests.YAML(append(objs, gen...))
+}
+
+func newPolicyTestCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "test DIR",
+		Short: "Run a folder of YAML policy cases through the API server's own evaluator",
+		Long: `Run every *.yaml case file in DIR through the plane's policies, in each
+profile the file names, with the API server's own CEL compiler and evaluator,
+and print a pass/fail table. Exits non-zero if any case fails.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return policyTest(cmd.Context(), cmd.OutOrStdout(), args[0])
+		},
+	}
+}
+
+func policyTest(ctx context.Context, w io.Writer, dir string) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	files, err := vap.LoadCaseDir(dir)
+	if err != nil {
+		return err
+	}
+	runner, err := vap.NewRunner()
+	if err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "RESULT\tFILE\tPROFILE\tCASE\tEXPECT\tGOT\tDETAIL")
+	passed, failed := 0, 0
+	for _, cf := range files {
+		results, err := runner.Run(ctx, cf)
+		if err != nil {
+			return err
+		}
+		for _, r := range results {
+			verdict, detail := "PASS", ""
+			if r.Pass {
+				passed++
+			} else {
+				verdict, detail = "FAIL", r.Detail
+				failed++
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", verdict, r.File, r.Profile, r.Case, r.Expect, r.Got, detail)
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "%d passed, %d failed\n", passed, failed)
+	if failed > 0 {
+		return fmt.Errorf("%d of %d cases failed", failed, passed+failed)
+	}
+	return nil
+}
+
+func newPolicyGenerateCommand() *cobra.Command {
+	var chartDir string
+	cmd := &cobra.Command{
+		Use:    "generate",
+		Short:  "Write the chart's generated manifests (make generate runs this)",
+		Hidden: true,
+		Args:   cobra.NoArgs,
+		RunE: func(_ *cobra.Command, _ []string) error {
+			for _, p := range policies.Profiles {
+				objs, err := manifests.Generated(p)
+				if err != nil {
+					return err
+				}
+				body, err := manifests.YAML(objs)
+				if err != nil {
+					return err
+				}
+				path := filepath.Join(chartDir, "files", string(p)+".yaml")
+				if err := os.WriteFile(path, append([]byte(manifests.Header), body...), 0o644); err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&chartDir, "chart", "charts/breakglass", "the chart's folder")
+	return cmd
+}

@@ -1,0 +1,111 @@
+// Package manifests assembles every object of the plane, in the order they
+// apply to an empty cluster: the roles and identities here, the admission
+// policies from the vap package.
+package manifests
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/tower-dev/breakglass/api/v1alpha1"
+)
+
+var partOf = map[string]string{"app.kubernetes.io/part-of": "breakglass"}
+
+func meta(name, namespace string) metav1.ObjectMeta {
+	labels := map[string]string{}
+	for k, v := range partOf {
+		labels[k] = v
+	}
+	return metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: labels}
+}
+
+// debugRules are what a session grant lets the portal do in one namespace:
+// read pods, add a debug container, attach to it, create a copy, and recycle
+// the pod at the end. The admission policies hold each of these to shape.
+var debugRules = []rbacv1.PolicyRule{
+	{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "watch", "create", "delete"}},
+	{APIGroups: []string{""}, Resources: []string{"pods/ephemeralcontainers"}, Verbs: []string{"get", "patch", "update"}},
+	// attach is a POST (SPDY) or a GET (WebSocket) on the subresource.
+	{APIGroups: []string{""}, Resources: []string{"pods/attach"}, Verbs: []string{"create", "get"}},
+	{APIGroups: []string{""}, Resources: []string{"pods/log"}, Verbs: []string{"get"}},
+}
+
+// DebugRoles returns breakglass:debug and breakglass:debug-process. The
+// process role alone holds the custom verb the policies ask the authorizer
+// about before a debug container may see an app's processes.
+func DebugRoles() []*rbacv1.ClusterRole {
+	process := append(append([]rbacv1.PolicyRule(nil), debugRules...), rbacv1.PolicyRule{
+		APIGroups: []string{v1alpha1.GroupVersion.Group},
+		Resources: []string{v1alpha1.ProcessAccessResource},
+		Verbs:     []string{v1alpha1.ProcessAccessVerb},
+	})
+	return []*rbacv1.ClusterRole{
+		clusterRole(v1alpha1.DebugRole, debugRules),
+		clusterRole(v1alpha1.DebugProcessRole, process),
+	}
+}
+
+// PortalRole is the portal's at-rest role: it may bind itself one of the
+// two debug roles (bind by resourceNames, nothing else), manage those
+// bindings and the Sessions, and record Events. Nothing on pods.
+func PortalRole() *rbacv1.ClusterRole {
+	return clusterRole(v1alpha1.PortalRole, []rbacv1.PolicyRule{
+		{APIGroups: []string{rbacv1.GroupName}, Resources: []string{"rolebindings"}, Verbs: []string{"get", "list", "watch", "create", "delete"}},
+		{APIGroups: []string{rbacv1.GroupName}, Resources: []string{"clusterroles"}, Verbs: []string{"bind"},
+			ResourceNames: []string{v1alpha1.DebugRole, v1alpha1.DebugProcessRole}},
+		{APIGroups: []string{v1alpha1.GroupVersion.Group}, Resources: []string{"sessions"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch"}},
+		{APIGroups: []string{v1alpha1.GroupVersion.Group}, Resources: []string{"sessions/status"}, Verbs: []string{"get", "update", "patch"}},
+		{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
+	})
+}
+
+// SweeperRole lets the sweeper find and delete expired grants, finish
+// abandoned Sessions and recycle debugged pods; the delete-scope policy
+// keeps its deletes to those.
+func SweeperRole() *rbacv1.ClusterRole {
+	return clusterRole(v1alpha1.SweeperRole, []rbacv1.PolicyRule{
+		{APIGroups: []string{rbacv1.GroupName}, Resources: []string{"rolebindings"}, Verbs: []string{"get", "list", "watch", "delete"}},
+		{APIGroups: []string{v1alpha1.GroupVersion.Group}, Resources: []string{"sessions"}, Verbs: []string{"get", "list", "watch"}},
+		{APIGroups: []string{v1alpha1.GroupVersion.Group}, Resources: []string{"sessions/status"}, Verbs: []string{"get", "update", "patch"}},
+		{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "watch", "delete"}},
+		{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
+	})
+}
+
+func clusterRole(name string, rules []rbacv1.PolicyRule) *rbacv1.ClusterRole {
+	return &rbacv1.ClusterRole{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole"},
+		ObjectMeta: meta(name, ""),
+		Rules:      rules,
+	}
+}
+
+// ServiceAccounts returns the plane's identities in its namespace.
+func ServiceAccounts() []*corev1.ServiceAccount {
+	var out []*corev1.ServiceAccount
+	for _, name := range []string{v1alpha1.PortalServiceAccount, v1alpha1.SweeperServiceAccount, v1alpha1.WebhookServiceAccount} {
+		out = append(out, &corev1.ServiceAccount{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"},
+			ObjectMeta: meta(name, v1alpha1.Namespace),
+		})
+	}
+	return out
+}
+
+// RoleBindings binds the portal and the sweeper to their at-rest roles.
+func RoleBindings() []*rbacv1.ClusterRoleBinding {
+	bind := func(role, sa string) *rbacv1.ClusterRoleBinding {
+		return &rbacv1.ClusterRoleBinding{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRoleBinding"},
+			ObjectMeta: meta(role, ""),
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
+			Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: sa, Namespace: v1alpha1.Namespace}},
+		}
+	}
+	return []*rbacv1.ClusterRoleBinding{
+		bind(v1alpha1.PortalRole, v1alpha1.PortalServiceAccount),
+		bind(v1alpha1.SweeperRole, v1alpha1.SweeperServiceAccount),
+	}
+}
