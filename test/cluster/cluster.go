@@ -1,0 +1,215 @@
+// Package cluster starts a real control plane for tests: kube-apiserver and
+// etcd built from module sources into bin/ (make tools), started through
+// controller-runtime's envtest with RBAC, ValidatingAdmissionPolicy and
+// admission webhooks on, with the plane installed from the very files the
+// chart ships.
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/yaml"
+
+	"github.com/tower-dev/breakglass/api/v1alpha1"
+	chart "github.com/tower-dev/breakglass/charts/breakglass"
+	"github.com/tower-dev/breakglass/manifests"
+	"github.com/tower-dev/breakglass/policies"
+)
+
+// Options says what to install.
+type Options struct {
+	// Profile selects the policy set; the plane is not installed when empty.
+	Profile policies.Profile
+	// DebugImages are allowed in the PolicyParams object.
+	DebugImages []string
+}
+
+// Cluster is a running control plane.
+type Cluster struct {
+	env *envtest.Environment
+	// Config is a cluster-admin (system:masters) client configuration.
+	Config *rest.Config
+	Client client.Client
+	Kube   kubernetes.Interface
+	Scheme *k8sruntime.Scheme
+}
+
+// AssetsDir is where make tools puts kube-apiserver and etcd: $KUBEBUILDER_ASSETS,
+// or bin/ at the repository root.
+func AssetsDir() string {
+	if d := os.Getenv("KUBEBUILDER_ASSETS"); d != "" {
+		return d
+	}
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..", "bin")
+}
+
+// Start starts a control plane and installs the plane for opts.Profile. The
+// caller stops it with Stop, also when a test fails.
+func Start(ctx context.Context, opts Options) (*Cluster, error) {
+	assets := AssetsDir()
+	for _, b := range []string{"kube-apiserver", "etcd"} {
+		if _, err := os.Stat(filepath.Join(assets, b)); err != nil {
+			return nil, fmt.Errorf("%s not found in %s: run `make tools` first (it builds it from module sources)", b, assets)
+		}
+	}
+	crds, err := chartCRDs()
+	if err != nil {
+		return nil, err
+	}
+	env := &envtest.Environment{
+		BinaryAssetsDirectory: assets,
+		CRDs:                  crds,
+		ErrorIfCRDPathMissing: true,
+	}
+	api := env.ControlPlane.GetAPIServer()
+	api.Configure().
+		Set("enable-admission-plugins", "ValidatingAdmissionPolicy,ValidatingAdmissionWebhook,MutatingAdmissionWebhook").
+		Set("authorization-mode", "RBAC")
+	cfg, err := env.Start()
+	if err != nil {
+		return nil, fmt.Errorf("starting kube-apiserver and etcd: %w", err)
+	}
+	c := &Cluster{env: env, Config: cfg, Scheme: k8sruntime.NewScheme()}
+	if err := c.init(); err != nil {
+		_ = c.Stop()
+		return nil, err
+	}
+	if opts.Profile != "" {
+		if err := c.Install(ctx, opts.Profile, opts.DebugImages); err != nil {
+			_ = c.Stop()
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+func (c *Cluster) init() error {
+	if err := clientgoscheme.AddToScheme(c.Scheme); err != nil {
+		return err
+	}
+	if err := v1alpha1.AddToScheme(c.Scheme); err != nil {
+		return err
+	}
+	if err := apiextensionsv1.AddToScheme(c.Scheme); err != nil {
+		return err
+	}
+	cl, err := client.New(c.Config, client.Options{Scheme: c.Scheme})
+	if err != nil {
+		return err
+	}
+	c.Client = cl
+	c.Kube, err = kubernetes.NewForConfig(c.Config)
+	return err
+}
+
+// Stop stops the API server and etcd.
+func (c *Cluster) Stop() error {
+	if c == nil || c.env == nil {
+		return nil
+	}
+	return c.env.Stop()
+}
+
+func chartCRDs() ([]*apiextensionsv1.CustomResourceDefinition, error) {
+	files, err := chart.CRDs()
+	if err != nil {
+		return nil, err
+	}
+	var out []*apiextensionsv1.CustomResourceDefinition
+	for _, b := range files {
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		if err := yaml.UnmarshalStrict(b, crd); err != nil {
+			return nil, fmt.Errorf("a CRD the chart ships: %w", err)
+		}
+		out = append(out, crd)
+	}
+	return out, nil
+}
+
+// Install applies the plane for profile: the namespace, the chart's
+// generated manifests, and the PolicyParams object with the chart's
+// defaults; then it waits until the API server enforces the policies.
+func (c *Cluster) Install(ctx context.Context, profile policies.Profile, debugImages []string) error {
+	if err := c.Apply(ctx, manifests.Namespace()); err != nil {
+		return err
+	}
+	stream, err := chart.Plane(string(profile))
+	if err != nil {
+		return err
+	}
+	objs, err := manifests.Decode(stream)
+	if err != nil {
+		return fmt.Errorf("the chart's %s manifests: %w", profile, err)
+	}
+	for _, o := range objs {
+		if err := c.Apply(ctx, o); err != nil {
+			return err
+		}
+	}
+	if err := c.Apply(ctx, v1alpha1.DefaultPolicyParams(debugImages...)); err != nil {
+		return err
+	}
+	return c.WaitEnforced(ctx)
+}
+
+// Apply creates obj, or updates it to obj if it exists.
+func (c *Cluster) Apply(ctx context.Context, obj client.Object) error {
+	err := c.Client.Create(ctx, obj)
+	if apierrors.IsAlreadyExists(err) {
+		existing := &unstructured.Unstructured{}
+		existing.SetGroupVersionKind(obj.GetObjectKind().GroupVersionKind())
+		if err := c.Client.Get(ctx, client.ObjectKeyFromObject(obj), existing); err != nil {
+			return err
+		}
+		obj.SetResourceVersion(existing.GetResourceVersion())
+		err = c.Client.Update(ctx, obj)
+	}
+	if err != nil {
+		return fmt.Errorf("applying %s %s: %w", obj.GetObjectKind().GroupVersionKind().Kind, obj.GetName(), err)
+	}
+	return nil
+}
+
+// WaitEnforced waits until the policies, their bindings and the params are
+// all in force: the API server loads them through informers, a moment after
+// they are created. It probes with dry-run requests that only enforced
+// policies refuse.
+func (c *Cluster) WaitEnforced(ctx context.Context) error {
+	probe := ProbeGrant("shop-probe", "2h")
+	probe.Namespace = "default"
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		err := c.Client.Create(ctx, probe.DeepCopy(), client.DryRunAll)
+		if err != nil && strings.Contains(err.Error(), "[grant.ttl]") {
+			return nil
+		}
+		if err == nil {
+			err = errors.New("a 2h grant was admitted")
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the policies were not in force after 60s: %w", err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}

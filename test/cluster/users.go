@@ -1,0 +1,49 @@
+package cluster
+
+import (
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/tower-dev/breakglass/api/v1alpha1"
+)
+
+// User is a client acting as someone else, through impersonation by the
+// cluster admin: the API server authorizes and admits every request as that
+// user, with real RBAC.
+type User struct {
+	Name   string
+	Config *rest.Config
+	Client client.Client
+	Kube   kubernetes.Interface
+}
+
+// As returns clients that act as the user name in groups.
+func (c *Cluster) As(name string, groups ...string) (*User, error) {
+	cfg := rest.CopyConfig(c.Config)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: name, Groups: append(groups, "system:authenticated")}
+	cl, err := client.New(cfg, client.Options{Scheme: c.Scheme})
+	if err != nil {
+		return nil, err
+	}
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &User{Name: name, Config: cfg, Client: cl, Kube: kube}, nil
+}
+
+// AsServiceAccount returns clients that act as the ServiceAccount namespace/name.
+func (c *Cluster) AsServiceAccount(namespace, name string) (*User, error) {
+	return c.As("system:serviceaccount:"+namespace+":"+name, "system:serviceaccounts", "system:serviceaccounts:"+namespace)
+}
+
+// Portal returns clients that act as the portal's ServiceAccount.
+func (c *Cluster) Portal() (*User, error) {
+	return c.AsServiceAccount(v1alpha1.Namespace, v1alpha1.PortalServiceAccount)
+}
+
+// Sweeper returns clients that act as the sweeper's ServiceAccount.
+func (c *Cluster) Sweeper() (*User, error) {
+	return c.AsServiceAccount(v1alpha1.Namespace, v1alpha1.SweeperServiceAccount)
+}

@@ -1,0 +1,69 @@
+// Package integration runs the plane's admission policies and roles on a
+// real kube-apiserver and etcd, one per profile, installed from the files
+// the chart ships.
+package integration
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/tower-dev/breakglass/policies"
+	"github.com/tower-dev/breakglass/test/cluster"
+)
+
+// debugImage is the one allowed debug image in these tests' params.
+var debugImage = "registry.example/breakglass/debug@sha256:" + strings.Repeat("d", 64)
+
+// clusters holds one running control plane per profile.
+var clusters = map[policies.Profile]*cluster.Cluster{}
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	ctx := context.Background()
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	var errs []error
+	for _, p := range policies.Profiles {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c, err := cluster.Start(ctx, cluster.Options{Profile: p, DebugImages: []string{debugImage}})
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", p, err))
+				return
+			}
+			clusters[p] = c
+		}()
+	}
+	wg.Wait()
+	defer func() {
+		for p, c := range clusters {
+			if err := c.Stop(); err != nil {
+				fmt.Fprintf(os.Stderr, "stopping the %s control plane: %v\n", p, err)
+			}
+		}
+	}()
+	if len(errs) > 0 {
+		for _, err := range errs {
+			fmt.Fprintln(os.Stderr, err)
+		}
+		return 1
+	}
+	return m.Run()
+}
+
+// eachProfile runs f once per profile, as a subtest named for it.
+func eachProfile(t *testing.T, f func(t *testing.T, p policies.Profile, c *cluster.Cluster)) {
+	for _, p := range policies.Profiles {
+		t.Run(string(p), func(t *testing.T) { f(t, p, clusters[p]) })
+	}
+}
