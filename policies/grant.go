@@ -97,7 +97,10 @@ func GrantShape() Policy {
 			},
 			{
 				Name:       "grant.portal",
-				Expression: `object.subjects[0].name == params.spec.portal.name && object.subjects[0].namespace == params.spec.portal.namespace`,
+				// GrantGuard refuses any other number of subjects, in its own words.
+				Expression: `!has(object.subjects) || size(object.subjects) != 1 ||
+					(object.subjects[0].name == params.spec.portal.name && has(object.subjects[0].namespace) &&
+					 object.subjects[0].namespace == params.spec.portal.namespace)`,
 				MessageExpression: `'[grant.portal] a debug role is bound only to the portal, ServiceAccount ' +
 					params.spec.portal.namespace + '/' + params.spec.portal.name + '.'`,
 			},

@@ -16,7 +16,7 @@ func ProbeGrant(session, ttl string) *rbacv1.RoleBinding {
 			Name:   "breakglass-" + session,
 			Labels: map[string]string{v1alpha1.SessionLabel: session, v1alpha1.TTLLabel: ttl},
 		},
-		RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: v1alpha1.DebugRole},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: v1alpha1.DebugRole},
 		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: v1alpha1.PortalServiceAccount, Namespace: v1alpha1.Namespace}},
 	}
 }

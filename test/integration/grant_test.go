@@ -1,0 +1,92 @@
+package integration
+
+// The API server reports the first policy that refuses, and the order among
+// policies is not fixed: where two policies refuse the same request, the test
+// wants the words both say.
+
+import (
+	"testing"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+
+	"github.com/tower-dev/breakglass/api/v1alpha1"
+	"github.com/tower-dev/breakglass/policies"
+	"github.com/tower-dev/breakglass/test/cluster"
+)
+
+// TestGrantShape makes grants on the real API server, as the portal and as
+// a cluster admin, and holds each refusal to the words it should say.
+func TestGrantShape(t *testing.T) {
+	eachProfile(t, func(t *testing.T, _ policies.Profile, c *cluster.Cluster) {
+		ns := namespace(t, c, "grants")
+		portal := mustUser(t)(c.Portal())
+		admin := mustUser(t)(c.As("alice", "system:masters"))
+		for _, tc := range []struct {
+			name   string
+			as     *cluster.User
+			ns     string
+			mutate func(*rbacv1.RoleBinding)
+			want   string // "" means admitted
+		}{
+			{name: "the portal's well-formed grant", as: portal},
+			{name: "the process role", as: portal, mutate: func(rb *rbacv1.RoleBinding) { rb.RoleRef.Name = v1alpha1.DebugProcessRole }},
+			// RBAC's own escalation check refuses before admission: the portal holds neither bind on cluster-admin nor its rules.
+			{name: "escalation: bind cluster-admin", as: portal, mutate: func(rb *rbacv1.RoleBinding) { rb.RoleRef.Name = "cluster-admin" },
+				want: "is attempting to grant RBAC permissions not currently held"},
+			// admin has no rules in a control plane without the aggregation controller, so RBAC lets it through: the policy does not.
+			{name: "escalation: bind admin", as: portal, mutate: func(rb *rbacv1.RoleBinding) { rb.RoleRef.Name = "admin" },
+				want: "[portal.binds-only-debug-roles]"},
+			{name: "subject another user", as: portal, mutate: func(rb *rbacv1.RoleBinding) {
+				rb.Subjects = []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "User", Name: "alice"}}
+			}, want: "a debug role is bound only to the portal"},
+			{name: "a cluster admin binds a debug role to themself", as: admin, mutate: func(rb *rbacv1.RoleBinding) {
+				rb.Subjects = []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "User", Name: "alice"}}
+			}, want: "a debug role is bound only to the portal"},
+			{name: "TTL 2h", as: portal, mutate: ttl("2h"), want: "[grant.ttl] a grant lives from 15m to 75m (label cleanup.kyverno.io/ttl); it asks for 2h."},
+			{name: "TTL 5m", as: portal, mutate: ttl("5m"), want: "[grant.ttl]"},
+			{name: "TTL missing", as: portal, mutate: func(rb *rbacv1.RoleBinding) { delete(rb.Labels, v1alpha1.TTLLabel) },
+				want: "[grant.ttl-format] a grant needs the label cleanup.kyverno.io/ttl with a Go duration such as 30m; it has none."},
+			{name: "TTL garbage", as: portal, mutate: ttl("soon"), want: "[grant.ttl-format]"},
+			{name: "a cluster admin's 2h grant", as: admin, mutate: ttl("2h"), want: "[grant.ttl]"},
+			{name: "no session label", as: portal, mutate: func(rb *rbacv1.RoleBinding) { delete(rb.Labels, v1alpha1.SessionLabel) },
+				want: "[grant.session-label]"},
+			{name: "protected namespace", as: portal, ns: "kube-system", want: "namespace kube-system is protected"},
+			{name: "the plane's namespace", as: portal, ns: v1alpha1.Namespace, want: "[grant.namespace]"},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				rb := cluster.ProbeGrant("s-grant", "30m")
+				rb.Namespace = ns
+				if tc.ns != "" {
+					rb.Namespace = tc.ns
+				}
+				if tc.mutate != nil {
+					tc.mutate(rb)
+				}
+				err := tc.as.Client.Create(testContext(t), rb, dryRun)
+				if tc.want == "" {
+					wantAdmitted(t, err)
+					return
+				}
+				wantDenied(t, err, tc.want)
+			})
+		}
+
+		t.Run("no ClusterRoleBinding to a debug role", func(t *testing.T) {
+			crb := &rbacv1.ClusterRoleBinding{}
+			crb.Name = "debug-everywhere"
+			crb.RoleRef = rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: v1alpha1.DebugRole}
+			crb.Subjects = []rbacv1.Subject{{Kind: "ServiceAccount", Name: v1alpha1.PortalServiceAccount, Namespace: v1alpha1.Namespace}}
+			wantDenied(t, admin.Client.Create(testContext(t), crb, dryRun), "[grant.cluster-wide]")
+		})
+
+		t.Run("the TTL of a live grant never changes", func(t *testing.T) {
+			rb := grant(t, c, ns, "s-ttl", v1alpha1.DebugRole)
+			rb.Labels[v1alpha1.TTLLabel] = "75m"
+			wantDenied(t, admin.Client.Update(testContext(t), rb), "[grant.ttl-immutable]")
+		})
+	})
+}
+
+func ttl(d string) func(*rbacv1.RoleBinding) {
+	return func(rb *rbacv1.RoleBinding) { rb.Labels[v1alpha1.TTLLabel] = d }
+}
