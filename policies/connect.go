@@ -16,9 +16,10 @@ func NoExec() Policy {
 		Summary:  "No exec on production, for anyone.",
 		Profiles: []Profile{Flight},
 		Rules: []Rule{{
-			APIGroups:  []string{""},
-			Resources:  []string{"pods/exec"},
-			Operations: []Operation{Connect},
+			APIGroups:   []string{""},
+			APIVersions: []string{"v1"},
+			Resources:   []string{"pods/exec"},
+			Operations:  []Operation{Connect},
 		}},
 		Validations: []Validation{{
 			Name:       "exec.never",
@@ -38,9 +39,10 @@ func Attach() Policy {
 		Summary:  "Attach only to debug containers; on Flight only by the portal.",
 		Profiles: Profiles,
 		Rules: []Rule{{
-			APIGroups:  []string{""},
-			Resources:  []string{"pods/attach"},
-			Operations: []Operation{Connect},
+			APIGroups:   []string{""},
+			APIVersions: []string{"v1"},
+			Resources:   []string{"pods/attach"},
+			Operations:  []Operation{Connect},
 		}},
 		MatchConditions: []Condition{{
 			Name:       planeUserCondition.Name,

@@ -108,9 +108,10 @@ func DebugContainer() Policy {
 		Profiles:   Profiles,
 		UsesParams: true,
 		Rules: []Rule{{
-			APIGroups:  []string{""},
-			Resources:  []string{"pods/ephemeralcontainers"},
-			Operations: []Operation{Update},
+			APIGroups:   []string{""},
+			APIVersions: []string{"v1"},
+			Resources:   []string{"pods/ephemeralcontainers"},
+			Operations:  []Operation{Update},
 		}},
 		Variables: []Variable{
 			{Name: "portalUser", Expression: portalUserExpr},
@@ -134,9 +135,10 @@ func CopyPodGuard() Policy {
 		Summary:  "Pods the portal creates (copy, heldCopy): session-labelled, behind no Service, no host namespaces.",
 		Profiles: Profiles,
 		Rules: []Rule{{
-			APIGroups:  []string{""},
-			Resources:  []string{"pods"},
-			Operations: []Operation{Create},
+			APIGroups:   []string{""},
+			APIVersions: []string{"v1"},
+			Resources:   []string{"pods"},
+			Operations:  []Operation{Create},
 		}},
 		// A pod create by anyone else is not this policy's business.
 		MatchConditions: []Condition{planeUserCondition},
@@ -187,9 +189,10 @@ func CopyPodShape() Policy {
 		UsesParams:  true,
 		SelectLabel: v1alpha1.SessionLabel,
 		Rules: []Rule{{
-			APIGroups:  []string{""},
-			Resources:  []string{"pods"},
-			Operations: []Operation{Create},
+			APIGroups:   []string{""},
+			APIVersions: []string{"v1"},
+			Resources:   []string{"pods"},
+			Operations:  []Operation{Create},
 		}},
 		Variables: []Variable{
 			{Name: "debug", Expression: fmt.Sprintf(`object.spec.containers.filter(c, c.name.startsWith('%[1]s')) +

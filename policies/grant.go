@@ -25,9 +25,10 @@ func GrantGuard() Policy {
 		Summary:  "RoleBindings to the debug roles: one plane ServiceAccount, a session label, a TTL label, neither ever changed.",
 		Profiles: Profiles,
 		Rules: []Rule{{
-			APIGroups:  []string{"rbac.authorization.k8s.io"},
-			Resources:  []string{"rolebindings"},
-			Operations: []Operation{Create, Update},
+			APIGroups:   []string{"rbac.authorization.k8s.io"},
+			APIVersions: []string{"v1"},
+			Resources:   []string{"rolebindings"},
+			Operations:  []Operation{Create, Update},
 		}},
 		MatchConditions: []Condition{bindsDebugRole},
 		Variables: []Variable{
@@ -78,9 +79,10 @@ func GrantShape() Policy {
 		UsesParams:  true,
 		SelectLabel: v1alpha1.SessionLabel,
 		Rules: []Rule{{
-			APIGroups:  []string{"rbac.authorization.k8s.io"},
-			Resources:  []string{"rolebindings"},
-			Operations: []Operation{Create, Update},
+			APIGroups:   []string{"rbac.authorization.k8s.io"},
+			APIVersions: []string{"v1"},
+			Resources:   []string{"rolebindings"},
+			Operations:  []Operation{Create, Update},
 		}},
 		MatchConditions: []Condition{bindsDebugRole},
 		Variables: []Variable{
@@ -96,7 +98,7 @@ func GrantShape() Policy {
 					' is protected: break-glass grants are never made here. Debug the workload in its own namespace.'`,
 			},
 			{
-				Name:       "grant.portal",
+				Name: "grant.portal",
 				// GrantGuard refuses any other number of subjects, in its own words.
 				Expression: `!has(object.subjects) || size(object.subjects) != 1 ||
 					(object.subjects[0].name == params.spec.portal.name && has(object.subjects[0].namespace) &&
@@ -124,9 +126,10 @@ func NoDebugClusterRoleBinding() Policy {
 		Summary:  "The debug roles are never bound cluster-wide.",
 		Profiles: Profiles,
 		Rules: []Rule{{
-			APIGroups:  []string{"rbac.authorization.k8s.io"},
-			Resources:  []string{"clusterrolebindings"},
-			Operations: []Operation{Create, Update},
+			APIGroups:   []string{"rbac.authorization.k8s.io"},
+			APIVersions: []string{"v1"},
+			Resources:   []string{"clusterrolebindings"},
+			Operations:  []Operation{Create, Update},
 		}},
 		MatchConditions: []Condition{bindsDebugRole},
 		Validations: []Validation{{
@@ -146,9 +149,10 @@ func PlaneBindsOnlyDebugRoles() Policy {
 		Summary:  "The plane's ServiceAccounts bind the two debug roles and nothing else.",
 		Profiles: Profiles,
 		Rules: []Rule{{
-			APIGroups:  []string{"rbac.authorization.k8s.io"},
-			Resources:  []string{"rolebindings", "clusterrolebindings"},
-			Operations: []Operation{Create, Update},
+			APIGroups:   []string{"rbac.authorization.k8s.io"},
+			APIVersions: []string{"v1"},
+			Resources:   []string{"rolebindings", "clusterrolebindings"},
+			Operations:  []Operation{Create, Update},
 		}},
 		MatchConditions: []Condition{planeUserCondition},
 		Validations: []Validation{{

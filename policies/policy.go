@@ -32,9 +32,13 @@ const (
 
 // Rule says which requests a policy sees.
 type Rule struct {
-	APIGroups  []string
-	Resources  []string // "pods/ephemeralcontainers" names a subresource
-	Operations []Operation
+	APIGroups []string
+	// APIVersions are named, never "*": the API server's type checker skips
+	// a rule with a wildcard version. Other versions of the same resources
+	// still match, by equivalence.
+	APIVersions []string
+	Resources   []string // "pods/ephemeralcontainers" names a subresource
+	Operations  []Operation
 }
 
 // Condition narrows a policy to the requests it is about; requests it does
@@ -133,6 +137,7 @@ func All() []Policy {
 		NoExec(),
 		Attach(),
 		SessionRules(),
-		PlaneDeleteScope(),
+		PlaneDeletesGrantsOnly(),
+		PlaneDeletesDebuggedPodsOnly(),
 	}
 }

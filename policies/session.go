@@ -10,9 +10,10 @@ func SessionRules() Policy {
 		Profiles:   Profiles,
 		UsesParams: true,
 		Rules: []Rule{{
-			APIGroups:  []string{"breakglass.tower.dev"},
-			Resources:  []string{"sessions", "sessions/status"},
-			Operations: []Operation{Create, Update},
+			APIGroups:   []string{"breakglass.tower.dev"},
+			APIVersions: []string{"v1alpha1"},
+			Resources:   []string{"sessions", "sessions/status"},
+			Operations:  []Operation{Create, Update},
 		}},
 		Validations: []Validation{
 			{

@@ -74,7 +74,7 @@ func Build(p policies.Policy, profile policies.Profile) Pair {
 				Operations: ops,
 				Rule: admissionregistrationv1.Rule{
 					APIGroups:   r.APIGroups,
-					APIVersions: []string{"*"},
+					APIVersions: r.APIVersions,
 					Resources:   r.Resources,
 					Scope:       &allScopes,
 				},

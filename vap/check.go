@@ -32,6 +32,16 @@ func Check(p policies.Policy, profile policies.Profile) error {
 	if len(p.Validations) == 0 {
 		return fmt.Errorf("policy %s (%s): no validations", p.Name, profile)
 	}
+	for _, r := range p.Rules {
+		if len(r.APIVersions) == 0 {
+			return fmt.Errorf("policy %s: a rule names no API version", p.Name)
+		}
+		for _, v := range r.APIVersions {
+			if strings.Contains(v, "*") {
+				return fmt.Errorf("policy %s: API version %q: name versions, the type checker skips wildcards", p.Name, v)
+			}
+		}
+	}
 	seen := map[string]bool{}
 	for _, v := range p.Validations {
 		switch {
