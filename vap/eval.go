@@ -102,15 +102,10 @@ func compile(policy *admissionregistrationv1.ValidatingAdmissionPolicy) validati
 	hasParams := policy.Spec.ParamKind != nil
 	withAuthz := plugincel.OptionalVariableDeclarations{HasParams: hasParams, HasAuthorizer: true}
 	noAuthz := plugincel.OptionalVariableDeclarations{HasParams: hasParams, HasAuthorizer: false}
-	compiler, err := plugincel.NewCompositedCompiler(environment.MustBaseEnvSet(environment.DefaultCompatibilityVersion()))
+	compiler, err := newCompiler(policy)
 	if err != nil {
 		return validating.NewValidator(nil, nil, nil, nil, policy.Spec.FailurePolicy, err)
 	}
-	var variables []plugincel.NamedExpressionAccessor
-	for _, v := range policy.Spec.Variables {
-		variables = append(variables, &validating.Variable{Name: v.Name, Expression: v.Expression})
-	}
-	compiler.CompileAndStoreVariables(variables, withAuthz, environment.StoredExpressions)
 
 	var matcher matchconditions.Matcher
 	if len(policy.Spec.MatchConditions) > 0 {
@@ -135,9 +130,8 @@ func compile(policy *admissionregistrationv1.ValidatingAdmissionPolicy) validati
 		policy.Spec.FailurePolicy, nil)
 }
 
-// Evaluate runs every policy whose rules match req. params is the
-// PolicyParams object the bindings name, or nil when it is missing.
-func (e *Evaluator) Evaluate(ctx context.Context, req Request, params *unstructured.Unstructured) Result {
+// attributes builds what the API server hands its admission plugins.
+func (req Request) attributes() (admission.Attributes, *admission.VersionedAttributes, *corev1.Namespace, permissions) {
 	var obj, oldObj runtime.Object
 	if req.Object != nil {
 		obj = &unstructured.Unstructured{Object: req.Object}
@@ -152,8 +146,13 @@ func (e *Evaluator) Evaluate(ctx context.Context, req Request, params *unstructu
 	if req.Namespace != "" {
 		ns = &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: req.Namespace}}
 	}
-	authz := permissions{allowed: req.Allowed}
+	return attr, versioned, ns, permissions{allowed: req.Allowed}
+}
 
+// Evaluate runs every policy whose rules match req. params is the
+// PolicyParams object the bindings name, or nil when it is missing.
+func (e *Evaluator) Evaluate(ctx context.Context, req Request, params *unstructured.Unstructured) Result {
+	attr, versioned, ns, authz := req.attributes()
 	var result Result
 	for _, p := range e.policies {
 		if !matchesRules(p.pair.Policy, attr) || !matchesObjectSelector(p.pair.Binding, req) {

@@ -38,6 +38,9 @@ type Options struct {
 	Profile policies.Profile
 	// DebugImages are allowed in the PolicyParams object.
 	DebugImages []string
+	// WithoutPolicies installs everything but the admission policies and
+	// their bindings: a baseline to measure what the policies cost.
+	WithoutPolicies bool
 }
 
 // Cluster is a running control plane.
@@ -92,7 +95,7 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 		return nil, err
 	}
 	if opts.Profile != "" {
-		if err := c.Install(ctx, opts.Profile, opts.DebugImages); err != nil {
+		if err := c.install(ctx, opts); err != nil {
 			_ = c.Stop()
 			return nil, err
 		}
@@ -143,10 +146,11 @@ func chartCRDs() ([]*apiextensionsv1.CustomResourceDefinition, error) {
 	return out, nil
 }
 
-// Install applies the plane for profile: the namespace, the chart's
+// install applies the plane for opts.Profile: the namespace, the chart's
 // generated manifests, and the PolicyParams object with the chart's
 // defaults; then it waits until the API server enforces the policies.
-func (c *Cluster) Install(ctx context.Context, profile policies.Profile, debugImages []string) error {
+func (c *Cluster) install(ctx context.Context, opts Options) error {
+	profile := opts.Profile
 	if err := c.Apply(ctx, manifests.Namespace()); err != nil {
 		return err
 	}
@@ -159,12 +163,18 @@ func (c *Cluster) Install(ctx context.Context, profile policies.Profile, debugIm
 		return fmt.Errorf("the chart's %s manifests: %w", profile, err)
 	}
 	for _, o := range objs {
+		if opts.WithoutPolicies && o.GroupVersionKind().Group == "admissionregistration.k8s.io" {
+			continue
+		}
 		if err := c.Apply(ctx, o); err != nil {
 			return err
 		}
 	}
-	if err := c.Apply(ctx, v1alpha1.DefaultPolicyParams(debugImages...)); err != nil {
+	if err := c.Apply(ctx, v1alpha1.DefaultPolicyParams(opts.DebugImages...)); err != nil {
 		return err
+	}
+	if opts.WithoutPolicies {
+		return nil
 	}
 	return c.WaitEnforced(ctx)
 }

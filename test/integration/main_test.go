@@ -11,6 +11,9 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/go-logr/logr"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
 	"github.com/tower-dev/breakglass/policies"
 	"github.com/tower-dev/breakglass/test/cluster"
 )
@@ -26,6 +29,7 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
+	log.SetLogger(logr.Discard())
 	ctx := context.Background()
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -46,6 +50,11 @@ func run(m *testing.M) int {
 	}
 	wg.Wait()
 	defer func() {
+		if bare != nil {
+			if err := bare.Stop(); err != nil {
+				fmt.Fprintf(os.Stderr, "stopping the baseline control plane: %v\n", err)
+			}
+		}
 		for p, c := range clusters {
 			if err := c.Stop(); err != nil {
 				fmt.Fprintf(os.Stderr, "stopping the %s control plane: %v\n", p, err)

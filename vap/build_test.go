@@ -1,0 +1,129 @@
+package vap
+
+import (
+	"strings"
+	"testing"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/tower-dev/breakglass/policies"
+)
+
+func TestBuildIsDeterministic(t *testing.T) {
+	for _, p := range policies.Profiles {
+		a, err := BuildAll(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := BuildAll(p)
+		for i := range a {
+			ya, _ := yaml.Marshal(a[i])
+			yb, _ := yaml.Marshal(b[i])
+			if string(ya) != string(yb) {
+				t.Fatalf("%s: two builds differ", a[i].Policy.Name)
+			}
+		}
+	}
+}
+
+func TestBuiltPoliciesFailClosed(t *testing.T) {
+	for _, profile := range policies.Profiles {
+		pairs, err := BuildAll(profile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		names := map[string]bool{}
+		for _, pr := range pairs {
+			names[pr.Policy.Name] = true
+			if fp := pr.Policy.Spec.FailurePolicy; fp == nil || *fp != admissionregistrationv1.Fail {
+				t.Errorf("%s: failurePolicy is not Fail", pr.Policy.Name)
+			}
+			if got := pr.Binding.Spec.ValidationActions; len(got) != 1 || got[0] != admissionregistrationv1.Deny {
+				t.Errorf("%s: validationActions = %v, want [Deny]", pr.Binding.Name, got)
+			}
+			if pr.Binding.Spec.PolicyName != pr.Policy.Name {
+				t.Errorf("%s: the binding names %s", pr.Policy.Name, pr.Binding.Spec.PolicyName)
+			}
+			if ref := pr.Binding.Spec.ParamRef; ref != nil {
+				if ref.ParameterNotFoundAction == nil || *ref.ParameterNotFoundAction != admissionregistrationv1.DenyAction {
+					t.Errorf("%s: a missing params object must deny", pr.Binding.Name)
+				}
+			}
+			if (pr.Policy.Spec.ParamKind == nil) != (pr.Binding.Spec.ParamRef == nil) {
+				t.Errorf("%s: paramKind and paramRef disagree", pr.Policy.Name)
+			}
+		}
+		if got := names["breakglass-no-exec"]; got != (profile == policies.Flight) {
+			t.Errorf("%s: no-exec installed = %v", profile, got)
+		}
+	}
+}
+
+// TestFlightHasEveryGroundRule holds Flight to be at least as strict as
+// Ground: every Ground validation is also in Flight.
+func TestFlightHasEveryGroundRule(t *testing.T) {
+	rules := func(p policies.Profile) map[string]bool {
+		out := map[string]bool{}
+		for _, pol := range policies.All() {
+			if !pol.In(p) {
+				continue
+			}
+			for _, v := range pol.For(p).Validations {
+				out[v.Name] = true
+			}
+		}
+		return out
+	}
+	flight := rules(policies.Flight)
+	for name := range rules(policies.Ground) {
+		if !flight[name] {
+			t.Errorf("rule %s is on Ground but not on Flight", name)
+		}
+	}
+}
+
+func TestCheckRefuses(t *testing.T) {
+	good := func() policies.Policy {
+		return policies.Policy{
+			Name:        "breakglass-test",
+			Profiles:    policies.Profiles,
+			Rules:       []policies.Rule{{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"}, Operations: []policies.Operation{policies.Create}}},
+			Validations: []policies.Validation{{Name: "t.ok", Expression: "true", Message: "[t.ok] fine."}},
+		}
+	}
+	if err := Check(good(), policies.Ground); err != nil {
+		t.Fatalf("the good policy: %v", err)
+	}
+	for _, tc := range []struct {
+		name   string
+		mutate func(*policies.Policy)
+		want   string
+	}{
+		{"bad name", func(p *policies.Policy) { p.Name = "Bad_Name" }, "name"},
+		{"no rules", func(p *policies.Policy) { p.Rules = nil }, "no rules"},
+		{"wildcard version", func(p *policies.Policy) { p.Rules[0].APIVersions = []string{"*"} }, "the type checker skips wildcards"},
+		{"no message", func(p *policies.Policy) { p.Validations[0].Message = "" }, "has no message"},
+		{"message without its rule name", func(p *policies.Policy) { p.Validations[0].Message = "fine." }, "does not start with [t.ok]"},
+		{"message with a line break", func(p *policies.Policy) { p.Validations[0].Message = "[t.ok] a\nb" }, "line break"},
+		{"a validation named twice", func(p *policies.Policy) { p.Validations = append(p.Validations, p.Validations[0]) }, "named twice"},
+		{"CEL that does not compile", func(p *policies.Policy) { p.Validations[0].Expression = "object.spec.(" }, "compilation failed"},
+		{"CEL newer than the oldest Kubernetes", func(p *policies.Policy) { p.Validations[0].Expression = "isSemver('1.0.0')" }, "isSemver"},
+		{"a variable that does not compile", func(p *policies.Policy) {
+			p.Variables = []policies.Variable{{Name: "x", Expression: "object.(("}}
+		}, "variable x"},
+		{"a match condition that reads params", func(p *policies.Policy) {
+			p.UsesParams = true
+			p.MatchConditions = []policies.Condition{{Name: "c", Expression: "params.spec.x == 1"}}
+		}, "match condition c"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := good()
+			tc.mutate(&p)
+			err := Check(p, policies.Ground)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Check = %v, want an error saying %q", err, tc.want)
+			}
+		})
+	}
+}
