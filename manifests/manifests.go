@@ -7,6 +7,7 @@ import (
 	"io"
 
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -14,6 +15,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
+	chart "github.com/tower-dev/breakglass/charts/breakglass"
 	"github.com/tower-dev/breakglass/policies"
 	"github.com/tower-dev/breakglass/vap"
 )
@@ -50,6 +52,43 @@ func Generated(profile policies.Profile) ([]runtime.Object, error) {
 	}
 	for _, p := range pairs {
 		out = append(out, p.Binding)
+	}
+	return out, nil
+}
+
+// All is every object of the plane for profile, in the order it applies to
+// an empty cluster: the namespace, the chart's CRDs, the PolicyParams
+// object (which needs its CRD established first), then Generated.
+func All(profile policies.Profile, debugImages []string) ([]runtime.Object, error) {
+	objs := []runtime.Object{Namespace()}
+	crds, err := CRDs()
+	if err != nil {
+		return nil, err
+	}
+	for _, crd := range crds {
+		objs = append(objs, crd)
+	}
+	objs = append(objs, v1alpha1.DefaultPolicyParams(debugImages...))
+	gen, err := Generated(profile)
+	if err != nil {
+		return nil, err
+	}
+	return append(objs, gen...), nil
+}
+
+// CRDs returns the CustomResourceDefinitions the chart ships.
+func CRDs() ([]*apiextensionsv1.CustomResourceDefinition, error) {
+	files, err := chart.CRDs()
+	if err != nil {
+		return nil, err
+	}
+	var out []*apiextensionsv1.CustomResourceDefinition
+	for _, b := range files {
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		if err := yaml.UnmarshalStrict(b, crd); err != nil {
+			return nil, fmt.Errorf("a CRD the chart ships: %w", err)
+		}
+		out = append(out, crd)
 	}
 	return out, nil
 }

@@ -173,7 +173,7 @@ func LoadCaseDir(dir string) ([]CaseFile, error) {
 	}
 	var files []CaseFile
 	for _, e := range entries {
-		if e.IsDir() || !(strings.HasSuffix(e.Name(), ".yaml") || strings.HasSuffix(e.Name(), ".yml")) {
+		if e.IsDir() || (!strings.HasSuffix(e.Name(), ".yaml") && !strings.HasSuffix(e.Name(), ".yml")) {
 			continue
 		}
 		cf, err := LoadCaseFile(filepath.Join(dir, e.Name()))

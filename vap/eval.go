@@ -166,7 +166,7 @@ func (e *Evaluator) Evaluate(ctx context.Context, req Request, params *unstructu
 			if params == nil {
 				// What the API server does for parameterNotFoundAction: Deny.
 				result.Matched = append(result.Matched, p.pair.Policy.Name)
-				deny(fmt.Sprintf("failed to configure binding: no params found for policy binding with `Deny` parameterNotFoundAction"))
+				deny("failed to configure binding: no params found for policy binding with `Deny` parameterNotFoundAction")
 				continue
 			}
 			versionedParams = params

@@ -10,12 +10,6 @@ import (
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"sigs.k8s.io/yaml"
-
-	"github.com/tower-dev/breakglass/api/v1alpha1"
-	chart "github.com/tower-dev/breakglass/charts/breakglass"
 	"github.com/tower-dev/breakglass/manifests"
 	"github.com/tower-dev/breakglass/policies"
 	"github.com/tower-dev/breakglass/vap"
@@ -79,24 +73,11 @@ The CRDs must be established before the PolicyParams object applies:
 
 // render is the whole plane as one YAML stream.
 func render(p policies.Profile, images []string) ([]byte, error) {
-	objs := []runtime.Object{manifests.Namespace()}
-	crds, err := chart.CRDs()
+	objs, err := manifests.All(p, images)
 	if err != nil {
 		return nil, err
 	}
-	for _, b := range crds {
-		crd := &apiextensionsv1.CustomResourceDefinition{}
-		if err := yaml.UnmarshalStrict(b, crd); err != nil {
-			return nil, fmt.Errorf("a CRD the chart ships: %w", err)
-		}
-		objs = append(objs, crd)
-	}
-	objs = append(objs, v1alpha1.DefaultPolicyParams(images...))
-	gen, err := manifests.Generated(p)
-	if err != nil {
-		return nil, err
-	}
-	return manifests.YAML(append(objs, gen...))
+	return manifests.YAML(objs)
 }
 
 func newPolicyTestCommand() *cobra.Command {

@@ -24,7 +24,6 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
-	"sigs.k8s.io/yaml"
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
 	chart "github.com/tower-dev/breakglass/charts/breakglass"
@@ -38,6 +37,9 @@ type Options struct {
 	Profile policies.Profile
 	// DebugImages are allowed in the PolicyParams object.
 	DebugImages []string
+	// Empty starts the control plane with nothing of the plane in it, not
+	// even the CRDs.
+	Empty bool
 	// WithoutPolicies installs everything but the admission policies and
 	// their bindings: a baseline to measure what the policies cost.
 	WithoutPolicies bool
@@ -72,14 +74,13 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 			return nil, fmt.Errorf("%s not found in %s: run `make tools` first (it builds it from module sources)", b, assets)
 		}
 	}
-	crds, err := chartCRDs()
-	if err != nil {
-		return nil, err
-	}
-	env := &envtest.Environment{
-		BinaryAssetsDirectory: assets,
-		CRDs:                  crds,
-		ErrorIfCRDPathMissing: true,
+	env := &envtest.Environment{BinaryAssetsDirectory: assets}
+	if !opts.Empty {
+		crds, err := manifests.CRDs()
+		if err != nil {
+			return nil, err
+		}
+		env.CRDs = crds
 	}
 	api := env.ControlPlane.GetAPIServer()
 	api.Configure().
@@ -128,22 +129,6 @@ func (c *Cluster) Stop() error {
 		return nil
 	}
 	return c.env.Stop()
-}
-
-func chartCRDs() ([]*apiextensionsv1.CustomResourceDefinition, error) {
-	files, err := chart.CRDs()
-	if err != nil {
-		return nil, err
-	}
-	var out []*apiextensionsv1.CustomResourceDefinition
-	for _, b := range files {
-		crd := &apiextensionsv1.CustomResourceDefinition{}
-		if err := yaml.UnmarshalStrict(b, crd); err != nil {
-			return nil, fmt.Errorf("a CRD the chart ships: %w", err)
-		}
-		out = append(out, crd)
-	}
-	return out, nil
 }
 
 // install applies the plane for opts.Profile: the namespace, the chart's

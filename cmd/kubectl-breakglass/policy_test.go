@@ -1,0 +1,129 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tower-dev/breakglass/manifests"
+)
+
+func runCLI(args ...string) (string, error) {
+	cmd := newRootCommand()
+	var out bytes.Buffer
+	cmd.SetOut(&out)
+	cmd.SetErr(&out)
+	cmd.SetArgs(args)
+	err := cmd.Execute()
+	return out.String(), err
+}
+
+func TestPolicyTestShippedCases(t *testing.T) {
+	out, err := runCLI("policy", "test", "../../policies/testdata")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if !strings.Contains(out, "RESULT") || !strings.Contains(out, " 0 failed") || strings.Contains(out, "FAIL ") {
+		t.Fatalf("unexpected table:\n%s", out)
+	}
+}
+
+func TestPolicyTestReportsAFailingCase(t *testing.T) {
+	dir := t.TempDir()
+	// A grant of 2h that the case wrongly expects to be allowed.
+	file := `
+cases:
+- name: a 2h grant
+  operation: CREATE
+  apiGroup: rbac.authorization.k8s.io
+  resource: rolebindings
+  namespace: shop
+  user: {name: "system:serviceaccount:breakglass-system:tower-breakglass"}
+  object:
+    apiVersion: rbac.authorization.k8s.io/v1
+    kind: RoleBinding
+    metadata: {name: g, namespace: shop, labels: {"breakglass.tower.dev/session": s1, "cleanup.kyverno.io/ttl": 2h}}
+    roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: "breakglass:debug"}
+    subjects: [{kind: ServiceAccount, name: tower-breakglass, namespace: breakglass-system}]
+  expect: allow
+`
+	if err := os.WriteFile(filepath.Join(dir, "wrong.yaml"), []byte(file), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := runCLI("policy", "test", dir)
+	if err == nil || !strings.Contains(err.Error(), "2 of 2 cases failed") {
+		t.Fatalf("err = %v\n%s", err, out)
+	}
+	if !strings.Contains(out, "FAIL") || !strings.Contains(out, "[grant.ttl]") {
+		t.Fatalf("the table does not show the failure and its reason:\n%s", out)
+	}
+}
+
+func TestPolicyTestMalformedFile(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "bad.yaml"), []byte("cases:\n- name: x\n  operation: PATCH\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := runCLI("policy", "test", dir)
+	if err == nil || !strings.Contains(err.Error(), "bad.yaml") || !strings.Contains(err.Error(), "cases[0] (x)") {
+		t.Fatalf("err = %v, want the file and the case named", err)
+	}
+}
+
+func TestPolicyRender(t *testing.T) {
+	img := "registry.example/debug@sha256:" + strings.Repeat("a", 64)
+	for _, profile := range []string{"ground", "flight"} {
+		out, err := runCLI("policy", "render", "--profile", profile, "--debug-image", img)
+		if err != nil {
+			t.Fatal(err)
+		}
+		objs, err := manifests.Decode([]byte(out))
+		if err != nil {
+			t.Fatal(err)
+		}
+		order := map[string]int{}
+		for i, o := range objs {
+			if _, seen := order[o.GetKind()]; !seen {
+				order[o.GetKind()] = i
+			}
+		}
+		if objs[0].GetKind() != "Namespace" || objs[0].GetName() != "breakglass-system" {
+			t.Errorf("%s: the first object is %s %s, want the namespace", profile, objs[0].GetKind(), objs[0].GetName())
+		}
+		for _, before := range [][2]string{
+			{"CustomResourceDefinition", "PolicyParams"},
+			{"PolicyParams", "ValidatingAdmissionPolicyBinding"},
+			{"ServiceAccount", "ClusterRoleBinding"},
+			{"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"},
+		} {
+			a, okA := order[before[0]]
+			b, okB := order[before[1]]
+			if !okA || !okB || a > b {
+				t.Errorf("%s: %s must come before %s", profile, before[0], before[1])
+			}
+		}
+		if !strings.Contains(out, img) {
+			t.Errorf("%s: the debug image is not in the params", profile)
+		}
+		if got := strings.Contains(out, "name: breakglass-no-exec"); got != (profile == "flight") {
+			t.Errorf("%s: no-exec rendered = %v", profile, got)
+		}
+	}
+}
+
+func TestPolicyRenderRefusesBadFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--profile", "prod"}, `--profile "prod": must be ground or flight`},
+		{[]string{"--debug-image", "registry.example/debug:latest"}, "must be pinned by digest"},
+	} {
+		_, err := runCLI(append([]string{"policy", "render"}, tc.args...)...)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: err = %v, want %q", tc.args, err, tc.want)
+		}
+	}
+}
