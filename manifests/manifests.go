@@ -43,6 +43,8 @@ func Generated(profile policies.Profile) ([]runtime.Object, error) {
 	for _, b := range RoleBindings() {
 		out = append(out, b)
 	}
+	leRole, leBinding := SweeperLeaderElection()
+	out = append(out, leRole, leBinding)
 	pairs, err := vap.BuildAll(profile)
 	if err != nil {
 		return nil, err

@@ -94,6 +94,27 @@ func ServiceAccounts() []*corev1.ServiceAccount {
 	return out
 }
 
+// SweeperLeaderElection lets the sweeper hold its leader-election lease in
+// the plane's namespace, and nowhere else.
+func SweeperLeaderElection() (*rbacv1.Role, *rbacv1.RoleBinding) {
+	name := "breakglass:sweeper-leader-election"
+	role := &rbacv1.Role{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "Role"},
+		ObjectMeta: meta(name, v1alpha1.Namespace),
+		Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch"}},
+			{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
+		},
+	}
+	binding := &rbacv1.RoleBinding{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "RoleBinding"},
+		ObjectMeta: meta(name, v1alpha1.Namespace),
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name},
+		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: v1alpha1.SweeperServiceAccount, Namespace: v1alpha1.Namespace}},
+	}
+	return role, binding
+}
+
 // RoleBindings binds the portal and the sweeper to their at-rest roles.
 func RoleBindings() []*rbacv1.ClusterRoleBinding {
 	bind := func(role, sa string) *rbacv1.ClusterRoleBinding {

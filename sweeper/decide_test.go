@@ -1,0 +1,102 @@
+package sweeper
+
+import (
+	"testing"
+	"time"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/tower-dev/breakglass/api/v1alpha1"
+)
+
+var t0 = time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
+
+func at(d time.Duration) *metav1.Time { t := metav1.NewTime(t0.Add(d)); return &t }
+
+func TestGrantExpiry(t *testing.T) {
+	for _, tc := range []struct {
+		ttl      string
+		want     time.Duration
+		readable bool
+	}{
+		{"30m", 30 * time.Minute, true},
+		{"1h15m", 75 * time.Minute, true},
+		{"", 0, false},
+		{"soon", 0, false},
+		{"-5m", 0, false},
+	} {
+		rb := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{CreationTimestamp: metav1.NewTime(t0), Labels: map[string]string{v1alpha1.TTLLabel: tc.ttl}}}
+		got, ok := GrantExpiry(rb)
+		if ok != tc.readable || !got.Equal(t0.Add(tc.want)) {
+			t.Errorf("ttl %q: expiry %v (%v), want %v (%v)", tc.ttl, got, ok, t0.Add(tc.want), tc.readable)
+		}
+	}
+}
+
+func TestDecide(t *testing.T) {
+	s := &SessionSweeper{HeartbeatTimeout: time.Minute, Grace: 30 * time.Second, ReviewWithin: 24 * time.Hour}
+	active := func(mut func(*v1alpha1.Session)) *v1alpha1.Session {
+		sess := &v1alpha1.Session{
+			ObjectMeta: metav1.ObjectMeta{CreationTimestamp: metav1.NewTime(t0)},
+			Spec:       v1alpha1.SessionSpec{Duration: metav1.Duration{Duration: 30 * time.Minute}},
+			Status:     v1alpha1.SessionStatus{Phase: v1alpha1.PhaseActive, StartedAt: at(0), Deadline: at(30 * time.Minute), Heartbeat: at(10 * time.Minute)},
+		}
+		if mut != nil {
+			mut(sess)
+		}
+		return sess
+	}
+	for _, tc := range []struct {
+		name        string
+		sess        *v1alpha1.Session
+		now         time.Duration
+		wantEnd     bool
+		wantRecycle bool
+		wantNotify  bool
+		wantDue     bool
+		wantRequeue time.Duration
+	}{
+		{name: "healthy: wait for the heartbeat to go stale", sess: active(nil), now: 10*time.Minute + 10*time.Second, wantRequeue: 50 * time.Second},
+		{name: "stale heartbeat", sess: active(nil), now: 11 * time.Minute, wantEnd: true},
+		{name: "past the hard stop, heartbeat fresh", sess: active(func(s *v1alpha1.Session) { s.Status.Heartbeat = at(30 * time.Minute) }),
+			now: 30*time.Minute + 30*time.Second, wantEnd: true},
+		{name: "at the hard stop the relay gets its grace", sess: active(func(s *v1alpha1.Session) { s.Status.Heartbeat = at(30 * time.Minute) }),
+			now: 30 * time.Minute, wantRequeue: 30 * time.Second},
+		{name: "no deadline recorded: from start and duration", sess: active(func(s *v1alpha1.Session) {
+			s.Status.Deadline = nil
+			s.Status.Heartbeat = at(31 * time.Minute)
+		}), now: 31 * time.Minute, wantEnd: true},
+		{name: "never a heartbeat", sess: active(func(s *v1alpha1.Session) { s.Status.Heartbeat = nil }), now: time.Minute, wantEnd: true},
+		{name: "ended: make sure the debug container is gone", sess: active(func(s *v1alpha1.Session) { s.Status.Phase = v1alpha1.PhaseEnded }),
+			now: time.Hour, wantRecycle: true},
+		{name: "pending sessions are not the sweeper's", sess: active(func(s *v1alpha1.Session) { s.Status.Phase = v1alpha1.PhasePending }), now: time.Hour},
+		{name: "glass broken: the review falls due", sess: active(func(s *v1alpha1.Session) {
+			s.Status.Phase = v1alpha1.PhaseEnded
+			s.Spec.GlassBroken = true
+		}), now: time.Hour, wantRecycle: true, wantDue: true, wantRequeue: 23 * time.Hour},
+		{name: "glass broken: review overdue", sess: active(func(s *v1alpha1.Session) {
+			s.Status.Phase = v1alpha1.PhaseEnded
+			s.Spec.GlassBroken = true
+			s.Status.Review = &v1alpha1.Review{DueAt: at(24 * time.Hour)}
+		}), now: 25 * time.Hour, wantRecycle: true, wantNotify: true},
+		{name: "glass broken: fallback already told", sess: active(func(s *v1alpha1.Session) {
+			s.Status.Phase = v1alpha1.PhaseEnded
+			s.Spec.GlassBroken = true
+			s.Status.Review = &v1alpha1.Review{DueAt: at(24 * time.Hour), FallbackNotified: true}
+		}), now: 25 * time.Hour, wantRecycle: true},
+		{name: "glass broken: reviewed", sess: active(func(s *v1alpha1.Session) {
+			s.Status.Phase = v1alpha1.PhaseEnded
+			s.Spec.GlassBroken = true
+			s.Status.Review = &v1alpha1.Review{DueAt: at(24 * time.Hour), By: "carol"}
+		}), now: 25 * time.Hour, wantRecycle: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := s.decide(tc.sess, t0.Add(tc.now))
+			if a.end != tc.wantEnd || a.recycle != tc.wantRecycle || a.notify != tc.wantNotify || (a.setDueAt != nil) != tc.wantDue || a.requeueIn != tc.wantRequeue {
+				t.Errorf("decide = end %v recycle %v notify %v due %v requeue %v; want %v %v %v %v %v",
+					a.end, a.recycle, a.notify, a.setDueAt != nil, a.requeueIn, tc.wantEnd, tc.wantRecycle, tc.wantNotify, tc.wantDue, tc.wantRequeue)
+			}
+		})
+	}
+}

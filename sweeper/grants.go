@@ -1,0 +1,71 @@
+// Package sweeper is the fence that does not trust the relay: it deletes
+// every session grant when its TTL runs out, finishes sessions the relay
+// abandoned, recycles pods that still carry a debug container of an ended
+// session, and tells the fallback reviewer when a glass-broken session's
+// review is overdue. All of its state is read from the cluster, so a restart
+// or a failover loses nothing.
+package sweeper
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/tower-dev/breakglass/api/v1alpha1"
+)
+
+// GrantExpiry is when a grant's TTL runs out: its creation time plus the
+// duration in its TTL label, as Kyverno's cleanup controller reads
+// cleanup.kyverno.io/ttl. A grant without a readable TTL has no business
+// standing, so it expires at once (ok is false).
+func GrantExpiry(rb *rbacv1.RoleBinding) (expiry time.Time, ok bool) {
+	d, err := time.ParseDuration(rb.Labels[v1alpha1.TTLLabel])
+	if err != nil || d <= 0 {
+		return rb.CreationTimestamp.Time, false
+	}
+	return rb.CreationTimestamp.Add(d), true
+}
+
+// GrantSweeper deletes session grants whose TTL has run out, and requeues
+// each one for exactly the moment it runs out.
+type GrantSweeper struct {
+	Client client.Client
+	Clock  clock.PassiveClock
+	// Expired, when set, is told of each grant deleted and how late.
+	Expired func(rb *rbacv1.RoleBinding, late time.Duration)
+}
+
+// Reconcile handles one RoleBinding that carries a session label.
+func (g *GrantSweeper) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	rb := &rbacv1.RoleBinding{}
+	if err := g.Client.Get(ctx, req.NamespacedName, rb); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if _, ok := rb.Labels[v1alpha1.SessionLabel]; !ok || !rb.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, nil
+	}
+	expiry, readable := GrantExpiry(rb)
+	now := g.Clock.Now()
+	if readable && now.Before(expiry) {
+		return ctrl.Result{RequeueAfter: expiry.Sub(now)}, nil
+	}
+	// The UID precondition keeps a grant re-created under the same name safe.
+	uid := rb.UID
+	err := g.Client.Delete(ctx, rb, client.Preconditions{UID: &uid})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return ctrl.Result{}, fmt.Errorf("deleting expired grant %s/%s: %w", rb.Namespace, rb.Name, err)
+	}
+	log.FromContext(ctx).Info("deleted an expired grant", "grant", req.NamespacedName,
+		"session", rb.Labels[v1alpha1.SessionLabel], "ttl", rb.Labels[v1alpha1.TTLLabel], "expired", expiry)
+	if g.Expired != nil && err == nil {
+		g.Expired(rb, now.Sub(expiry))
+	}
+	return ctrl.Result{}, nil
+}

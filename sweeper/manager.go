@@ -1,0 +1,142 @@
+package sweeper
+
+import (
+	"fmt"
+	"time"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/selection"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/tower-dev/breakglass/api/v1alpha1"
+)
+
+// Options configure the sweeper.
+type Options struct {
+	// Clock drives every TTL, deadline and requeue; tests move it.
+	Clock clock.WithTicker
+	// HeartbeatTimeout, Grace and ReviewWithin: see SessionSweeper.
+	HeartbeatTimeout time.Duration
+	Grace            time.Duration
+	ReviewWithin     time.Duration
+	Notifier         Notifier
+	Evidence         EvidenceFinalizer
+	// Expired is told of each grant deleted, and how late (for measurements).
+	Expired func(rb *rbacv1.RoleBinding, late time.Duration)
+
+	// LeaderElection makes one sweeper of several act at a time.
+	LeaderElection bool
+	// LeaseDuration, RenewDeadline and RetryPeriod tune the election; zero keeps the defaults.
+	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
+	// MetricsAddr and HealthAddr are listen addresses; "0" turns one off.
+	MetricsAddr, HealthAddr string
+	// Identity is who the sweeper is, as written in a Session's end.
+	Identity string
+	// SeveralInOneProcess lets tests run more than one sweeper in a process;
+	// controller names are otherwise unique per process (for metrics).
+	SeveralInOneProcess bool
+}
+
+func (o *Options) defaults() {
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
+	}
+	if o.HeartbeatTimeout == 0 {
+		o.HeartbeatTimeout = time.Minute
+	}
+	if o.Grace == 0 {
+		o.Grace = 30 * time.Second
+	}
+	if o.ReviewWithin == 0 {
+		o.ReviewWithin = 24 * time.Hour
+	}
+	if o.MetricsAddr == "" {
+		o.MetricsAddr = "0"
+	}
+	if o.HealthAddr == "" {
+		o.HealthAddr = "0"
+	}
+	if o.Identity == "" {
+		o.Identity = "system:serviceaccount:" + v1alpha1.Namespace + ":" + v1alpha1.SweeperServiceAccount
+	}
+}
+
+// Scheme holds the kinds the sweeper reads.
+func Scheme() (*runtime.Scheme, error) {
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		return nil, err
+	}
+	if err := v1alpha1.AddToScheme(s); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// New builds the sweeper's manager: a controller for session grants and one
+// for Sessions, behind leader election when asked.
+func New(cfg *rest.Config, opts Options) (manager.Manager, error) {
+	opts.defaults()
+	scheme, err := Scheme()
+	if err != nil {
+		return nil, err
+	}
+	// The sweeper caches only session grants, never every RoleBinding.
+	sessionLabel, err := labels.NewRequirement(v1alpha1.SessionLabel, selection.Exists, nil)
+	if err != nil {
+		return nil, err
+	}
+	mopts := ctrl.Options{
+		Scheme:                        scheme,
+		Metrics:                       metricsserver.Options{BindAddress: opts.MetricsAddr},
+		HealthProbeBindAddress:        opts.HealthAddr,
+		LeaderElection:                opts.LeaderElection,
+		LeaderElectionID:              "breakglass-sweeper",
+		LeaderElectionNamespace:       v1alpha1.Namespace,
+		LeaderElectionReleaseOnCancel: true,
+		Controller: config.Controller{SkipNameValidation: &opts.SeveralInOneProcess},
+		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
+			&rbacv1.RoleBinding{}: {Label: labels.NewSelector().Add(*sessionLabel)},
+		}},
+	}
+	if opts.LeaseDuration > 0 {
+		mopts.LeaseDuration, mopts.RenewDeadline, mopts.RetryPeriod = &opts.LeaseDuration, &opts.RenewDeadline, &opts.RetryPeriod
+	}
+	mgr, err := ctrl.NewManager(cfg, mopts)
+	if err != nil {
+		return nil, fmt.Errorf("the sweeper's manager: %w", err)
+	}
+	// Requeues wait on the injected clock, so a grant is requeued for exactly
+	// its expiry and a test can move time instead of sleeping.
+	newQueue := func(name string, rl workqueue.TypedRateLimiter[reconcile.Request]) workqueue.TypedRateLimitingInterface[reconcile.Request] {
+		return workqueue.NewTypedRateLimitingQueueWithConfig(rl, workqueue.TypedRateLimitingQueueConfig[reconcile.Request]{Name: name, Clock: opts.Clock})
+	}
+	grants := &GrantSweeper{Client: mgr.GetClient(), Clock: opts.Clock, Expired: opts.Expired}
+	if err := ctrl.NewControllerManagedBy(mgr).Named("grants").For(&rbacv1.RoleBinding{}).
+		WithOptions(controller.Options{NewQueue: newQueue, MaxConcurrentReconciles: 4}).Complete(grants); err != nil {
+		return nil, err
+	}
+	sessions := &SessionSweeper{
+		Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Clock: opts.Clock, Identity: opts.Identity,
+		HeartbeatTimeout: opts.HeartbeatTimeout, Grace: opts.Grace, ReviewWithin: opts.ReviewWithin,
+		Notifier: opts.Notifier, Evidence: opts.Evidence,
+	}
+	if err := ctrl.NewControllerManagedBy(mgr).Named("sessions").For(&v1alpha1.Session{}).
+		WithOptions(controller.Options{NewQueue: newQueue}).Complete(sessions); err != nil {
+		return nil, err
+	}
+	return mgr, nil
+}

@@ -1,0 +1,241 @@
+package sweeper
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/tower-dev/breakglass/api/v1alpha1"
+)
+
+// Notifier tells people things; the sweeper tells the fallback reviewer
+// that a glass-broken session's review is overdue.
+type Notifier interface {
+	ReviewOverdue(ctx context.Context, s *v1alpha1.Session) error
+}
+
+// EvidenceFinalizer assembles what a session's recorder streamed into a
+// finished recording, for a session that ended without the relay.
+type EvidenceFinalizer interface {
+	Finalize(ctx context.Context, s *v1alpha1.Session) error
+}
+
+// SessionSweeper finishes what the relay left: sessions past their hard
+// stop or whose relay heartbeat went stale, debug containers still in pods
+// of ended sessions, and overdue reviews.
+type SessionSweeper struct {
+	Client client.Client
+	// Reader reads pods straight from the API server: the sweeper keeps no
+	// cache of every pod in the cluster.
+	Reader client.Reader
+	Clock  clock.PassiveClock
+	// Identity names the sweeper in the Session's end record.
+	Identity string
+	// HeartbeatTimeout is how stale the relay's heartbeat may get before the
+	// session counts as abandoned.
+	HeartbeatTimeout time.Duration
+	// Grace lets the relay end a session at its hard stop before the sweeper does.
+	Grace time.Duration
+	// ReviewWithin is when a glass-broken session's review falls due, from its request.
+	ReviewWithin time.Duration
+	Notifier     Notifier
+	Evidence     EvidenceFinalizer
+}
+
+// action is what the sweeper does about a Session now.
+type action struct {
+	end       bool
+	why       string
+	recycle   bool // the session ended: make sure its debug container is gone
+	notify    bool
+	setDueAt  *time.Time
+	requeueIn time.Duration
+}
+
+// decide is the sweeper's whole judgement on a Session, without I/O.
+func (s *SessionSweeper) decide(sess *v1alpha1.Session, now time.Time) action {
+	var a action
+	soonest := func(at time.Time) {
+		if d := at.Sub(now); d > 0 && (a.requeueIn == 0 || d < a.requeueIn) {
+			a.requeueIn = d
+		}
+	}
+	st := sess.Status
+	switch st.Phase {
+	case v1alpha1.PhaseActive:
+		deadline := sessionDeadline(sess)
+		switch {
+		case !deadline.IsZero() && !now.Before(deadline.Add(s.Grace)):
+			a.end, a.why = true, "past its hard stop"
+		case st.Heartbeat != nil && !now.Before(st.Heartbeat.Add(s.HeartbeatTimeout)):
+			a.end, a.why = true, "the relay's heartbeat is stale"
+		case st.Heartbeat == nil && st.StartedAt != nil && !now.Before(st.StartedAt.Add(s.HeartbeatTimeout)):
+			a.end, a.why = true, "the relay never sent a heartbeat"
+		default:
+			if !deadline.IsZero() {
+				soonest(deadline.Add(s.Grace))
+			}
+			if st.Heartbeat != nil {
+				soonest(st.Heartbeat.Add(s.HeartbeatTimeout))
+			} else if st.StartedAt != nil {
+				soonest(st.StartedAt.Add(s.HeartbeatTimeout))
+			}
+		}
+	case v1alpha1.PhaseEnded, v1alpha1.PhaseExpired:
+		a.recycle = true
+	}
+	if sess.Spec.GlassBroken && (st.Review == nil || st.Review.By == "") {
+		switch {
+		case st.Review == nil || st.Review.DueAt == nil:
+			due := sess.CreationTimestamp.Add(s.ReviewWithin)
+			a.setDueAt = &due
+			soonest(due)
+		case st.Review.FallbackNotified:
+		case !now.Before(st.Review.DueAt.Time):
+			a.notify = true
+		default:
+			soonest(st.Review.DueAt.Time)
+		}
+	}
+	return a
+}
+
+func sessionDeadline(s *v1alpha1.Session) time.Time {
+	if s.Status.Deadline != nil {
+		return s.Status.Deadline.Time
+	}
+	if s.Status.StartedAt != nil {
+		return s.Status.StartedAt.Add(s.Spec.Duration.Duration)
+	}
+	return time.Time{}
+}
+
+// Reconcile handles one Session.
+func (s *SessionSweeper) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	sess := &v1alpha1.Session{}
+	if err := s.Client.Get(ctx, req.NamespacedName, sess); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	logger := log.FromContext(ctx).WithValues("session", req.NamespacedName)
+	now := s.Clock.Now()
+	a := s.decide(sess, now)
+	if a.end {
+		logger.Info("ending an abandoned session", "why", a.why)
+		if err := s.end(ctx, sess, now); err != nil {
+			return ctrl.Result{}, err
+		}
+		a = s.decide(sess, now)
+	}
+	if a.recycle {
+		if err := s.cleanUp(ctx, sess); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	if a.setDueAt != nil || a.notify {
+		if err := s.review(ctx, sess, a); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	return ctrl.Result{RequeueAfter: a.requeueIn}, nil
+}
+
+// end records the end first, so a crash half-way leaves an Ended session
+// whose clean-up the next pass finishes.
+func (s *SessionSweeper) end(ctx context.Context, sess *v1alpha1.Session, now time.Time) error {
+	sess.Status.Phase = v1alpha1.PhaseEnded
+	sess.Status.End = &v1alpha1.End{By: s.Identity, Reason: v1alpha1.EndSwept, At: metav1.NewTime(now), Abnormal: true}
+	if err := s.Client.Status().Update(ctx, sess); err != nil {
+		return fmt.Errorf("recording the end of %s/%s: %w", sess.Namespace, sess.Name, err)
+	}
+	if s.Evidence != nil {
+		if err := s.Evidence.Finalize(ctx, sess); err != nil {
+			// The recording stays in its locked segments; finalization is retried by whoever finds it unfinished.
+			log.FromContext(ctx).Error(err, "finalizing the evidence of a swept session", "session", sess.Name)
+		}
+	}
+	return nil
+}
+
+// cleanUp makes an ended session leave nothing behind: its grants, its
+// copies, and its debug container in the target pod (by recycling the pod)
+// unless the approver chose to keep the pod.
+func (s *SessionSweeper) cleanUp(ctx context.Context, sess *v1alpha1.Session) error {
+	var errs []error
+	grants := &rbacv1.RoleBindingList{}
+	if err := s.Client.List(ctx, grants, client.InNamespace(sess.Namespace), client.MatchingLabels{v1alpha1.SessionLabel: sess.Name}); err != nil {
+		errs = append(errs, err)
+	}
+	for i := range grants.Items {
+		errs = append(errs, ignoreGone(s.Client.Delete(ctx, &grants.Items[i])))
+	}
+	copies := &corev1.PodList{}
+	if err := s.Reader.List(ctx, copies, client.InNamespace(sess.Namespace), client.MatchingLabels{v1alpha1.SessionLabel: sess.Name}); err != nil {
+		errs = append(errs, err)
+	}
+	for i := range copies.Items {
+		errs = append(errs, ignoreGone(s.Client.Delete(ctx, &copies.Items[i])))
+	}
+	keep := sess.Status.Approval != nil && sess.Status.Approval.KeepPod
+	if dc := sess.Status.DebugContainer; dc != nil && !keep && sess.Spec.Mode == v1alpha1.ModeLive {
+		pod := &corev1.Pod{}
+		err := s.Reader.Get(ctx, types.NamespacedName{Namespace: sess.Namespace, Name: dc.Pod}, pod)
+		switch {
+		case apierrors.IsNotFound(err):
+		case err != nil:
+			errs = append(errs, err)
+		case carries(pod, dc.Name):
+			uid := pod.UID
+			errs = append(errs, ignoreGone(s.Client.Delete(ctx, pod, client.Preconditions{UID: &uid})))
+			log.FromContext(ctx).Info("recycled a pod that still carried a debug container", "pod", pod.Name, "container", dc.Name)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func carries(pod *corev1.Pod, container string) bool {
+	for _, ec := range pod.Spec.EphemeralContainers {
+		if ec.Name == container && strings.HasPrefix(ec.Name, v1alpha1.DebugContainerPrefix) {
+			return true
+		}
+	}
+	return false
+}
+
+func ignoreGone(err error) error {
+	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+		return nil
+	}
+	return err
+}
+
+func (s *SessionSweeper) review(ctx context.Context, sess *v1alpha1.Session, a action) error {
+	if sess.Status.Review == nil {
+		sess.Status.Review = &v1alpha1.Review{}
+	}
+	if a.setDueAt != nil {
+		due := metav1.NewTime(*a.setDueAt)
+		sess.Status.Review.DueAt = &due
+	}
+	if a.notify {
+		if s.Notifier == nil {
+			return errors.New("a review is overdue and no fallback reviewer is configured")
+		}
+		if err := s.Notifier.ReviewOverdue(ctx, sess); err != nil {
+			return fmt.Errorf("telling the fallback reviewer about %s/%s: %w", sess.Namespace, sess.Name, err)
+		}
+		sess.Status.Review.FallbackNotified = true
+	}
+	return s.Client.Status().Update(ctx, sess)
+}

@@ -1,0 +1,203 @@
+package sweeper_test
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/tower-dev/breakglass/api/v1alpha1"
+	"github.com/tower-dev/breakglass/sweeper"
+	"github.com/tower-dev/breakglass/test/cluster"
+)
+
+// running is a sweeper started for one test.
+type running struct {
+	mgr      manager.Manager
+	cancel   context.CancelFunc
+	done     chan error
+	stopOnce sync.Once
+}
+
+// startSweeper runs a sweeper as the sweeper's ServiceAccount until the test
+// ends (or stop is called).
+func startSweeper(t testing.TB, opts sweeper.Options) *running {
+	t.Helper()
+	sa, err := cl.Sweeper()
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.SeveralInOneProcess = true
+	mgr, err := sweeper.New(sa.Config, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &running{mgr: mgr, cancel: cancel, done: make(chan error, 1)}
+	go func() { r.done <- mgr.Start(ctx) }()
+	t.Cleanup(r.stop)
+	return r
+}
+
+// stop stops the sweeper and waits for it; a second call does nothing.
+func (r *running) stop() {
+	r.stopOnce.Do(func() {
+		r.cancel()
+		select {
+		case <-r.done:
+		case <-time.After(30 * time.Second):
+		}
+	})
+}
+
+func namespace(t testing.TB, name string) string {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if err := cl.Client.Create(context.Background(), ns); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cl.Client.Delete(context.Background(), ns) })
+	return name
+}
+
+// grant makes a session grant as the portal and returns it as stored.
+func grant(t testing.TB, ns, session, ttl string) *rbacv1.RoleBinding {
+	t.Helper()
+	portal, err := cl.Portal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rb := cluster.ProbeGrant(session, ttl)
+	rb.Namespace = ns
+	if err := portal.Client.Create(context.Background(), rb); err != nil {
+		t.Fatal(err)
+	}
+	return rb
+}
+
+// clockAt is a fake clock at t.
+func clockAt(at time.Time) *clocktesting.FakeClock { return clocktesting.NewFakeClock(at) }
+
+// eventually polls cond for up to 20s of real time.
+func eventually(t testing.TB, what string, cond func() (bool, error)) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		ok, err := cond()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within 20s (last error: %v)", what, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// waitForWaiter waits until something (a requeue) waits on the fake clock.
+func waitForWaiter(t testing.TB, c *clocktesting.FakeClock) {
+	t.Helper()
+	eventually(t, "the sweeper waits on the clock", func() (bool, error) { return c.HasWaiters(), nil })
+}
+
+func gone(obj client.Object) func() (bool, error) {
+	return func() (bool, error) {
+		err := cl.Client.Get(context.Background(), client.ObjectKeyFromObject(obj), obj)
+		if apierrors.IsNotFound(err) {
+			return true, nil
+		}
+		return false, err
+	}
+}
+
+func exists(obj client.Object) bool {
+	return cl.Client.Get(context.Background(), client.ObjectKeyFromObject(obj), obj) == nil
+}
+
+// appPod is a running app's pod.
+func appPod(t testing.TB, ns, name string) *corev1.Pod {
+	t.Helper()
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{"app": "web"}},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "registry.example/shop/web:1.2"}}},
+	}
+	if err := cl.Client.Create(context.Background(), pod); err != nil {
+		t.Fatal(err)
+	}
+	return pod
+}
+
+// addDebugContainer adds a compliant debug container as the portal, which
+// must hold a grant in ns.
+func addDebugContainer(t testing.TB, ns, pod, name string) {
+	t.Helper()
+	portal, err := cl.Portal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ec := corev1.EphemeralContainer{EphemeralContainerCommon: corev1.EphemeralContainerCommon{
+		Name: name, Image: debugImage, Stdin: true, TTY: true,
+		SecurityContext: &corev1.SecurityContext{
+			RunAsUser: ptr.To(v1alpha1.DebugUserID), RunAsNonRoot: ptr.To(true), ReadOnlyRootFilesystem: ptr.To(true),
+			AllowPrivilegeEscalation: ptr.To(false), Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+		},
+	}}
+	patch, _ := json.Marshal(map[string]any{"spec": map[string]any{"ephemeralContainers": []corev1.EphemeralContainer{ec}}})
+	if _, err := portal.Kube.CoreV1().Pods(ns).Patch(context.Background(), pod, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "ephemeralcontainers"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// activeSession writes an Active Session as the relay would: requested,
+// approved by bob, started at `started` with the relay's heartbeat then.
+func activeSession(t testing.TB, ns, name string, mode v1alpha1.SessionMode, pod string, started time.Time, keepPod bool) *v1alpha1.Session {
+	t.Helper()
+	portal, err := cl.Portal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	s := &v1alpha1.Session{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: v1alpha1.SessionSpec{TargetPod: pod, Mode: mode, Duration: metav1.Duration{Duration: 30 * time.Minute},
+			Reason: "checkout returns 500s", Requester: "alice", KeepPod: keepPod},
+	}
+	if err := portal.Client.Create(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	start := metav1.NewTime(started)
+	deadline := metav1.NewTime(started.Add(30 * time.Minute))
+	s.Status = v1alpha1.SessionStatus{
+		Phase:          v1alpha1.PhaseActive,
+		Approval:       &v1alpha1.Approval{By: "bob", At: start, Mode: mode, KeepPod: keepPod},
+		Grant:          &v1alpha1.Grant{RoleBinding: "breakglass-" + name, Role: v1alpha1.DebugRole, ExpiresAt: deadline},
+		DebugContainer: &v1alpha1.DebugContainer{Pod: pod, Name: "breakglass-" + name, Image: debugImage},
+		StartedAt:      &start, Deadline: &deadline, Heartbeat: &start,
+	}
+	if err := portal.Client.Status().Update(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func clientKey(obj client.Object) client.ObjectKey { return client.ObjectKeyFromObject(obj) }
+
+// addDebugShape sets the one security context a debug container may have.
+func addDebugShape(sc *corev1.SecurityContext) {
+	sc.RunAsUser = ptr.To(v1alpha1.DebugUserID)
+	sc.RunAsNonRoot = ptr.To(true)
+	sc.ReadOnlyRootFilesystem = ptr.To(true)
+	sc.AllowPrivilegeEscalation = ptr.To(false)
+	sc.Capabilities = &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}
+}

@@ -1,0 +1,239 @@
+package sweeper_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/tower-dev/breakglass/api/v1alpha1"
+	"github.com/tower-dev/breakglass/relay/notify"
+	"github.com/tower-dev/breakglass/sweeper"
+)
+
+// TestGrantDeletedOnTime: the sweeper requeues a grant for exactly its TTL
+// and deletes it then, not before.
+func TestGrantDeletedOnTime(t *testing.T) {
+	ns := namespace(t, "ttl")
+	rb := grant(t, ns, "s-ttl", "30m")
+	fake := clockAt(rb.CreationTimestamp.Time)
+	startSweeper(t, sweeper.Options{Clock: fake})
+	waitForWaiter(t, fake)
+
+	fake.Step(30*time.Minute - time.Second)
+	time.Sleep(300 * time.Millisecond)
+	if !exists(&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: rb.Name, Namespace: ns}}) {
+		t.Fatal("the grant was deleted a second before its TTL ran out")
+	}
+	waitForWaiter(t, fake)
+	fake.Step(time.Second)
+	eventually(t, "the grant deleted at its TTL", gone(rb))
+}
+
+// TestRelayKilledMidSession: an Active session whose relay stopped
+// heartbeating is ended by the sweeper: grant gone, session Ended (swept),
+// pod recycled; with "keep the pod" approved, the pod stays.
+func TestRelayKilledMidSession(t *testing.T) {
+	for _, keep := range []bool{false, true} {
+		name := "recycle"
+		if keep {
+			name = "keep"
+		}
+		t.Run(name, func(t *testing.T) {
+			ns := namespace(t, "killed-"+name)
+			pod := appPod(t, ns, "web-1")
+			rb := grant(t, ns, "s1", "45m")
+			addDebugContainer(t, ns, pod.Name, "breakglass-s1")
+			started := rb.CreationTimestamp.Time
+			s := activeSession(t, ns, "s1", v1alpha1.ModeLive, pod.Name, started, keep)
+
+			fake := clockAt(started.Add(10 * time.Second))
+			startSweeper(t, sweeper.Options{Clock: fake, HeartbeatTimeout: time.Minute})
+			waitForWaiter(t, fake)
+			fake.Step(time.Minute) // the heartbeat is now 70s old
+
+			eventually(t, "the session ended by the sweeper", func() (bool, error) {
+				got := &v1alpha1.Session{}
+				err := cl.Client.Get(context.Background(), clientKey(s), got)
+				return err == nil && got.Status.Phase == v1alpha1.PhaseEnded && got.Status.End != nil &&
+					got.Status.End.Reason == v1alpha1.EndSwept && got.Status.End.Abnormal, err
+			})
+			eventually(t, "the grant deleted", gone(rb))
+			if keep {
+				time.Sleep(300 * time.Millisecond)
+				if !exists(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: ns}}) {
+					t.Fatal("the pod was recycled although the approver chose to keep it")
+				}
+				return
+			}
+			eventually(t, "the pod recycled", gone(pod))
+		})
+	}
+}
+
+// TestCopyDeletedWhenSwept: a copy session's copy pod goes with the session.
+func TestCopyDeletedWhenSwept(t *testing.T) {
+	ns := namespace(t, "copy")
+	rb := grant(t, ns, "s2", "45m")
+	portal, err := cl.Portal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := &corev1.SecurityContext{}
+	addDebugShape(sc)
+	copyPod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "web-1-copy", Namespace: ns, Labels: map[string]string{v1alpha1.SessionLabel: "s2"}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{
+			{Name: "web", Image: "registry.example/shop/web:1.2"},
+			{Name: "breakglass-s2", Image: debugImage, Stdin: true, TTY: true, SecurityContext: sc},
+		}},
+	}
+	if err := portal.Client.Create(context.Background(), copyPod); err != nil {
+		t.Fatal(err)
+	}
+	started := rb.CreationTimestamp.Time
+	activeSession(t, ns, "s2", v1alpha1.ModeCopy, copyPod.Name, started, false)
+	fake := clockAt(started.Add(31 * time.Minute)) // past the hard stop and its grace
+	startSweeper(t, sweeper.Options{Clock: fake})
+	eventually(t, "the copy deleted", gone(copyPod))
+	eventually(t, "the grant deleted", gone(rb))
+}
+
+// TestSweeperRestartMidWay: a sweeper that was down while a session went
+// stale ends it when it comes back; all it needs is in the cluster.
+func TestSweeperRestartMidWay(t *testing.T) {
+	ns := namespace(t, "restart")
+	pod := appPod(t, ns, "web-1")
+	rb := grant(t, ns, "s3", "45m")
+	started := rb.CreationTimestamp.Time
+	s := activeSession(t, ns, "s3", v1alpha1.ModeLive, pod.Name, started, false)
+
+	fake := clockAt(started.Add(10 * time.Second))
+	first := startSweeper(t, sweeper.Options{Clock: fake})
+	waitForWaiter(t, fake)
+	first.stop()
+
+	later := clockAt(started.Add(5 * time.Minute))
+	startSweeper(t, sweeper.Options{Clock: later})
+	eventually(t, "the session ended after the restart", func() (bool, error) {
+		got := &v1alpha1.Session{}
+		err := cl.Client.Get(context.Background(), clientKey(s), got)
+		return err == nil && got.Status.Phase == v1alpha1.PhaseEnded, err
+	})
+	eventually(t, "the grant deleted", gone(rb))
+}
+
+// TestOneLeader: of two sweepers, one leads; when it stops, the other takes
+// over and sweeps. The election runs on real time; the grants on each
+// sweeper's own fake clock.
+func TestOneLeader(t *testing.T) {
+	now := time.Now()
+	clocks := map[*running]interface{ Step(time.Duration) }{}
+	start := func() *running {
+		c := clockAt(now)
+		r := startSweeper(t, sweeper.Options{Clock: c, LeaderElection: true,
+			LeaseDuration: 2 * time.Second, RenewDeadline: time.Second, RetryPeriod: 200 * time.Millisecond})
+		clocks[r] = c
+		return r
+	}
+	a, b := start(), start()
+	elected := func(r *running) bool {
+		select {
+		case <-r.mgr.Elected():
+			return true
+		default:
+			return false
+		}
+	}
+	eventually(t, "a leader elected", func() (bool, error) { return elected(a) || elected(b), nil })
+	time.Sleep(3 * time.Second) // more than a lease: the other must still be waiting
+	if elected(a) == elected(b) {
+		t.Fatalf("leaders: a %v, b %v; want exactly one", elected(a), elected(b))
+	}
+	leader, follower := a, b
+	if elected(b) {
+		leader, follower = b, a
+	}
+	leader.stop()
+	eventually(t, "the follower takes over", func() (bool, error) { return elected(follower), nil })
+
+	ns := namespace(t, "leader")
+	rb := grant(t, ns, "s4", "15m")
+	time.Sleep(500 * time.Millisecond) // let the new leader see the grant and wait on its clock
+	clocks[follower].Step(16 * time.Minute)
+	eventually(t, "the new leader deletes the expired grant", gone(rb))
+}
+
+// TestReviewOverdue: a glass-broken session not reviewed by its due time
+// makes the sweeper tell the fallback reviewer, once.
+func TestReviewOverdue(t *testing.T) {
+	got := make(chan notify.Event, 4)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var e notify.Event
+		if err := json.NewDecoder(r.Body).Decode(&e); err == nil {
+			got <- e
+		}
+	}))
+	defer srv.Close()
+
+	ns := namespace(t, "review")
+	portal, err := cl.Portal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	s := &v1alpha1.Session{
+		ObjectMeta: metav1.ObjectMeta{Name: "s5", Namespace: ns},
+		Spec: v1alpha1.SessionSpec{TargetPod: "web-1", Mode: v1alpha1.ModeLive, Duration: metav1.Duration{Duration: 15 * time.Minute},
+			Reason: "outage", Requester: "alice", GlassBroken: true},
+	}
+	if err := portal.Client.Create(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	s.Status = v1alpha1.SessionStatus{Phase: v1alpha1.PhaseEnded,
+		End: &v1alpha1.End{By: "alice", Reason: v1alpha1.EndUser, At: metav1.NewTime(s.CreationTimestamp.Add(10 * time.Minute))}}
+	if err := portal.Client.Status().Update(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	fake := clockAt(s.CreationTimestamp.Add(time.Hour))
+	startSweeper(t, sweeper.Options{Clock: fake, ReviewWithin: 24 * time.Hour,
+		Notifier: &notify.Webhook{URL: srv.URL, PortalURL: "https://tower.example", FallbackReviewer: "security-oncall"}})
+
+	eventually(t, "the review due date set", func() (bool, error) {
+		cur := &v1alpha1.Session{}
+		err := cl.Client.Get(ctx, clientKey(s), cur)
+		return err == nil && cur.Status.Review != nil && cur.Status.Review.DueAt != nil &&
+			cur.Status.Review.DueAt.Time.Equal(s.CreationTimestamp.Add(24*time.Hour)), err
+	})
+	select {
+	case e := <-got:
+		t.Fatalf("told the fallback reviewer before the review was due: %+v", e)
+	case <-time.After(200 * time.Millisecond):
+	}
+	waitForWaiter(t, fake)
+	fake.Step(23 * time.Hour)
+	select {
+	case e := <-got:
+		if e.Kind != "review.overdue" || e.Session != "s5" || e.To != "security-oncall" || e.Link != "https://tower.example/sessions/review/s5" {
+			t.Fatalf("unexpected notification %+v", e)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the fallback reviewer was not told")
+	}
+	eventually(t, "the notification recorded", func() (bool, error) {
+		cur := &v1alpha1.Session{}
+		err := cl.Client.Get(ctx, clientKey(s), cur)
+		return err == nil && cur.Status.Review != nil && cur.Status.Review.FallbackNotified, err
+	})
+	select {
+	case e := <-got:
+		t.Fatalf("told twice: %+v", e)
+	case <-time.After(300 * time.Millisecond):
+	}
+}
