@@ -107,7 +107,7 @@ func New(cfg *rest.Config, opts Options) (manager.Manager, error) {
 		LeaderElectionID:              "breakglass-sweeper",
 		LeaderElectionNamespace:       v1alpha1.Namespace,
 		LeaderElectionReleaseOnCancel: true,
-		Controller: config.Controller{SkipNameValidation: &opts.SeveralInOneProcess},
+		Controller:                    config.Controller{SkipNameValidation: &opts.SeveralInOneProcess},
 		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
 			&rbacv1.RoleBinding{}: {Label: labels.NewSelector().Add(*sessionLabel)},
 		}},

@@ -3,6 +3,7 @@ package sweeper_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"sync"
 	"testing"
 	"time"
@@ -28,6 +29,7 @@ type running struct {
 	cancel   context.CancelFunc
 	done     chan error
 	stopOnce sync.Once
+	err      error // what Start returned
 }
 
 // startSweeper runs a sweeper as the sweeper's ServiceAccount until the test
@@ -46,7 +48,12 @@ func startSweeper(t testing.TB, opts sweeper.Options) *running {
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &running{mgr: mgr, cancel: cancel, done: make(chan error, 1)}
 	go func() { r.done <- mgr.Start(ctx) }()
-	t.Cleanup(r.stop)
+	t.Cleanup(func() {
+		r.stop()
+		if r.err != nil {
+			t.Errorf("the sweeper stopped with: %v", r.err)
+		}
+	})
 	return r
 }
 
@@ -55,8 +62,9 @@ func (r *running) stop() {
 	r.stopOnce.Do(func() {
 		r.cancel()
 		select {
-		case <-r.done:
+		case r.err = <-r.done:
 		case <-time.After(30 * time.Second):
+			r.err = errors.New("the sweeper did not stop within 30s")
 		}
 	})
 }

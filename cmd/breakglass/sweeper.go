@@ -1,0 +1,68 @@
+package main
+
+import (
+	"errors"
+	"net/url"
+	"time"
+
+	"github.com/spf13/cobra"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/tower-dev/breakglass/relay/notify"
+	"github.com/tower-dev/breakglass/sweeper"
+)
+
+func newSweeperCommand() *cobra.Command {
+	var (
+		opts                                   sweeper.Options
+		notifyURL, portalURL, fallbackReviewer string
+	)
+	cmd := &cobra.Command{
+		Use:   "sweeper",
+		Short: "Delete expired grants and finish sessions the relay abandoned",
+		Long: `The sweeper deletes every RoleBinding labelled breakglass.tower.dev/session when
+its cleanup.kyverno.io/ttl runs out, ends Active sessions past their hard stop
+or whose relay heartbeat is stale (recycling the pod unless "keep the pod" was
+approved, deleting copies and the grant), recycles pods that still carry a debug
+container of an ended session, and tells the fallback reviewer about overdue
+reviews. It reads all of its state from the cluster.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if notifyURL != "" {
+				if u, err := url.Parse(notifyURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") {
+					return errors.New("--notify-url: must be an http(s) URL")
+				}
+				opts.Notifier = &notify.Webhook{URL: notifyURL, PortalURL: portalURL, FallbackReviewer: fallbackReviewer}
+			}
+			ctrl.SetLogger(zap.New())
+			cfg, err := ctrl.GetConfig()
+			if err != nil {
+				return err
+			}
+			mgr, err := sweeper.New(cfg, opts)
+			if err != nil {
+				return err
+			}
+			if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+				return err
+			}
+			if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
+				return err
+			}
+			return mgr.Start(ctrl.SetupSignalHandler())
+		},
+	}
+	f := cmd.Flags()
+	f.DurationVar(&opts.HeartbeatTimeout, "heartbeat-timeout", time.Minute, "how stale the relay's heartbeat may get before a session counts as abandoned")
+	f.DurationVar(&opts.Grace, "grace", 30*time.Second, "how long after a session's hard stop the relay has to end it itself")
+	f.DurationVar(&opts.ReviewWithin, "review-within", 24*time.Hour, "when a glass-broken session's review falls due, from its request")
+	f.BoolVar(&opts.LeaderElection, "leader-elect", true, "run one active sweeper among replicas")
+	f.StringVar(&opts.MetricsAddr, "metrics-bind-address", ":8080", "Prometheus metrics address (0 to turn off)")
+	f.StringVar(&opts.HealthAddr, "health-probe-bind-address", ":8081", "/healthz and /readyz address")
+	f.StringVar(&notifyURL, "notify-url", "", "webhook that receives notifications (JSON POST)")
+	f.StringVar(&portalURL, "portal-url", "", "the portal's base URL, for deep links to sessions")
+	f.StringVar(&fallbackReviewer, "fallback-reviewer", "", "who is told when a review is overdue")
+	return cmd
+}
