@@ -1,0 +1,89 @@
+package manifests
+
+import (
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
+
+	"github.com/tower-dev/breakglass/api/v1alpha1"
+	"github.com/tower-dev/breakglass/webhook"
+)
+
+// carriesDebugContainer is the match condition that keeps every other
+// request away from the webhook: only a pod create with a breakglass-
+// container, or an ephemeral-container update with one, is sent to it. The
+// rules send UPDATE only for pods/ephemeralcontainers and CREATE only for pods.
+const carriesDebugContainer = `(request.operation == 'UPDATE' && has(object.spec.ephemeralContainers) &&
+  object.spec.ephemeralContainers.exists(c, c.name.startsWith('` + v1alpha1.DebugContainerPrefix + `'))) ||
+(request.operation == 'CREATE' &&
+  (object.spec.containers.exists(c, c.name.startsWith('` + v1alpha1.DebugContainerPrefix + `')) ||
+   (has(object.spec.initContainers) && object.spec.initContainers.exists(c, c.name.startsWith('` + v1alpha1.DebugContainerPrefix + `')))))`
+
+// WebhookConfiguration registers the signature webhook, failing closed for
+// the requests it sees. clientConfig is the Service (in a cluster) or a URL
+// (in tests); the webhook patches its CA bundle in.
+func WebhookConfiguration(clientConfig admissionregistrationv1.WebhookClientConfig) *admissionregistrationv1.ValidatingWebhookConfiguration {
+	fail := admissionregistrationv1.Fail
+	none := admissionregistrationv1.SideEffectClassNone
+	equivalent := admissionregistrationv1.Equivalent
+	scope := admissionregistrationv1.NamespacedScope
+	return &admissionregistrationv1.ValidatingWebhookConfiguration{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "ValidatingWebhookConfiguration"},
+		ObjectMeta: meta(webhook.ConfigurationName, ""),
+		Webhooks: []admissionregistrationv1.ValidatingWebhook{{
+			Name:         webhook.WebhookName,
+			ClientConfig: clientConfig,
+			Rules: []admissionregistrationv1.RuleWithOperations{
+				{Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
+					Rule: admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"}, Scope: &scope}},
+				{Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Update},
+					Rule: admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods/ephemeralcontainers"}, Scope: &scope}},
+			},
+			MatchConditions:         []admissionregistrationv1.MatchCondition{{Name: "carries-a-debug-container", Expression: carriesDebugContainer}},
+			FailurePolicy:           &fail,
+			MatchPolicy:             &equivalent,
+			SideEffects:             &none,
+			TimeoutSeconds:          ptr.To[int32](webhook.TimeoutSeconds),
+			AdmissionReviewVersions: []string{"v1"},
+		}},
+	}
+}
+
+// ServiceClientConfig points the webhook configuration at the webhook's Service.
+func ServiceClientConfig() admissionregistrationv1.WebhookClientConfig {
+	return admissionregistrationv1.WebhookClientConfig{Service: &admissionregistrationv1.ServiceReference{
+		Namespace: v1alpha1.Namespace, Name: "breakglass-webhook", Path: ptr.To(webhook.Path), Port: ptr.To[int32](443),
+	}}
+}
+
+// WebhookRoles let the webhook keep its certificate in one Secret and patch
+// its own configuration's CA bundle, and nothing else.
+func WebhookRoles() []runtime.Object {
+	const name = "breakglass:webhook"
+	sa := []rbacv1.Subject{{Kind: "ServiceAccount", Name: v1alpha1.WebhookServiceAccount, Namespace: v1alpha1.Namespace}}
+	return []runtime.Object{
+		clusterRole(name, []rbacv1.PolicyRule{{APIGroups: []string{"admissionregistration.k8s.io"},
+			Resources: []string{"validatingwebhookconfigurations"}, Verbs: []string{"get", "patch"}, ResourceNames: []string{webhook.ConfigurationName}}}),
+		&rbacv1.ClusterRoleBinding{
+			TypeMeta: metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRoleBinding"}, ObjectMeta: meta(name, ""),
+			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name}, Subjects: sa,
+		},
+		&rbacv1.Role{
+			TypeMeta: metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "Role"}, ObjectMeta: meta(name, v1alpha1.Namespace),
+			Rules: []rbacv1.PolicyRule{
+				// create cannot be limited by name; the Role is limited to the plane's namespace.
+				{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"create"}},
+				{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get", "update"}, ResourceNames: []string{WebhookSecretName}},
+			},
+		},
+		&rbacv1.RoleBinding{
+			TypeMeta: metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "RoleBinding"}, ObjectMeta: meta(name, v1alpha1.Namespace),
+			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name}, Subjects: sa,
+		},
+	}
+}
+
+// WebhookSecretName holds the webhook's self-managed certificate.
+const WebhookSecretName = "breakglass-webhook-tls"

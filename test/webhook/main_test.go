@@ -1,0 +1,126 @@
+// Package webhook_test runs the signature webhook over TLS, registered with a
+// real kube-apiserver, against a real OCI registry with images signed by
+// cosign at test time.
+package webhook_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"testing"
+
+	"github.com/go-logr/logr"
+	"github.com/google/go-containerregistry/pkg/name"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/tower-dev/breakglass/manifests"
+	"github.com/tower-dev/breakglass/policies"
+	"github.com/tower-dev/breakglass/test/cluster"
+	"github.com/tower-dev/breakglass/webhook"
+)
+
+// The test bed, set up once.
+var (
+	cl  *cluster.Cluster
+	reg *testRegistry
+	// Images, all on the plane's allowlist so that only the webhook decides.
+	signed, signedLate, unsigned, wrongKey, otherRepo name.Digest
+	good                                              *signer
+	keyFile                                           string
+	webhookPort                                       int
+)
+
+func TestMain(m *testing.M) { os.Exit(run(m)) }
+
+func run(m *testing.M) int {
+	log.SetLogger(logr.Discard())
+	if err := setUp(); err != nil {
+		fmt.Fprintln(os.Stderr, "setting up:", err)
+		tearDown()
+		return 1
+	}
+	defer tearDown()
+	return m.Run()
+}
+
+func tearDown() {
+	if cl != nil {
+		if err := cl.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "stopping the control plane:", err)
+		}
+	}
+	if reg != nil {
+		reg.srv.Close()
+	}
+}
+
+func setUp() error {
+	reg = newRegistry()
+	var err error
+	if good, err = newSigner(); err != nil {
+		return err
+	}
+	bad, err := newSigner()
+	if err != nil {
+		return err
+	}
+	images := map[*name.Digest]struct {
+		repo, tag string
+		by        *signer
+	}{
+		&signed:     {"breakglass/debug", "signed", good},
+		&signedLate: {"breakglass/debug", "signed-late", good},
+		&unsigned:   {"breakglass/debug", "unsigned", nil},
+		&wrongKey:   {"breakglass/debug", "wrong-key", bad},
+		&otherRepo:  {"elsewhere/tools", "signed", good},
+	}
+	var allow []string
+	for ref, img := range images {
+		if *ref, err = reg.push(img.repo, img.tag); err != nil {
+			return err
+		}
+		if img.by != nil {
+			if err := img.by.sign(*ref); err != nil {
+				return err
+			}
+		}
+		allow = append(allow, ref.String())
+	}
+	dir, err := os.MkdirTemp("", "breakglass-webhook-keys")
+	if err != nil {
+		return err
+	}
+	if keyFile, err = good.writePublicKey(dir, "cosign.pub"); err != nil {
+		return err
+	}
+	if cl, err = cluster.Start(context.Background(), cluster.Options{Profile: policies.Flight, DebugImages: allow}); err != nil {
+		return err
+	}
+	if webhookPort, err = freePort(); err != nil {
+		return err
+	}
+	// The chart's webhook configuration, pointed at a URL: a test has no Service network.
+	cfg := manifests.WebhookConfiguration(admissionregistrationv1.WebhookClientConfig{
+		URL: ptr.To(fmt.Sprintf("https://127.0.0.1:%d%s", webhookPort, webhook.Path)),
+	})
+	objs := append(manifests.WebhookRoles(), cfg)
+	for _, o := range objs {
+		if err := cl.Apply(context.Background(), o.(client.Object)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}

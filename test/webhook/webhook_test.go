@@ -1,0 +1,209 @@
+package webhook_test
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+
+	"github.com/tower-dev/breakglass/api/v1alpha1"
+	"github.com/tower-dev/breakglass/manifests"
+	"github.com/tower-dev/breakglass/test/cluster"
+	"github.com/tower-dev/breakglass/webhook"
+)
+
+// startWebhook runs the webhook as its own ServiceAccount: it keeps its
+// certificate in its Secret, patches its CA bundle, and serves over TLS.
+func startWebhook(t testing.TB, deadline time.Duration) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	sa, err := cl.AsServiceAccount(v1alpha1.Namespace, v1alpha1.WebhookServiceAccount)
+	if err != nil {
+		t.Fatal(err)
+	}
+	certDir := t.TempDir()
+	certs := &webhook.Certs{Kube: sa.Kube, Namespace: v1alpha1.Namespace, SecretName: manifests.WebhookSecretName,
+		WebhookConfiguration: webhook.ConfigurationName, IPs: []net.IP{net.IPv4(127, 0, 0, 1)}, CertDir: certDir}
+	if err := certs.Ensure(ctx); err != nil {
+		t.Fatal(err)
+	}
+	verifier, err := webhook.NewVerifier(ctx, webhook.Config{Policies: []webhook.ImagePolicy{
+		{Name: "debug-images", Repository: reg.host + "/breakglass/*", Key: keyFile},
+	}}, webhook.VerifierOptions{Deadline: deadline, NameOptions: []name.Option{name.Insecure}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := webhook.NewServer(webhook.ServerOptions{Host: "127.0.0.1", Port: webhookPort, CertDir: certDir}, verifier)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.Start(ctx) }()
+	var stopped bool
+	stop = func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		cancel()
+		if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
+			t.Errorf("the webhook server: %v", err)
+		}
+	}
+	t.Cleanup(stop)
+	waitServing(t, certDir)
+	return stop
+}
+
+// waitServing waits for a TLS handshake with the webhook, trusting only its CA.
+func waitServing(t testing.TB, certDir string) {
+	t.Helper()
+	ca, err := os.ReadFile(filepath.Join(certDir, webhook.CAFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(ca)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		c, err := tls.DialWithDialer(&net.Dialer{Timeout: time.Second}, "tcp", "127.0.0.1:"+itoa(webhookPort),
+			&tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12})
+		if err == nil {
+			c.Close()
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the webhook is not serving: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+func namespace(t testing.TB, name string) string {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if err := cl.Client.Create(context.Background(), ns); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cl.Client.Delete(context.Background(), ns) })
+	return name
+}
+
+// session sets up a namespace with an app pod and the portal's grant.
+func session(t testing.TB, ns string) *cluster.User {
+	t.Helper()
+	namespace(t, ns)
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "web-1", Namespace: ns, Labels: map[string]string{"app": "web"}},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "registry.example/shop/web:1.2"}}},
+	}
+	if err := cl.Client.Create(context.Background(), pod); err != nil {
+		t.Fatal(err)
+	}
+	portal, err := cl.Portal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rb := cluster.ProbeGrant("s1", "30m")
+	rb.Namespace = ns
+	if err := portal.Client.Create(context.Background(), rb); err != nil {
+		t.Fatal(err)
+	}
+	return portal
+}
+
+var nDebug int
+
+func addDebugContainer(t testing.TB, portal *cluster.User, ns string, image name.Digest) error {
+	t.Helper()
+	nDebug++
+	ec := corev1.EphemeralContainer{EphemeralContainerCommon: corev1.EphemeralContainerCommon{
+		Name: "breakglass-" + itoa(nDebug), Image: image.String(), Stdin: true, TTY: true,
+		SecurityContext: &corev1.SecurityContext{
+			RunAsUser: ptr.To(v1alpha1.DebugUserID), RunAsNonRoot: ptr.To(true), ReadOnlyRootFilesystem: ptr.To(true),
+			AllowPrivilegeEscalation: ptr.To(false), Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+		},
+	}}
+	patch, _ := json.Marshal(map[string]any{"spec": map[string]any{"ephemeralContainers": []corev1.EphemeralContainer{ec}}})
+	_, err := portal.Kube.CoreV1().Pods(ns).Patch(context.Background(), "web-1", types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "ephemeralcontainers")
+	return err
+}
+
+func wantRefused(t *testing.T, err error, want string) {
+	t.Helper()
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("want a refusal saying %q, got %v", want, err)
+	}
+}
+
+// TestSignatures: signed and pinned is allowed; unsigned, wrongly signed
+// and another repository are refused with a clear message.
+func TestSignatures(t *testing.T) {
+	startWebhook(t, 3*time.Second)
+	portal := session(t, "signatures")
+	if err := addDebugContainer(t, portal, "signatures", signed); err != nil {
+		t.Fatalf("a signed, pinned debug image was refused: %v", err)
+	}
+	wantRefused(t, addDebugContainer(t, portal, "signatures", unsigned), "[webhook.signature]")
+	wantRefused(t, addDebugContainer(t, portal, "signatures", wrongKey), "no valid signature by the key of policy debug-images")
+	wantRefused(t, addDebugContainer(t, portal, "signatures", otherRepo), "no signature policy covers its repository")
+
+	t.Run("a copy pod with an unsigned debug container", func(t *testing.T) {
+		sc := &corev1.SecurityContext{RunAsUser: ptr.To(v1alpha1.DebugUserID), RunAsNonRoot: ptr.To(true), ReadOnlyRootFilesystem: ptr.To(true),
+			AllowPrivilegeEscalation: ptr.To(false), Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}}
+		pod := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: "web-1-copy", Namespace: "signatures", Labels: map[string]string{v1alpha1.SessionLabel: "s1"}},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{
+				{Name: "web", Image: "registry.example/shop/web:1.2"},
+				{Name: "breakglass-s1", Image: unsigned.String(), SecurityContext: sc},
+			}},
+		}
+		wantRefused(t, portal.Client.Create(context.Background(), pod), "[webhook.signature]")
+		pod.Spec.Containers[1].Image = signed.String()
+		if err := portal.Client.Create(context.Background(), pod); err != nil {
+			t.Fatalf("a copy with a signed debug image was refused: %v", err)
+		}
+	})
+}
+
+// TestWebhookDown: with the webhook stopped, ordinary pods are created as
+// usual while a debug container is refused, saying the webhook is down.
+func TestWebhookDown(t *testing.T) {
+	stop := startWebhook(t, 3*time.Second)
+	portal := session(t, "down")
+	stop()
+	ordinary := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "web-2", Namespace: "down", Labels: map[string]string{"app": "web"}},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "registry.example/shop/web:1.2"}}},
+	}
+	if err := cl.Client.Create(context.Background(), ordinary); err != nil {
+		t.Fatalf("an ordinary pod waited on the stopped webhook: %v", err)
+	}
+	wantRefused(t, addDebugContainer(t, portal, "down", signed), "failed calling webhook \""+webhook.WebhookName+"\"")
+}
+
+// TestSlowRegistry: a registry slower than the verifier's deadline ends in a
+// denial, never in an allow.
+func TestSlowRegistry(t *testing.T) {
+	startWebhook(t, time.Second)
+	portal := session(t, "slow")
+	reg.slow.Store(true)
+	defer reg.slow.Store(false)
+	wantRefused(t, addDebugContainer(t, portal, "slow", signedLate), "signature check did not finish in time")
+}

@@ -1,0 +1,222 @@
+package webhook
+
+import (
+	"bytes"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/base64"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"math/big"
+	"net"
+	"os"
+	"path/filepath"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/clock"
+)
+
+// Certs manages the webhook's serving certificate when cert-manager does
+// not: a CA and a serving certificate kept in a Secret (so replicas share
+// them), written to CertDir for the server, and the CA bundle patched into
+// the webhook configuration. Rotate renews them once a third of their life
+// is left.
+type Certs struct {
+	Kube       kubernetes.Interface
+	Namespace  string
+	SecretName string
+	// WebhookConfiguration is the ValidatingWebhookConfiguration to patch.
+	WebhookConfiguration string
+	// DNSNames and IPs go into the serving certificate.
+	DNSNames []string
+	IPs      []net.IP
+	CertDir  string
+	Validity time.Duration
+	Clock    clock.PassiveClock
+}
+
+// Secret keys and the files the server reads.
+const (
+	CertFile = "tls.crt"
+	KeyFile  = "tls.key"
+	CAFile   = "ca.crt"
+)
+
+// Ensure makes sure a valid certificate is in the Secret, in CertDir and in
+// the webhook configuration's CA bundle.
+func (c *Certs) Ensure(ctx context.Context) error {
+	secrets := c.Kube.CoreV1().Secrets(c.Namespace)
+	sec, err := secrets.Get(ctx, c.SecretName, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		sec = &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: c.SecretName, Namespace: c.Namespace}, Type: corev1.SecretTypeTLS}
+	case err != nil:
+		return fmt.Errorf("reading the webhook's certificate: %w", err)
+	}
+	if !c.fresh(sec.Data) {
+		data, err := c.generate()
+		if err != nil {
+			return err
+		}
+		sec.Data = data
+		if sec.ResourceVersion == "" {
+			sec, err = secrets.Create(ctx, sec, metav1.CreateOptions{})
+		} else {
+			sec, err = secrets.Update(ctx, sec, metav1.UpdateOptions{})
+		}
+		if apierrors.IsAlreadyExists(err) || apierrors.IsConflict(err) {
+			// Another replica renewed it first: use theirs.
+			return c.Ensure(ctx)
+		}
+		if err != nil {
+			return fmt.Errorf("storing the webhook's certificate: %w", err)
+		}
+	}
+	for _, f := range []string{CertFile, KeyFile, CAFile} {
+		if err := writeIfChanged(filepath.Join(c.CertDir, f), sec.Data[f]); err != nil {
+			return err
+		}
+	}
+	patch := fmt.Sprintf(`{"webhooks":[{"name":%q,"clientConfig":{"caBundle":%q}}]}`,
+		WebhookName, base64.StdEncoding.EncodeToString(sec.Data[CAFile]))
+	_, err = c.Kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().Patch(ctx, c.WebhookConfiguration,
+		types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{})
+	if err != nil {
+		return fmt.Errorf("patching the CA bundle into %s: %w", c.WebhookConfiguration, err)
+	}
+	return nil
+}
+
+// Rotate runs Ensure every interval until ctx ends.
+func (c *Certs) Rotate(ctx context.Context, interval time.Duration, onError func(error)) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if err := c.Ensure(ctx); err != nil && onError != nil {
+				onError(err)
+			}
+		}
+	}
+}
+
+// fresh reports whether the stored certificate has more than a third of its
+// life left and names what the server answers to.
+func (c *Certs) fresh(data map[string][]byte) bool {
+	block, _ := pem.Decode(data[CertFile])
+	if block == nil || len(data[KeyFile]) == 0 || len(data[CAFile]) == 0 {
+		return false
+	}
+	cert, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		return false
+	}
+	life := cert.NotAfter.Sub(cert.NotBefore)
+	if c.now().After(cert.NotAfter.Add(-life / 3)) {
+		return false
+	}
+	for _, d := range c.DNSNames {
+		if cert.VerifyHostname(d) != nil {
+			return false
+		}
+	}
+	for _, ip := range c.IPs {
+		if cert.VerifyHostname(ip.String()) != nil {
+			return false
+		}
+	}
+	return true
+}
+
+func (c *Certs) now() time.Time {
+	if c.Clock == nil {
+		return time.Now()
+	}
+	return c.Clock.Now()
+}
+
+// generate makes a new CA and a serving certificate signed by it.
+func (c *Certs) generate() (map[string][]byte, error) {
+	validity := c.Validity
+	if validity <= 0 {
+		validity = 365 * 24 * time.Hour
+	}
+	now := c.now().Add(-time.Minute)
+	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	caTmpl := &x509.Certificate{
+		SerialNumber: serial(), Subject: pkix.Name{CommonName: "breakglass-webhook-ca"},
+		NotBefore: now, NotAfter: now.Add(validity), IsCA: true, BasicConstraintsValid: true,
+		KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
+	}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		return nil, err
+	}
+	ca, err := x509.ParseCertificate(caDER)
+	if err != nil {
+		return nil, err
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: serial(), Subject: pkix.Name{CommonName: "breakglass-webhook"},
+		NotBefore: now, NotAfter: now.Add(validity), DNSNames: c.DNSNames, IPAddresses: c.IPs,
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
+	if err != nil {
+		return nil, err
+	}
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		return nil, err
+	}
+	return map[string][]byte{
+		CertFile: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+		KeyFile:  pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}),
+		CAFile:   pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}),
+	}, nil
+}
+
+func serial() *big.Int {
+	n, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 126))
+	if err != nil {
+		panic(err) // crypto/rand does not fail on supported platforms
+	}
+	return n
+}
+
+func writeIfChanged(path string, data []byte) error {
+	if len(data) == 0 {
+		return errors.New(path + ": empty")
+	}
+	if old, err := os.ReadFile(path); err == nil && bytes.Equal(old, data) {
+		return nil
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}

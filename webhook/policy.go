@@ -1,0 +1,86 @@
+// Package webhook is the narrow admission webhook that adds what CEL cannot
+// do: it checks the cosign signature of every break-glass debug image. The
+// API server calls it only for requests that carry a breakglass- debug
+// container (match conditions), so ordinary workloads never wait on it.
+package webhook
+
+import (
+	"fmt"
+	"os"
+	"strings"
+
+	"sigs.k8s.io/yaml"
+)
+
+// ImagePolicy says how images of a repository are verified.
+type ImagePolicy struct {
+	// Name identifies the policy in messages and in the cache key.
+	Name string `json:"name"`
+	// Repository is a repository ("registry.example/breakglass/debug") or a
+	// prefix ending in "/*" ("registry.example/breakglass/*").
+	Repository string `json:"repository"`
+	// Key is a cosign key reference: a PEM file, k8s://namespace/secret, or a
+	// KMS URI (awskms://, gcpkms://, azurekms://, hashivault://).
+	Key string `json:"key"`
+}
+
+// Config is the webhook's policy file.
+type Config struct {
+	Policies []ImagePolicy `json:"policies"`
+}
+
+// LoadConfig reads and checks a policy file.
+func LoadConfig(path string) (Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return Config{}, err
+	}
+	var c Config
+	if err := yaml.UnmarshalStrict(data, &c); err != nil {
+		return Config{}, fmt.Errorf("%s: %w", path, err)
+	}
+	if err := c.Check(); err != nil {
+		return Config{}, fmt.Errorf("%s: %w", path, err)
+	}
+	return c, nil
+}
+
+// Check refuses a config that would verify nothing or be ambiguous.
+func (c Config) Check() error {
+	if len(c.Policies) == 0 {
+		return fmt.Errorf("policies: none: every debug image would be refused")
+	}
+	names := map[string]bool{}
+	for i, p := range c.Policies {
+		switch {
+		case p.Name == "":
+			return fmt.Errorf("policies[%d].name: required", i)
+		case names[p.Name]:
+			return fmt.Errorf("policies[%d].name: %q used twice", i, p.Name)
+		case p.Repository == "" || strings.Contains(strings.TrimSuffix(p.Repository, "/*"), "*"):
+			return fmt.Errorf("policies[%d].repository: %q must be a repository or a prefix ending in /*", i, p.Repository)
+		case strings.ContainsAny(p.Repository, "@:") && !strings.Contains(strings.SplitN(p.Repository, "/", 2)[0], ":"):
+			return fmt.Errorf("policies[%d].repository: %q names a tag or digest; name the repository only", i, p.Repository)
+		case p.Key == "":
+			return fmt.Errorf("policies[%d].key: required (a key file, k8s://namespace/secret or a KMS URI)", i)
+		}
+		names[p.Name] = true
+	}
+	return nil
+}
+
+// For returns the policy that covers repository: an exact match first, then
+// the longest prefix.
+func (c Config) For(repository string) (ImagePolicy, bool) {
+	best, found := ImagePolicy{}, false
+	for _, p := range c.Policies {
+		if p.Repository == repository {
+			return p, true
+		}
+		if prefix, ok := strings.CutSuffix(p.Repository, "*"); ok && strings.HasPrefix(repository, prefix) &&
+			(!found || len(p.Repository) > len(best.Repository)) {
+			best, found = p, true
+		}
+	}
+	return best, found
+}
