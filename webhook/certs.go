@@ -55,32 +55,9 @@ const (
 // Ensure makes sure a valid certificate is in the Secret, in CertDir and in
 // the webhook configuration's CA bundle.
 func (c *Certs) Ensure(ctx context.Context) error {
-	secrets := c.Kube.CoreV1().Secrets(c.Namespace)
-	sec, err := secrets.Get(ctx, c.SecretName, metav1.GetOptions{})
-	switch {
-	case apierrors.IsNotFound(err):
-		sec = &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: c.SecretName, Namespace: c.Namespace}, Type: corev1.SecretTypeTLS}
-	case err != nil:
-		return fmt.Errorf("reading the webhook's certificate: %w", err)
-	}
-	if !c.fresh(sec.Data) {
-		data, err := c.generate()
-		if err != nil {
-			return err
-		}
-		sec.Data = data
-		if sec.ResourceVersion == "" {
-			sec, err = secrets.Create(ctx, sec, metav1.CreateOptions{})
-		} else {
-			sec, err = secrets.Update(ctx, sec, metav1.UpdateOptions{})
-		}
-		if apierrors.IsAlreadyExists(err) || apierrors.IsConflict(err) {
-			// Another replica renewed it first: use theirs.
-			return c.Ensure(ctx)
-		}
-		if err != nil {
-			return fmt.Errorf("storing the webhook's certificate: %w", err)
-		}
+	sec, err := c.stored(ctx)
+	if err != nil {
+		return err
 	}
 	for _, f := range []string{CertFile, KeyFile, CAFile} {
 		if err := writeIfChanged(filepath.Join(c.CertDir, f), sec.Data[f]); err != nil {
@@ -95,6 +72,41 @@ func (c *Certs) Ensure(ctx context.Context) error {
 		return fmt.Errorf("patching the CA bundle into %s: %w", c.WebhookConfiguration, err)
 	}
 	return nil
+}
+
+// stored returns the Secret with a fresh certificate, renewing it if needed.
+// When another replica renews it at the same moment, theirs is used.
+func (c *Certs) stored(ctx context.Context) (*corev1.Secret, error) {
+	secrets := c.Kube.CoreV1().Secrets(c.Namespace)
+	for attempt := 0; attempt < 3; attempt++ {
+		sec, err := secrets.Get(ctx, c.SecretName, metav1.GetOptions{})
+		found := err == nil
+		switch {
+		case apierrors.IsNotFound(err):
+			sec = &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: c.SecretName, Namespace: c.Namespace}, Type: corev1.SecretTypeTLS}
+		case err != nil:
+			return nil, fmt.Errorf("reading the webhook's certificate: %w", err)
+		}
+		if c.fresh(sec.Data) {
+			return sec, nil
+		}
+		if sec.Data, err = c.generate(); err != nil {
+			return nil, err
+		}
+		if found {
+			sec, err = secrets.Update(ctx, sec, metav1.UpdateOptions{})
+		} else {
+			sec, err = secrets.Create(ctx, sec, metav1.CreateOptions{})
+		}
+		if apierrors.IsAlreadyExists(err) || apierrors.IsConflict(err) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("storing the webhook's certificate: %w", err)
+		}
+		return sec, nil
+	}
+	return nil, errors.New("storing the webhook's certificate: it kept changing under us")
 }
 
 // Rotate runs Ensure every interval until ctx ends.

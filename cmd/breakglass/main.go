@@ -1,5 +1,5 @@
-// Command breakglass is the plane's server: `breakglass sweeper` today;
-// the webhook and the relay join it, one image for three Deployments.
+// Command breakglass is the plane's server: `breakglass sweeper` and `breakglass webhook`;
+// the relay joins them: one image for three Deployments.
 package main
 
 import (
@@ -16,7 +16,7 @@ func main() {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newSweeperCommand())
+	root.AddCommand(newSweeperCommand(), newWebhookCommand())
 	if err := root.Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "error:", err)
 		os.Exit(1)

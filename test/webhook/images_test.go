@@ -121,4 +121,3 @@ func (s *signer) writePublicKey(dir, file string) (string, error) {
 	path := filepath.Join(dir, file)
 	return path, os.WriteFile(path, pem, 0o600)
 }
-

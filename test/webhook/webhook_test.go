@@ -36,6 +36,7 @@ func startWebhook(t testing.TB, deadline time.Duration) (stop func()) {
 		t.Fatal(err)
 	}
 	certDir := t.TempDir()
+	webhookCertDir = certDir
 	certs := &webhook.Certs{Kube: sa.Kube, Namespace: v1alpha1.Namespace, SecretName: manifests.WebhookSecretName,
 		WebhookConfiguration: webhook.ConfigurationName, IPs: []net.IP{net.IPv4(127, 0, 0, 1)}, CertDir: certDir}
 	if err := certs.Ensure(ctx); err != nil {
@@ -128,7 +129,11 @@ func session(t testing.TB, ns string) *cluster.User {
 	return portal
 }
 
-var nDebug int
+var (
+	nDebug int
+	// webhookCertDir is the running webhook's certificate folder.
+	webhookCertDir string
+)
 
 func addDebugContainer(t testing.TB, portal *cluster.User, ns string, image name.Digest) error {
 	t.Helper()
