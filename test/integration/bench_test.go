@@ -58,6 +58,9 @@ func newPatcher(b *testing.B, c *cluster.Cluster, ns string) *patcher {
 	if err := u.Client.Create(ctx, rb); err != nil {
 		b.Fatal(err)
 	}
+	if err := u.WaitAllowed(ctx, ns, "patch", "pods", "ephemeralcontainers"); err != nil {
+		b.Fatal(err)
+	}
 	return &patcher{c: c, ns: ns, user: u}
 }
 

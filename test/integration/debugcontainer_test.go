@@ -1,13 +1,11 @@
 package integration
 
 import (
-	"encoding/json"
 	"fmt"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
@@ -30,12 +28,7 @@ func addDebugContainer(t *testing.T, u *cluster.User, ns, pod string, ec corev1.
 		_, err = u.Kube.CoreV1().Pods(ns).UpdateEphemeralContainers(ctx, pod, p, metav1.UpdateOptions{})
 		return err
 	}
-	patch, err := json.Marshal(map[string]any{"spec": map[string]any{"ephemeralContainers": []corev1.EphemeralContainer{ec}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = u.Kube.CoreV1().Pods(ns).Patch(ctx, pod, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "ephemeralcontainers")
-	return err
+	return u.AddDebugContainer(ctx, ns, pod, ec)
 }
 
 // TestDebugContainer adds debug containers on the real API server, by both

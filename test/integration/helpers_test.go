@@ -9,11 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/tower-dev/breakglass/api/v1alpha1"
 	"github.com/tower-dev/breakglass/test/cluster"
 )
 
@@ -24,59 +21,26 @@ func testContext(t *testing.T) context.Context {
 }
 
 // namespace creates a fresh namespace for one test and deletes it after.
-func namespace(t *testing.T, c *cluster.Cluster, name string) string {
-	t.Helper()
-	ctx := testContext(t)
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
-	if err := c.Client.Create(ctx, ns); err != nil {
-		t.Fatalf("creating namespace %s: %v", name, err)
-	}
-	t.Cleanup(func() { _ = c.Client.Delete(context.Background(), ns) })
-	return name
-}
+func namespace(t *testing.T, c *cluster.Cluster, name string) string { return c.Namespace(t, name) }
 
-// appPod creates a running app's pod, as its controller would, with the
-// volumes an attacker would like a debug container to mount.
+// appPod creates a running app's pod, with the volumes an attacker would
+// like a debug container to mount.
 func appPod(t *testing.T, c *cluster.Cluster, ns, name string) *corev1.Pod {
 	t.Helper()
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{"app": "web"}},
-		Spec: corev1.PodSpec{
-			ServiceAccountName: "default",
-			Containers:         []corev1.Container{{Name: "web", Image: "registry.example/shop/web:1.2"}},
-			Volumes: []corev1.Volume{
-				{Name: "data", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
-				{Name: "tls", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "web-tls"}}},
-				{Name: "kube-api-access", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
-					Sources: []corev1.VolumeProjection{{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "token"}}},
-				}}},
-			},
-		},
-	}
-	if err := c.Client.Create(testContext(t), pod); err != nil {
-		t.Fatalf("creating pod %s: %v", name, err)
-	}
-	return pod
+	return c.AppPod(t, ns, name,
+		corev1.Volume{Name: "data", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+		corev1.Volume{Name: "tls", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "web-tls"}}},
+		corev1.Volume{Name: "kube-api-access", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
+			Sources: []corev1.VolumeProjection{{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "token"}}},
+		}}})
 }
 
-// debugContainer is a debug container in the one shape the policies allow.
+// debugContainer is a debug container in the one shape the policies allow,
+// mounting the app's data read-only.
 func debugContainer(name string) corev1.EphemeralContainer {
-	return corev1.EphemeralContainer{EphemeralContainerCommon: corev1.EphemeralContainerCommon{
-		Name:                     name,
-		Image:                    debugImage,
-		Stdin:                    true,
-		TTY:                      true,
-		TerminationMessagePolicy: corev1.TerminationMessageReadFile,
-		ImagePullPolicy:          corev1.PullIfNotPresent,
-		VolumeMounts:             []corev1.VolumeMount{{Name: "data", MountPath: "/data", ReadOnly: true}},
-		SecurityContext: &corev1.SecurityContext{
-			RunAsUser:                ptr.To(v1alpha1.DebugUserID),
-			RunAsNonRoot:             ptr.To(true),
-			ReadOnlyRootFilesystem:   ptr.To(true),
-			AllowPrivilegeEscalation: ptr.To(false),
-			Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
-		},
-	}}
+	ec := cluster.DebugContainer(name, debugImage)
+	ec.VolumeMounts = []corev1.VolumeMount{{Name: "data", MountPath: "/data", ReadOnly: true}}
+	return ec
 }
 
 // grant makes the portal's grant for session in ns, to role, as the portal,
@@ -94,6 +58,9 @@ func grant(t *testing.T, c *cluster.Cluster, ns, session, role string) *rbacv1.R
 		t.Fatalf("the portal's well-formed grant to %s was refused: %v", role, err)
 	}
 	t.Cleanup(func() { _ = c.Client.Delete(context.Background(), rb) })
+	if err := portal.WaitAllowed(testContext(t), ns, "patch", "pods", "ephemeralcontainers"); err != nil {
+		t.Fatal(err)
+	}
 	return rb
 }
 

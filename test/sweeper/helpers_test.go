@@ -2,7 +2,6 @@ package sweeper_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"sync"
 	"testing"
@@ -12,9 +11,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
@@ -69,15 +66,7 @@ func (r *running) stop() {
 	})
 }
 
-func namespace(t testing.TB, name string) string {
-	t.Helper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
-	if err := cl.Client.Create(context.Background(), ns); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cl.Client.Delete(context.Background(), ns) })
-	return name
-}
+func namespace(t testing.TB, name string) string { return cl.Namespace(t, name) }
 
 // grant makes a session grant as the portal and returns it as stored.
 func grant(t testing.TB, ns, session, ttl string) *rbacv1.RoleBinding {
@@ -89,6 +78,9 @@ func grant(t testing.TB, ns, session, ttl string) *rbacv1.RoleBinding {
 	rb := cluster.ProbeGrant(session, ttl)
 	rb.Namespace = ns
 	if err := portal.Client.Create(context.Background(), rb); err != nil {
+		t.Fatal(err)
+	}
+	if err := portal.WaitAllowed(context.Background(), ns, "patch", "pods", "ephemeralcontainers"); err != nil {
 		t.Fatal(err)
 	}
 	return rb
@@ -134,17 +126,7 @@ func exists(obj client.Object) bool {
 }
 
 // appPod is a running app's pod.
-func appPod(t testing.TB, ns, name string) *corev1.Pod {
-	t.Helper()
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{"app": "web"}},
-		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "registry.example/shop/web:1.2"}}},
-	}
-	if err := cl.Client.Create(context.Background(), pod); err != nil {
-		t.Fatal(err)
-	}
-	return pod
-}
+func appPod(t testing.TB, ns, name string) *corev1.Pod { return cl.AppPod(t, ns, name) }
 
 // addDebugContainer adds a compliant debug container as the portal, which
 // must hold a grant in ns.
@@ -154,15 +136,7 @@ func addDebugContainer(t testing.TB, ns, pod, name string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ec := corev1.EphemeralContainer{EphemeralContainerCommon: corev1.EphemeralContainerCommon{
-		Name: name, Image: debugImage, Stdin: true, TTY: true,
-		SecurityContext: &corev1.SecurityContext{
-			RunAsUser: ptr.To(v1alpha1.DebugUserID), RunAsNonRoot: ptr.To(true), ReadOnlyRootFilesystem: ptr.To(true),
-			AllowPrivilegeEscalation: ptr.To(false), Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
-		},
-	}}
-	patch, _ := json.Marshal(map[string]any{"spec": map[string]any{"ephemeralContainers": []corev1.EphemeralContainer{ec}}})
-	if _, err := portal.Kube.CoreV1().Pods(ns).Patch(context.Background(), pod, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "ephemeralcontainers"); err != nil {
+	if err := portal.AddDebugContainer(context.Background(), ns, pod, cluster.DebugContainer(name, debugImage)); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -200,12 +174,3 @@ func activeSession(t testing.TB, ns, name string, mode v1alpha1.SessionMode, pod
 }
 
 func clientKey(obj client.Object) client.ObjectKey { return client.ObjectKeyFromObject(obj) }
-
-// addDebugShape sets the one security context a debug container may have.
-func addDebugShape(sc *corev1.SecurityContext) {
-	sc.RunAsUser = ptr.To(v1alpha1.DebugUserID)
-	sc.RunAsNonRoot = ptr.To(true)
-	sc.ReadOnlyRootFilesystem = ptr.To(true)
-	sc.AllowPrivilegeEscalation = ptr.To(false)
-	sc.Capabilities = &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}
-}

@@ -15,6 +15,7 @@ import (
 	"github.com/tower-dev/breakglass/api/v1alpha1"
 	"github.com/tower-dev/breakglass/relay/notify"
 	"github.com/tower-dev/breakglass/sweeper"
+	"github.com/tower-dev/breakglass/test/cluster"
 )
 
 // TestGrantDeletedOnTime: the sweeper requeues a grant for exactly its TTL
@@ -85,8 +86,7 @@ func TestCopyDeletedWhenSwept(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sc := &corev1.SecurityContext{}
-	addDebugShape(sc)
+	sc := cluster.DebugSecurityContext()
 	copyPod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "web-1-copy", Namespace: ns, Labels: map[string]string{v1alpha1.SessionLabel: "s2"}},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/json"
 	"errors"
 	"net"
 	"os"
@@ -17,8 +16,6 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/ptr"
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
 	"github.com/tower-dev/breakglass/manifests"
@@ -96,27 +93,13 @@ func waitServing(t testing.TB, certDir string) {
 
 func itoa(n int) string { return strconv.Itoa(n) }
 
-func namespace(t testing.TB, name string) string {
-	t.Helper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
-	if err := cl.Client.Create(context.Background(), ns); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cl.Client.Delete(context.Background(), ns) })
-	return name
-}
+func namespace(t testing.TB, name string) string { return cl.Namespace(t, name) }
 
 // session sets up a namespace with an app pod and the portal's grant.
 func session(t testing.TB, ns string) *cluster.User {
 	t.Helper()
 	namespace(t, ns)
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "web-1", Namespace: ns, Labels: map[string]string{"app": "web"}},
-		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "registry.example/shop/web:1.2"}}},
-	}
-	if err := cl.Client.Create(context.Background(), pod); err != nil {
-		t.Fatal(err)
-	}
+	cl.AppPod(t, ns, "web-1")
 	portal, err := cl.Portal()
 	if err != nil {
 		t.Fatal(err)
@@ -124,6 +107,9 @@ func session(t testing.TB, ns string) *cluster.User {
 	rb := cluster.ProbeGrant("s1", "30m")
 	rb.Namespace = ns
 	if err := portal.Client.Create(context.Background(), rb); err != nil {
+		t.Fatal(err)
+	}
+	if err := portal.WaitAllowed(context.Background(), ns, "patch", "pods", "ephemeralcontainers"); err != nil {
 		t.Fatal(err)
 	}
 	return portal
@@ -138,16 +124,7 @@ var (
 func addDebugContainer(t testing.TB, portal *cluster.User, ns string, image name.Digest) error {
 	t.Helper()
 	nDebug++
-	ec := corev1.EphemeralContainer{EphemeralContainerCommon: corev1.EphemeralContainerCommon{
-		Name: "breakglass-" + itoa(nDebug), Image: image.String(), Stdin: true, TTY: true,
-		SecurityContext: &corev1.SecurityContext{
-			RunAsUser: ptr.To(v1alpha1.DebugUserID), RunAsNonRoot: ptr.To(true), ReadOnlyRootFilesystem: ptr.To(true),
-			AllowPrivilegeEscalation: ptr.To(false), Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
-		},
-	}}
-	patch, _ := json.Marshal(map[string]any{"spec": map[string]any{"ephemeralContainers": []corev1.EphemeralContainer{ec}}})
-	_, err := portal.Kube.CoreV1().Pods(ns).Patch(context.Background(), "web-1", types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "ephemeralcontainers")
-	return err
+	return portal.AddDebugContainer(context.Background(), ns, "web-1", cluster.DebugContainer("breakglass-"+itoa(nDebug), image.String()))
 }
 
 func wantRefused(t *testing.T, err error, want string) {
@@ -170,8 +147,7 @@ func TestSignatures(t *testing.T) {
 	wantRefused(t, addDebugContainer(t, portal, "signatures", otherRepo), "no signature policy covers its repository")
 
 	t.Run("a copy pod with an unsigned debug container", func(t *testing.T) {
-		sc := &corev1.SecurityContext{RunAsUser: ptr.To(v1alpha1.DebugUserID), RunAsNonRoot: ptr.To(true), ReadOnlyRootFilesystem: ptr.To(true),
-			AllowPrivilegeEscalation: ptr.To(false), Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}}
+		sc := cluster.DebugSecurityContext()
 		pod := &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Name: "web-1-copy", Namespace: "signatures", Labels: map[string]string{v1alpha1.SessionLabel: "s1"}},
 			Spec: corev1.PodSpec{Containers: []corev1.Container{

@@ -1,0 +1,77 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+
+	"github.com/tower-dev/breakglass/api/v1alpha1"
+)
+
+// Namespace creates a namespace for one test and deletes it after.
+func (c *Cluster) Namespace(t testing.TB, name string) string {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if err := c.Client.Create(context.Background(), ns); err != nil {
+		t.Fatalf("creating namespace %s: %v", name, err)
+	}
+	t.Cleanup(func() { _ = c.Client.Delete(context.Background(), ns) })
+	return name
+}
+
+// AppPod creates an app's pod (labelled app=web) as its controller would.
+func (c *Cluster) AppPod(t testing.TB, ns, name string, volumes ...corev1.Volume) *corev1.Pod {
+	t.Helper()
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{"app": "web"}},
+		Spec: corev1.PodSpec{
+			ServiceAccountName: "default",
+			Containers:         []corev1.Container{{Name: "web", Image: "registry.example/shop/web:1.2"}},
+			Volumes:            volumes,
+		},
+	}
+	if err := c.Client.Create(context.Background(), pod); err != nil {
+		t.Fatalf("creating pod %s: %v", name, err)
+	}
+	return pod
+}
+
+// DebugSecurityContext is the one security context a debug container may have.
+func DebugSecurityContext() *corev1.SecurityContext {
+	return &corev1.SecurityContext{
+		RunAsUser:                ptr.To(v1alpha1.DebugUserID),
+		RunAsNonRoot:             ptr.To(true),
+		ReadOnlyRootFilesystem:   ptr.To(true),
+		AllowPrivilegeEscalation: ptr.To(false),
+		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+	}
+}
+
+// DebugContainer is a debug container in the shape the policies allow.
+func DebugContainer(name, image string) corev1.EphemeralContainer {
+	return corev1.EphemeralContainer{EphemeralContainerCommon: corev1.EphemeralContainerCommon{
+		Name:                     name,
+		Image:                    image,
+		Stdin:                    true,
+		TTY:                      true,
+		TerminationMessagePolicy: corev1.TerminationMessageReadFile,
+		ImagePullPolicy:          corev1.PullIfNotPresent,
+		SecurityContext:          DebugSecurityContext(),
+	}}
+}
+
+// AddDebugContainer adds ec to a pod as u, by the strategic-merge PATCH of
+// pods/ephemeralcontainers that kubectl debug sends.
+func (u *User) AddDebugContainer(ctx context.Context, ns, pod string, ec corev1.EphemeralContainer) error {
+	patch, err := json.Marshal(map[string]any{"spec": map[string]any{"ephemeralContainers": []corev1.EphemeralContainer{ec}}})
+	if err != nil {
+		return err
+	}
+	_, err = u.Kube.CoreV1().Pods(ns).Patch(ctx, pod, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "ephemeralcontainers")
+	return err
+}
