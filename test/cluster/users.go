@@ -68,7 +68,7 @@ func (u *User) WaitAllowed(ctx context.Context, namespace, verb, resource, subre
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("%s may still not %s %s/%s in %s after 30s (%v)", u.Name, verb, resource, subresource, namespace, err)
+			return fmt.Errorf("%s may still not %s %s/%s in %s after 30s (last error: %w)", u.Name, verb, resource, subresource, namespace, err)
 		}
 		select {
 		case <-ctx.Done():
