@@ -3,16 +3,11 @@ package webhook
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/base64"
 	"encoding/pem"
 	"errors"
 	"fmt"
-	"math/big"
 	"net"
 	"os"
 	"path/filepath"
@@ -24,6 +19,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/clock"
+
+	"github.com/tower-dev/breakglass/internal/pki"
 )
 
 // Certs manages the webhook's serving certificate when cert-manager does
@@ -166,54 +163,15 @@ func (c *Certs) generate() (map[string][]byte, error) {
 	if validity <= 0 {
 		validity = 365 * 24 * time.Hour
 	}
-	now := c.now().Add(-time.Minute)
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	ca, err := pki.NewCA("breakglass-webhook-ca", c.now().Add(-time.Minute), validity)
 	if err != nil {
 		return nil, err
 	}
-	caTmpl := &x509.Certificate{
-		SerialNumber: serial(), Subject: pkix.Name{CommonName: "breakglass-webhook-ca"},
-		NotBefore: now, NotAfter: now.Add(validity), IsCA: true, BasicConstraintsValid: true,
-		KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-	}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	serving, err := ca.Issue("breakglass-webhook", c.DNSNames, c.IPs, false)
 	if err != nil {
 		return nil, err
 	}
-	ca, err := x509.ParseCertificate(caDER)
-	if err != nil {
-		return nil, err
-	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, err
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: serial(), Subject: pkix.Name{CommonName: "breakglass-webhook"},
-		NotBefore: now, NotAfter: now.Add(validity), DNSNames: c.DNSNames, IPAddresses: c.IPs,
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
-	if err != nil {
-		return nil, err
-	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		return nil, err
-	}
-	return map[string][]byte{
-		CertFile: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-		KeyFile:  pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}),
-		CAFile:   pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}),
-	}, nil
-}
-
-func serial() *big.Int {
-	n, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 126))
-	if err != nil {
-		panic(err) // crypto/rand does not fail on supported platforms
-	}
-	return n
+	return map[string][]byte{CertFile: serving.CertPEM, KeyFile: serving.KeyPEM, CAFile: ca.PEM}, nil
 }
 
 func writeIfChanged(path string, data []byte) error {

@@ -40,6 +40,9 @@ type Options struct {
 	// Empty starts the control plane with nothing of the plane in it, not
 	// even the CRDs.
 	Empty bool
+	// VirtualNode adds a node whose containers are local processes, so that
+	// attach and exec go through the API server's real streaming path.
+	VirtualNode bool
 	// WithoutPolicies installs everything but the admission policies and
 	// their bindings: a baseline to measure what the policies cost.
 	WithoutPolicies bool
@@ -47,7 +50,9 @@ type Options struct {
 
 // Cluster is a running control plane.
 type Cluster struct {
-	env *envtest.Environment
+	env        *envtest.Environment
+	node       *node
+	nodeCancel context.CancelFunc
 	// Config is a cluster-admin (system:masters) client configuration.
 	Config *rest.Config
 	Client client.Client
@@ -83,17 +88,41 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 		env.CRDs = crds
 	}
 	api := env.ControlPlane.GetAPIServer()
-	api.Configure().
+	args := api.Configure().
 		Set("enable-admission-plugins", "ValidatingAdmissionPolicy,ValidatingAdmissionWebhook,MutatingAdmissionWebhook").
 		Set("authorization-mode", "RBAC")
+	var n *node
+	if opts.VirtualNode {
+		dir, err := os.MkdirTemp("", "breakglass-virtual-node")
+		if err != nil {
+			return nil, err
+		}
+		if n, err = newNode(dir); err != nil {
+			return nil, err
+		}
+		for k, v := range n.apiServerFlags {
+			args.Set(k, v)
+		}
+	}
 	cfg, err := env.Start()
 	if err != nil {
+		if n != nil {
+			n.close()
+		}
 		return nil, fmt.Errorf("starting kube-apiserver and etcd: %w", err)
 	}
-	c := &Cluster{env: env, Config: cfg, Scheme: k8sruntime.NewScheme()}
+	c := &Cluster{env: env, Config: cfg, Scheme: k8sruntime.NewScheme(), node: n}
 	if err := c.init(); err != nil {
 		_ = c.Stop()
 		return nil, err
+	}
+	if n != nil {
+		var nodeCtx context.Context
+		nodeCtx, c.nodeCancel = context.WithCancel(context.Background())
+		if err := n.register(nodeCtx, c); err != nil {
+			_ = c.Stop()
+			return nil, err
+		}
 	}
 	if opts.Profile != "" {
 		if err := c.install(ctx, opts); err != nil {
@@ -127,6 +156,12 @@ func (c *Cluster) init() error {
 func (c *Cluster) Stop() error {
 	if c == nil || c.env == nil {
 		return nil
+	}
+	if c.nodeCancel != nil {
+		c.nodeCancel()
+	}
+	if c.node != nil {
+		c.node.close()
 	}
 	return c.env.Stop()
 }

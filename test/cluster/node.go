@@ -1,0 +1,203 @@
+package cluster
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/cri-streaming/pkg/streaming/remotecommand"
+
+	"github.com/tower-dev/breakglass/internal/pki"
+)
+
+// NodeName is the virtual node's name; a test pod sets spec.nodeName to it.
+const NodeName = "virtual-node"
+
+// node is the virtual node: an in-process kubelet endpoint that runs each
+// container's command as a local process on a pty and serves attach and exec
+// on the API server's real streaming path. It stands in for the container
+// runtime only: the API server, RBAC and admission in front of it are real.
+type node struct {
+	listener net.Listener
+	server   *http.Server
+	runtime  *processes
+	// apiServerFlags are the kubelet client flags the API server needs.
+	apiServerFlags map[string]string
+}
+
+// newNode prepares the node's certificates and listener before the API
+// server starts, so the API server can be told how to reach it.
+func newNode(dir string) (*node, error) {
+	now := time.Now().Add(-time.Minute)
+	servingCA, err := pki.NewCA("virtual-kubelet-serving", now, 24*time.Hour)
+	if err != nil {
+		return nil, err
+	}
+	serving, err := servingCA.Issue("virtual-kubelet", nil, []net.IP{net.IPv4(127, 0, 0, 1)}, false)
+	if err != nil {
+		return nil, err
+	}
+	clientCA, err := pki.NewCA("virtual-kubelet-clients", now, 24*time.Hour)
+	if err != nil {
+		return nil, err
+	}
+	apiserver, err := clientCA.Issue("kube-apiserver-kubelet-client", nil, nil, true)
+	if err != nil {
+		return nil, err
+	}
+	files := map[string][]byte{"kubelet-ca.crt": servingCA.PEM, "apiserver-kubelet-client.crt": apiserver.CertPEM, "apiserver-kubelet-client.key": apiserver.KeyPEM}
+	for name, data := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
+			return nil, err
+		}
+	}
+	cert, err := tls.X509KeyPair(serving.CertPEM, serving.KeyPEM)
+	if err != nil {
+		return nil, err
+	}
+	clients := x509.NewCertPool()
+	clients.AddCert(clientCA.Cert)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	n := &node{listener: l, runtime: newProcesses()}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/attach/{ns}/{pod}/{container}", n.attach)
+	mux.HandleFunc("/exec/{ns}/{pod}/{container}", n.exec)
+	// Only the API server, with the client certificate made here, may connect.
+	n.server = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, TLSConfig: &tls.Config{
+		Certificates: []tls.Certificate{cert}, ClientCAs: clients, ClientAuth: tls.RequireAndVerifyClientCert, MinVersion: tls.VersionTLS12,
+	}}
+	n.apiServerFlags = map[string]string{
+		"kubelet-certificate-authority":   filepath.Join(dir, "kubelet-ca.crt"),
+		"kubelet-client-certificate":      filepath.Join(dir, "apiserver-kubelet-client.crt"),
+		"kubelet-client-key":              filepath.Join(dir, "apiserver-kubelet-client.key"),
+		"kubelet-preferred-address-types": "InternalIP",
+	}
+	go func() { _ = n.server.ServeTLS(l, "", "") }()
+	return n, nil
+}
+
+func (n *node) port() int { return n.listener.Addr().(*net.TCPAddr).Port }
+
+// register creates the Node object pointing at this endpoint, and starts
+// running the pods bound to it until ctx ends.
+func (n *node) register(ctx context.Context, c *Cluster) error {
+	nodeObj := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: NodeName}}
+	if err := c.Client.Create(ctx, nodeObj); err != nil {
+		return fmt.Errorf("creating the virtual node: %w", err)
+	}
+	nodeObj.Status = corev1.NodeStatus{
+		Addresses:       []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "127.0.0.1"}},
+		DaemonEndpoints: corev1.NodeDaemonEndpoints{KubeletEndpoint: corev1.DaemonEndpoint{Port: int32(n.port())}},
+		Conditions:      []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, LastHeartbeatTime: metav1.Now()}},
+	}
+	if err := c.Client.Status().Update(ctx, nodeObj); err != nil {
+		return fmt.Errorf("reporting the virtual node's status: %w", err)
+	}
+	lw := cache.NewListWatchFromClient(c.Kube.CoreV1().RESTClient(), "pods", "", fields.OneTermEqualSelector("spec.nodeName", NodeName))
+	_, informer := cache.NewInformerWithOptions(cache.InformerOptions{
+		ListerWatcher: lw, ObjectType: &corev1.Pod{},
+		Handler: cache.ResourceEventHandlerFuncs{
+			AddFunc:    func(obj any) { n.sync(ctx, c, obj.(*corev1.Pod)) },
+			UpdateFunc: func(_, obj any) { n.sync(ctx, c, obj.(*corev1.Pod)) },
+			DeleteFunc: func(obj any) {
+				if p, ok := obj.(*corev1.Pod); ok {
+					n.runtime.stopPod(p.Namespace, p.Name)
+				}
+			},
+		},
+	})
+	go informer.Run(ctx.Done())
+	if !cache.WaitForCacheSync(ctx.Done(), informer.HasSynced) {
+		return fmt.Errorf("the virtual node's pod watch did not sync")
+	}
+	return nil
+}
+
+// sync starts the pod's containers (and any new ephemeral container) and
+// reports them running.
+func (n *node) sync(ctx context.Context, c *Cluster, pod *corev1.Pod) {
+	if !pod.DeletionTimestamp.IsZero() {
+		n.runtime.stopPod(pod.Namespace, pod.Name)
+		return
+	}
+	changed := false
+	for _, ctr := range pod.Spec.Containers {
+		if started, _ := n.runtime.start(pod, ctr.Name, append(append([]string(nil), ctr.Command...), ctr.Args...), ctr.SecurityContext); started {
+			changed = true
+		}
+	}
+	for _, ec := range pod.Spec.EphemeralContainers {
+		cmd := append(append([]string(nil), ec.Command...), ec.Args...)
+		if started, _ := n.runtime.start(pod, ec.Name, cmd, ec.SecurityContext); started {
+			changed = true
+		}
+	}
+	if !changed && pod.Status.Phase == corev1.PodRunning {
+		return
+	}
+	_ = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+		cur, err := c.Kube.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		cur.Status.Phase = corev1.PodRunning
+		cur.Status.PodIP, cur.Status.HostIP = "127.0.0.1", "127.0.0.1"
+		cur.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+		cur.Status.ContainerStatuses = nil
+		for _, ctr := range cur.Spec.Containers {
+			cur.Status.ContainerStatuses = append(cur.Status.ContainerStatuses, runningStatus(ctr.Name, ctr.Image))
+		}
+		cur.Status.EphemeralContainerStatuses = nil
+		for _, ec := range cur.Spec.EphemeralContainers {
+			cur.Status.EphemeralContainerStatuses = append(cur.Status.EphemeralContainerStatuses, runningStatus(ec.Name, ec.Image))
+		}
+		_, err = c.Kube.CoreV1().Pods(pod.Namespace).UpdateStatus(ctx, cur, metav1.UpdateOptions{})
+		return err == nil, nil
+	})
+}
+
+func runningStatus(name, image string) corev1.ContainerStatus {
+	return corev1.ContainerStatus{Name: name, Image: image, ImageID: image, Ready: true, Started: ptrTrue(),
+		State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.Now()}}}
+}
+
+func ptrTrue() *bool { t := true; return &t }
+
+func (n *node) attach(w http.ResponseWriter, r *http.Request) {
+	opts, err := remotecommand.NewOptions(r)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	remotecommand.ServeAttach(w, r, n.runtime, r.PathValue("ns")+"/"+r.PathValue("pod"), "", r.PathValue("container"),
+		opts, 4*time.Hour, 30*time.Second, remotecommand.SupportedStreamingProtocols)
+}
+
+func (n *node) exec(w http.ResponseWriter, r *http.Request) {
+	opts, err := remotecommand.NewOptions(r)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	remotecommand.ServeExec(w, r, n.runtime, r.PathValue("ns")+"/"+r.PathValue("pod"), "", r.PathValue("container"),
+		r.URL.Query()["command"], opts, 4*time.Hour, 30*time.Second, remotecommand.SupportedStreamingProtocols)
+}
+
+func (n *node) close() {
+	_ = n.server.Close()
+	n.runtime.stopAll()
+}
