@@ -58,7 +58,7 @@ lint: $(BIN)/golangci-lint
 # Unit tests; -race where goroutines meet (the sweeper's controllers, the webhook's cache).
 test-unit:
 	$(GO) test $$($(GO) list ./... | grep -v /test/)
-	$(GO) test -race ./sweeper/... ./webhook/...
+	$(GO) test -race ./sweeper/... ./webhook/... ./relay/...
 
 # On the real kube-apiserver and etcd; the sweeper's with -race.
 test-integration: $(BIN)/kube-apiserver $(BIN)/etcd

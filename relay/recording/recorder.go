@@ -1,0 +1,208 @@
+package recording
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"k8s.io/utils/clock"
+)
+
+// The objects of one recording, under its prefix.
+const (
+	CastFile       = "recording.cast"
+	TranscriptFile = "transcript.raw"
+	ManifestFile   = "manifest.json"
+	segmentsDir    = "segments/"
+)
+
+// Event kinds, as asciicast v2 names them.
+const (
+	KindOutput = 'o'
+	KindInput  = 'i'
+	KindResize = 'r'
+)
+
+// Options tune a Recorder.
+type Options struct {
+	// Width and Height are the terminal's size at the start.
+	Width, Height int
+	// RetainUntil is when the evidence may first be deleted.
+	RetainUntil time.Time
+	// SegmentBytes: a segment is written once it holds this much.
+	SegmentBytes int
+	Clock        clock.PassiveClock
+}
+
+// Recorder turns a terminal's traffic into evidence. Safe for concurrent use.
+type Recorder struct {
+	store  Store
+	prefix string
+	opts   Options
+	start  time.Time
+
+	mu      sync.Mutex
+	last    time.Duration
+	cast    bytes.Buffer
+	raw     bytes.Buffer
+	partial [2][]byte // an incomplete UTF-8 sequence held per direction
+	seq     int
+	closed  bool
+}
+
+// New starts a recording under prefix (e.g. "sessions/shop/s1/"). It checks
+// the store first: a session that cannot be recorded does not start.
+func New(ctx context.Context, store Store, prefix string, opts Options) (*Recorder, error) {
+	if err := store.Check(ctx); err != nil {
+		return nil, err
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	if opts.SegmentBytes <= 0 {
+		opts.SegmentBytes = 64 << 10
+	}
+	if opts.Width <= 0 || opts.Height <= 0 {
+		opts.Width, opts.Height = 80, 24
+	}
+	r := &Recorder{store: store, prefix: prefix, opts: opts, start: opts.Clock.Now()}
+	header, err := json.Marshal(map[string]any{
+		"version": 2, "width": opts.Width, "height": opts.Height, "timestamp": r.start.Unix(),
+		"env": map[string]string{"TERM": "xterm-256color"},
+	})
+	if err != nil {
+		return nil, err
+	}
+	r.cast.Write(header)
+	r.cast.WriteByte('\n')
+	return r, nil
+}
+
+// Output records bytes the container wrote.
+func (r *Recorder) Output(ctx context.Context, p []byte) error { return r.record(ctx, KindOutput, p) }
+
+// Input records bytes the person typed.
+func (r *Recorder) Input(ctx context.Context, p []byte) error { return r.record(ctx, KindInput, p) }
+
+// Resize records a new terminal size.
+func (r *Recorder) Resize(ctx context.Context, width, height int) error {
+	return r.record(ctx, KindResize, []byte(fmt.Sprintf("%dx%d", width, height)))
+}
+
+func (r *Recorder) record(ctx context.Context, kind byte, p []byte) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return fmt.Errorf("recording %s is closed", r.prefix)
+	}
+	// Monotonic: a clock that steps back never reorders the record.
+	t := max(r.opts.Clock.Since(r.start), r.last)
+	r.last = t
+	writeRecord(&r.raw, kind, t, p)
+	text := string(p)
+	if kind != KindResize {
+		text = r.decode(kind, p, false)
+	}
+	if text != "" {
+		writeCastEvent(&r.cast, t, kind, text)
+	}
+	if r.cast.Len() >= r.opts.SegmentBytes {
+		return r.flushLocked(ctx)
+	}
+	return nil
+}
+
+// decode turns p into text for the cast, holding back a UTF-8 sequence cut
+// at the end of p until the next chunk completes it. Bytes that are not
+// UTF-8 become U+FFFD in the cast; the transcript keeps them exactly.
+func (r *Recorder) decode(kind byte, p []byte, final bool) string {
+	i := 0
+	if kind == KindInput {
+		i = 1
+	}
+	b := append(append([]byte(nil), r.partial[i]...), p...)
+	r.partial[i] = nil
+	if !final {
+		// Hold back at most the last 3 bytes if they start a sequence not yet complete.
+		for k := 1; k <= 3 && k <= len(b); k++ {
+			tail := b[len(b)-k:]
+			if utf8.RuneStart(tail[0]) {
+				if !utf8.FullRune(tail) {
+					r.partial[i] = append([]byte(nil), tail...)
+					b = b[:len(b)-k]
+				}
+				break
+			}
+		}
+	}
+	return strings.ToValidUTF8(string(b), "\uFFFD")
+}
+
+func writeCastEvent(w *bytes.Buffer, t time.Duration, kind byte, text string) {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	// Encode writes the trailing newline asciicast wants.
+	_ = enc.Encode([]any{json.Number(fmt.Sprintf("%.6f", t.Seconds())), string(kind), text})
+}
+
+// writeRecord appends one transcript record: the kind, the time since the
+// start in nanoseconds and the length (both uvarints), then the bytes.
+func writeRecord(w *bytes.Buffer, kind byte, t time.Duration, p []byte) {
+	var tmp [binary.MaxVarintLen64]byte
+	w.WriteByte(kind)
+	w.Write(tmp[:binary.PutUvarint(tmp[:], uint64(t))])
+	w.Write(tmp[:binary.PutUvarint(tmp[:], uint64(len(p)))])
+	w.Write(p)
+}
+
+// Flush writes what was recorded since the last segment as a new segment.
+func (r *Recorder) Flush(ctx context.Context) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.flushLocked(ctx)
+}
+
+func (r *Recorder) flushLocked(ctx context.Context) error {
+	if r.raw.Len() == 0 && (r.seq > 0 || r.cast.Len() == 0) {
+		return nil
+	}
+	name := fmt.Sprintf("%s%s%08d", r.prefix, segmentsDir, r.seq)
+	if err := r.store.Put(ctx, name+".cast", r.cast.Bytes(), r.opts.RetainUntil); err != nil {
+		return fmt.Errorf("streaming a recording segment: %w", err)
+	}
+	if err := r.store.Put(ctx, name+".raw", r.raw.Bytes(), r.opts.RetainUntil); err != nil {
+		return fmt.Errorf("streaming a recording segment: %w", err)
+	}
+	r.seq++
+	r.cast.Reset()
+	r.raw.Reset()
+	return nil
+}
+
+// Close writes the last segment and finalizes the recording.
+func (r *Recorder) Close(ctx context.Context, session string) (Manifest, []byte, error) {
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return Manifest{}, nil, fmt.Errorf("recording %s is already closed", r.prefix)
+	}
+	// A sequence still cut at the end is what it is: shown as U+FFFD.
+	for i, kind := range []byte{KindOutput, KindInput} {
+		if len(r.partial[i]) > 0 {
+			writeCastEvent(&r.cast, r.last, kind, r.decode(kind, nil, true))
+		}
+	}
+	err := r.flushLocked(ctx)
+	r.closed = true
+	r.mu.Unlock()
+	if err != nil {
+		return Manifest{}, nil, err
+	}
+	return Finalize(ctx, r.store, r.prefix, Meta{Session: session, Started: r.start, RetainUntil: r.opts.RetainUntil})
+}

@@ -1,0 +1,219 @@
+package recording
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	clocktesting "k8s.io/utils/clock/testing"
+)
+
+func newTestRecorder(t *testing.T, segmentBytes int) (*Recorder, *Dir, *clocktesting.FakeClock) {
+	t.Helper()
+	clk := clocktesting.NewFakeClock(time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC))
+	store := &Dir{Root: t.TempDir(), Now: clk.Now}
+	r, err := New(context.Background(), store, "sessions/shop/s1/", Options{
+		RetainUntil: clk.Now().Add(365 * 24 * time.Hour), SegmentBytes: segmentBytes, Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r, store, clk
+}
+
+// castEvents reads the asciicast's events after its header.
+func castEvents(t *testing.T, cast []byte) [][3]any {
+	t.Helper()
+	sc := bufio.NewScanner(bytes.NewReader(cast))
+	if !sc.Scan() {
+		t.Fatal("no header")
+	}
+	var header map[string]any
+	if err := json.Unmarshal(sc.Bytes(), &header); err != nil || header["version"] != float64(2) {
+		t.Fatalf("header %q: %v", sc.Text(), err)
+	}
+	var out [][3]any
+	for sc.Scan() {
+		var ev [3]any
+		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
+			t.Fatalf("event %q: %v", sc.Text(), err)
+		}
+		out = append(out, ev)
+	}
+	return out
+}
+
+func TestRecordsEveryByteAndDecodesSplitCharacters(t *testing.T) {
+	r, store, clk := newTestRecorder(t, 1<<20)
+	ctx := context.Background()
+	steps := []struct {
+		kind byte
+		data string
+	}{
+		{KindOutput, "caf\xc3"}, // é cut in two
+		{KindOutput, "\xa9 \xe2\x82"},
+		{KindOutput, "\xac!"}, // € cut in three
+		{KindInput, "ls\r"},
+		{KindOutput, "\xff\xfebinary"}, // not UTF-8 at all
+	}
+	for _, s := range steps {
+		clk.Step(100 * time.Millisecond)
+		var err error
+		if s.kind == KindInput {
+			err = r.Input(ctx, []byte(s.data))
+		} else {
+			err = r.Output(ctx, []byte(s.data))
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := r.Resize(ctx, 120, 40); err != nil {
+		t.Fatal(err)
+	}
+	m, body, err := r.Close(ctx, "shop/s1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cast, _ := store.Get(ctx, "sessions/shop/s1/"+CastFile)
+	var text strings.Builder
+	var last float64
+	for _, ev := range castEvents(t, cast) {
+		at := ev[0].(float64)
+		if at < last {
+			t.Fatalf("timestamps go back: %v after %v", at, last)
+		}
+		last = at
+		if ev[1] == "o" {
+			text.WriteString(ev[2].(string))
+		}
+	}
+	if got, want := text.String(), "café €!\uFFFDbinary"; got != want {
+		t.Fatalf("the cast shows %q, want %q", got, want)
+	}
+	raw, _ := store.Get(ctx, "sessions/shop/s1/"+TranscriptFile)
+	recs, err := ReadTranscript(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out, in bytes.Buffer
+	for _, rec := range recs {
+		switch rec.Kind {
+		case KindOutput:
+			out.Write(rec.Data)
+		case KindInput:
+			in.Write(rec.Data)
+		}
+	}
+	if out.String() != "caf\xc3\xa9 \xe2\x82\xac!\xff\xfebinary" || in.String() != "ls\r" {
+		t.Fatalf("the transcript is not byte-exact: %q / %q", out.String(), in.String())
+	}
+	if recs[len(recs)-1].Kind != KindResize || string(recs[len(recs)-1].Data) != "120x40" {
+		t.Fatalf("the resize is not recorded: %+v", recs[len(recs)-1])
+	}
+	for name, want := range map[string][]byte{CastFile: cast, TranscriptFile: raw} {
+		sum := sha256.Sum256(want)
+		if m.Files[name].SHA256 != hex.EncodeToString(sum[:]) {
+			t.Errorf("the manifest's hash of %s does not match its bytes", name)
+		}
+	}
+	stored, _ := store.Get(ctx, "sessions/shop/s1/"+ManifestFile)
+	if !bytes.Equal(stored, body) || m.EndedAbnormally {
+		t.Fatal("the stored manifest differs, or says abnormal")
+	}
+}
+
+func TestSegmentsStreamWhileRunningAndSurviveACrash(t *testing.T) {
+	r, store, _ := newTestRecorder(t, 256)
+	ctx := context.Background()
+	var sent bytes.Buffer
+	for i := 0; i < 50; i++ {
+		line := []byte(strings.Repeat("x", 30) + "\r\n")
+		sent.Write(line)
+		if err := r.Output(ctx, line); err != nil {
+			t.Fatal(err)
+		}
+	}
+	segments, _ := store.List(ctx, "sessions/shop/s1/segments/")
+	if len(segments) < 10 {
+		t.Fatalf("only %d segment objects while the session runs", len(segments))
+	}
+	// The relay dies here: no Close. Someone else finalizes from the store alone.
+	m, _, err := Finalize(ctx, store, "sessions/shop/s1/", Meta{Session: "shop/s1", Abnormal: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := store.Get(ctx, "sessions/shop/s1/"+TranscriptFile)
+	recs, err := ReadTranscript(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got bytes.Buffer
+	for _, rec := range recs {
+		got.Write(rec.Data)
+	}
+	// At most the last, unflushed segment is lost.
+	if !bytes.HasPrefix(sent.Bytes(), got.Bytes()) || sent.Len()-got.Len() > 256 {
+		t.Fatalf("recovered %d of %d bytes", got.Len(), sent.Len())
+	}
+	if !m.EndedAbnormally {
+		t.Fatal("not marked as ended abnormally")
+	}
+	if _, _, err := Finalize(ctx, store, "sessions/shop/s1/", Meta{Session: "shop/s1", Abnormal: true}); err != nil {
+		t.Fatalf("finalizing again: %v", err)
+	}
+}
+
+func TestDirIsWriteOnce(t *testing.T) {
+	now := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
+	d := &Dir{Root: t.TempDir(), Now: func() time.Time { return now }}
+	ctx := context.Background()
+	if err := d.Put(ctx, "a/b", []byte("one"), now.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Put(ctx, "a/b", []byte("two"), now.Add(time.Hour)); !errors.Is(err, ErrExists) {
+		t.Fatalf("overwrite: %v", err)
+	}
+	if err := d.Delete(ctx, "a/b"); !errors.Is(err, ErrRetained) {
+		t.Fatalf("delete under retention: %v", err)
+	}
+	if got, _ := d.Get(ctx, "a/b"); string(got) != "one" {
+		t.Fatalf("got %q", got)
+	}
+	for _, bad := range []string{"../escape", "", "x.retain"} {
+		if err := d.Put(ctx, bad, []byte("x"), now); err == nil {
+			t.Errorf("key %q accepted", bad)
+		}
+	}
+	now = now.Add(2 * time.Hour)
+	if err := d.Delete(ctx, "a/b"); err != nil {
+		t.Fatalf("delete after retention: %v", err)
+	}
+}
+
+func TestNoStoreNoRecording(t *testing.T) {
+	_, err := New(context.Background(), &Dir{Root: "/proc/breakglass-no-such-store"}, "p/", Options{})
+	if err == nil {
+		t.Fatal("a recording started on a store that cannot be written")
+	}
+}
+
+func TestReadTranscriptRefusesGarbage(t *testing.T) {
+	var b bytes.Buffer
+	writeRecord(&b, KindOutput, time.Second, []byte("hello"))
+	good := b.Bytes()
+	for name, data := range map[string][]byte{
+		"truncated":    good[:len(good)-2],
+		"unknown kind": append([]byte{'z'}, good[1:]...),
+	} {
+		if _, err := ReadTranscript(data); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}

@@ -1,0 +1,156 @@
+// Package recording records a session's terminal byte for byte: an
+// asciicast v2 file for playback, a byte-exact transcript (asciicast
+// strings cannot carry invalid UTF-8), and a manifest naming the SHA-256 of
+// each, streamed to a write-once store in small segments while the session
+// runs so that a crash loses at most one segment.
+package recording
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Store keeps evidence objects, once: an object is never overwritten, and
+// never deleted before its retention date. S3 with Object Lock implements
+// it for production; Dir is the embedded default for development.
+type Store interface {
+	// Put writes a new object; it fails if key exists.
+	Put(ctx context.Context, key string, data []byte, retainUntil time.Time) error
+	Get(ctx context.Context, key string) ([]byte, error)
+	// List returns the keys under prefix, sorted.
+	List(ctx context.Context, prefix string) ([]string, error)
+	// Check says whether the store can take evidence now; no store, no session.
+	Check(ctx context.Context) error
+}
+
+// ErrExists is returned by Put for a key already written.
+var ErrExists = errors.New("evidence object exists: evidence is written once")
+
+// ErrRetained is returned when deleting an object before its retention date.
+var ErrRetained = errors.New("evidence object is under retention")
+
+// Dir is a write-once directory store: objects are files created
+// exclusively and made read-only, with their retention date beside them.
+type Dir struct {
+	Root string
+	Now  func() time.Time
+}
+
+func (d *Dir) path(key string) (string, error) {
+	clean := filepath.Clean("/" + key)
+	if clean == "/" || strings.Contains(key, "..") || strings.HasSuffix(key, ".retain") {
+		return "", fmt.Errorf("evidence key %q: not a plain relative name", key)
+	}
+	return filepath.Join(d.Root, clean), nil
+}
+
+// Put writes data under key, refusing an existing key.
+func (d *Dir) Put(_ context.Context, key string, data []byte, retainUntil time.Time) error {
+	p, err := d.path(key)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(p), 0o750); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o440)
+	if errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("%s: %w", key, ErrExists)
+	}
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		_ = f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		_ = f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.WriteFile(p+".retain", []byte(retainUntil.UTC().Format(time.RFC3339)), 0o440)
+}
+
+// Get reads an object.
+func (d *Dir) Get(_ context.Context, key string) ([]byte, error) {
+	p, err := d.path(key)
+	if err != nil {
+		return nil, err
+	}
+	return os.ReadFile(p)
+}
+
+// List returns the keys under prefix.
+func (d *Dir) List(_ context.Context, prefix string) ([]string, error) {
+	var keys []string
+	err := filepath.WalkDir(d.Root, func(p string, e fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if e.IsDir() || strings.HasSuffix(p, ".retain") {
+			return nil
+		}
+		rel, err := filepath.Rel(d.Root, p)
+		if err != nil {
+			return err
+		}
+		if key := filepath.ToSlash(rel); strings.HasPrefix(key, prefix) {
+			keys = append(keys, key)
+		}
+		return nil
+	})
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	sort.Strings(keys)
+	return keys, err
+}
+
+// Delete removes an object whose retention date has passed, and refuses
+// one still under retention.
+func (d *Dir) Delete(_ context.Context, key string) error {
+	p, err := d.path(key)
+	if err != nil {
+		return err
+	}
+	raw, err := os.ReadFile(p + ".retain")
+	if err != nil {
+		return fmt.Errorf("%s: no retention record, kept: %w", key, err)
+	}
+	until, err := time.Parse(time.RFC3339, string(raw))
+	if err != nil {
+		return fmt.Errorf("%s: unreadable retention record, kept: %w", key, err)
+	}
+	now := time.Now()
+	if d.Now != nil {
+		now = d.Now()
+	}
+	if now.Before(until) {
+		return fmt.Errorf("%s: until %s: %w", key, until.Format(time.RFC3339), ErrRetained)
+	}
+	return errors.Join(os.Remove(p), os.Remove(p+".retain"))
+}
+
+// Check makes sure the directory exists and is writable.
+func (d *Dir) Check(_ context.Context) error {
+	if err := os.MkdirAll(d.Root, 0o750); err != nil {
+		return fmt.Errorf("recording store %s: %w", d.Root, err)
+	}
+	f, err := os.CreateTemp(d.Root, ".check-*")
+	if err != nil {
+		return fmt.Errorf("recording store %s is not writable: %w", d.Root, err)
+	}
+	name := f.Name()
+	_ = f.Close()
+	return os.Remove(name)
+}
