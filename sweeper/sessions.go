@@ -27,9 +27,10 @@ type Notifier interface {
 }
 
 // EvidenceFinalizer assembles what a session's recorder streamed into a
-// finished recording, for a session that ended without the relay.
+// finished recording, for a session that ended without the relay, and says
+// what the Session should record of it.
 type EvidenceFinalizer interface {
-	Finalize(ctx context.Context, s *v1alpha1.Session) error
+	Finalize(ctx context.Context, s *v1alpha1.Session) (*v1alpha1.Evidence, error)
 }
 
 // SessionSweeper finishes what the relay left: sessions past their hard
@@ -160,9 +161,15 @@ func (s *SessionSweeper) end(ctx context.Context, sess *v1alpha1.Session, now ti
 		return fmt.Errorf("recording the end of %s/%s: %w", sess.Namespace, sess.Name, err)
 	}
 	if s.Evidence != nil {
-		if err := s.Evidence.Finalize(ctx, sess); err != nil {
-			// The recording stays in its locked segments; finalization is retried by whoever finds it unfinished.
+		ev, err := s.Evidence.Finalize(ctx, sess)
+		if err != nil {
+			// The recording stays in its write-once segments; finalizing again later is harmless.
 			log.FromContext(ctx).Error(err, "finalizing the evidence of a swept session", "session", sess.Name)
+			return nil
+		}
+		sess.Status.Evidence = ev
+		if err := s.Client.Status().Update(ctx, sess); err != nil {
+			return fmt.Errorf("recording the evidence of %s/%s: %w", sess.Namespace, sess.Name, err)
 		}
 	}
 	return nil

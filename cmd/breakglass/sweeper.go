@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/tower-dev/breakglass/relay/notify"
+	"github.com/tower-dev/breakglass/relay/recording"
 	"github.com/tower-dev/breakglass/sweeper"
 )
 
@@ -18,6 +19,7 @@ func newSweeperCommand() *cobra.Command {
 	var (
 		opts                                   sweeper.Options
 		notifyURL, portalURL, fallbackReviewer string
+		recordingDir                           string
 	)
 	cmd := &cobra.Command{
 		Use:   "sweeper",
@@ -35,6 +37,9 @@ reviews. It reads all of its state from the cluster.`,
 					return errors.New("--notify-url: must be an http(s) URL")
 				}
 				opts.Notifier = &notify.Webhook{URL: notifyURL, PortalURL: portalURL, FallbackReviewer: fallbackReviewer}
+			}
+			if recordingDir != "" {
+				opts.Evidence = &recording.SessionFinalizer{Store: &recording.Dir{Root: recordingDir}, Retention: 365 * 24 * time.Hour, URI: "file://" + recordingDir + "/"}
 			}
 			ctrl.SetLogger(zap.New())
 			cfg, err := ctrl.GetConfig()
@@ -64,5 +69,6 @@ reviews. It reads all of its state from the cluster.`,
 	f.StringVar(&notifyURL, "notify-url", "", "webhook that receives notifications (JSON POST)")
 	f.StringVar(&portalURL, "portal-url", "", "the portal's base URL, for deep links to sessions")
 	f.StringVar(&fallbackReviewer, "fallback-reviewer", "", "who is told when a review is overdue")
+	f.StringVar(&recordingDir, "recording-dir", "", "the write-once recording directory, to finalize the evidence of swept sessions")
 	return cmd
 }

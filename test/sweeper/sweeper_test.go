@@ -2,9 +2,12 @@ package sweeper_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,6 +17,7 @@ import (
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
 	"github.com/tower-dev/breakglass/relay/notify"
+	"github.com/tower-dev/breakglass/relay/recording"
 	"github.com/tower-dev/breakglass/sweeper"
 	"github.com/tower-dev/breakglass/test/cluster"
 )
@@ -54,8 +58,22 @@ func TestRelayKilledMidSession(t *testing.T) {
 			started := rb.CreationTimestamp.Time
 			s := activeSession(t, ns, "s1", v1alpha1.ModeLive, pod.Name, started, keep)
 
+			// The relay recorded and streamed a segment, then died.
+			store := &recording.Dir{Root: t.TempDir()}
+			rec, err := recording.New(context.Background(), store, recording.Prefix(ns, "s1"), recording.Options{RetainUntil: started.Add(time.Hour)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := rec.Output(context.Background(), []byte("$ ps aux\r\n")); err != nil {
+				t.Fatal(err)
+			}
+			if err := rec.Flush(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+
 			fake := clockAt(started.Add(10 * time.Second))
-			startSweeper(t, sweeper.Options{Clock: fake, HeartbeatTimeout: time.Minute})
+			startSweeper(t, sweeper.Options{Clock: fake, HeartbeatTimeout: time.Minute,
+				Evidence: &recording.SessionFinalizer{Store: store, Retention: time.Hour, URI: "file://"}})
 			waitForWaiter(t, fake)
 			fake.Step(time.Minute) // the heartbeat is now 70s old
 
@@ -66,6 +84,19 @@ func TestRelayKilledMidSession(t *testing.T) {
 					got.Status.End.Reason == v1alpha1.EndSwept && got.Status.End.Abnormal, err
 			})
 			eventually(t, "the grant deleted", gone(rb))
+			eventually(t, "the evidence finalized and recorded", func() (bool, error) {
+				got := &v1alpha1.Session{}
+				if err := cl.Client.Get(context.Background(), clientKey(s), got); err != nil || got.Status.Evidence == nil {
+					return false, err
+				}
+				manifest, err := store.Get(context.Background(), recording.Prefix(ns, "s1")+recording.ManifestFile)
+				if err != nil {
+					return false, err
+				}
+				sum := sha256.Sum256(manifest)
+				return got.Status.Evidence.ManifestSHA256 == hex.EncodeToString(sum[:]) &&
+					strings.Contains(string(manifest), `"endedAbnormally": true`), nil
+			})
 			if keep {
 				time.Sleep(300 * time.Millisecond)
 				if !exists(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: ns}}) {
