@@ -17,7 +17,7 @@ build:
 	$(GO) build -o $(BIN)/breakglass ./cmd/breakglass
 
 ## tools: build the external programs the tests and generators use, once, into bin/.
-tools: $(BIN)/kube-apiserver $(BIN)/etcd $(BIN)/controller-gen $(BIN)/golangci-lint
+tools: $(BIN)/kube-apiserver $(BIN)/etcd $(BIN)/versitygw $(BIN)/controller-gen $(BIN)/golangci-lint
 
 $(BIN)/kube-apiserver: tools/apiserver/go.mod tools/apiserver/go.sum
 	@echo ">> building kube-apiserver $(KUBE_VERSION) from module sources (about 4 minutes the first time)"
@@ -31,6 +31,11 @@ $(BIN)/kube-apiserver: tools/apiserver/go.mod tools/apiserver/go.sum
 $(BIN)/etcd: tools/etcd/go.mod tools/etcd/go.sum tools/etcd/main.go
 	@echo ">> building etcd $(ETCD_VERSION) from module sources"
 	cd tools/etcd && $(GO) build -o $@ .
+
+# versitygw: an S3 server that enforces Object Lock, for the evidence store's tests.
+$(BIN)/versitygw: tools/versitygw/go.mod tools/versitygw/go.sum
+	@echo ">> building versitygw from module sources"
+	cd tools/versitygw && $(GO) build -o $@ github.com/versity/versitygw/cmd/versitygw
 
 $(BIN)/controller-gen: tools/dev/go.mod tools/dev/go.sum
 	cd tools/dev && $(GO) build -o $@ sigs.k8s.io/controller-tools/cmd/controller-gen
@@ -61,8 +66,8 @@ test-unit:
 	$(GO) test -race ./sweeper/... ./webhook/... ./relay/...
 
 # On the real kube-apiserver and etcd; the sweeper's with -race.
-test-integration: $(BIN)/kube-apiserver $(BIN)/etcd
-	$(GO) test -count=1 -timeout 20m ./test/integration/...
+test-integration: $(BIN)/kube-apiserver $(BIN)/etcd $(BIN)/versitygw
+	$(GO) test -count=1 -timeout 20m ./test/integration/... ./test/evidence/...
 	$(GO) test -count=1 -timeout 20m -race ./test/sweeper/... ./test/cluster/...
 	$(GO) test -count=1 -timeout 20m ./test/webhook/...
 
