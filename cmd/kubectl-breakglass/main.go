@@ -23,6 +23,6 @@ func newRootCommand() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newPolicyCommand())
+	root.AddCommand(newPolicyCommand(), newAuditCommand())
 	return root
 }

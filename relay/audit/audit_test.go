@@ -1,0 +1,140 @@
+package audit
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+func writeLog(t *testing.T, n int) []string {
+	t.Helper()
+	var buf bytes.Buffer
+	clock := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
+	l := NewLog(Event{}, func() time.Time { clock = clock.Add(time.Second); return clock }, &Writer{W: &buf})
+	for i := 0; i < n; i++ {
+		if _, err := l.Record(context.Background(), Event{Kind: "attach", Actor: "alice", Session: "shop/s1",
+			Details: map[string]string{"container": "breakglass-s1", "i": strings.Repeat("x", i)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return strings.SplitAfter(strings.TrimSuffix(buf.String(), "\n"), "\n")
+}
+
+func TestVerifyIntactChain(t *testing.T) {
+	lines := writeLog(t, 5)
+	n, err := Verify(strings.NewReader(strings.Join(lines, "")))
+	if err != nil || n != 5 {
+		t.Fatalf("Verify = %d, %v", n, err)
+	}
+}
+
+func TestVerifyDetectsTampering(t *testing.T) {
+	lines := writeLog(t, 5)
+	for _, tc := range []struct {
+		name string
+		log  string
+		want string
+	}{
+		{"a removed line", lines[0] + lines[1] + lines[3] + lines[4], "line 3: seq 4 follows seq 2: 1 event(s) missing"},
+		{"an edited actor", lines[0] + strings.Replace(lines[1], `"actor":"alice"`, `"actor":"mallory"`, 1) + lines[2], "line 2 (seq 2): the event does not match its hash: it was edited"},
+		{"swapped lines", lines[0] + lines[2] + lines[1], "line 2: seq 3 follows seq 1"},
+		{"garbage", lines[0] + "{not json\n", "line 2: not an audit event"},
+		{"an unknown field", lines[0] + `{"seq":2,"extra":1}` + "\n", "line 2: not an audit event"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Verify(strings.NewReader(tc.log))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Verify = %v, want %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestVerifyDetectsARechainedForgery(t *testing.T) {
+	// Editing an event and recomputing its own hash still breaks the link from the next one.
+	lines := writeLog(t, 3)
+	forged := NewLog(Event{}, func() time.Time { return time.Date(2026, 11, 30, 10, 0, 2, 0, time.UTC) })
+	var buf bytes.Buffer
+	forged.sinks = []Sink{&Writer{W: &buf}}
+	first, err := Last(strings.NewReader(lines[0]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	forged.seq, forged.prev = first.Seq, first.Hash
+	if _, err := forged.Record(context.Background(), Event{Kind: "attach", Actor: "mallory"}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Verify(strings.NewReader(lines[0] + buf.String() + lines[2]))
+	if err == nil || !strings.Contains(err.Error(), "line 3 (seq 3): names a previous event that is not the one before it") {
+		t.Fatalf("Verify = %v", err)
+	}
+}
+
+func TestFileContinuesTheChain(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "audit.log")
+	for run := 0; run < 2; run++ {
+		f, last, err := OpenFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l := NewLog(last, nil, f)
+		for i := 0; i < 3; i++ {
+			if _, err := l.Record(context.Background(), Event{Kind: "grant", Actor: "system:serviceaccount:breakglass-system:tower-breakglass"}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := f.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := Verify(bytes.NewReader(data)); err != nil || n != 6 {
+		t.Fatalf("after a restart: Verify = %d, %v", n, err)
+	}
+}
+
+func TestHTTPSinkRetries(t *testing.T) {
+	var calls atomic.Int32
+	var got atomic.Value
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if calls.Add(1) <= 2 {
+			http.Error(w, "busy", http.StatusServiceUnavailable)
+			return
+		}
+		var b bytes.Buffer
+		_, _ = b.ReadFrom(r.Body)
+		got.Store(b.String())
+	}))
+	defer srv.Close()
+	sink := &HTTP{URL: srv.URL, Retries: 3, Backoff: time.Millisecond}
+	if err := sink.Write(context.Background(), []byte("{\"seq\":1}\n")); err != nil {
+		t.Fatal(err)
+	}
+	if calls.Load() != 3 || got.Load() != "{\"seq\":1}\n" {
+		t.Fatalf("calls %d, body %v", calls.Load(), got.Load())
+	}
+	refusing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "no", http.StatusBadRequest)
+	}))
+	defer refusing.Close()
+	if err := (&HTTP{URL: refusing.URL, Retries: 3, Backoff: time.Millisecond}).Write(context.Background(), []byte("x\n")); err == nil || !strings.Contains(err.Error(), "400") {
+		t.Fatalf("a refusal: %v", err)
+	}
+}
+
+func TestASinkFailureIsAnError(t *testing.T) {
+	l := NewLog(Event{}, nil, &HTTP{URL: "http://127.0.0.1:1/", Retries: 0})
+	if _, err := l.Record(context.Background(), Event{Kind: "grant"}); err == nil {
+		t.Fatal("an event that reached no sink passed silently")
+	}
+}
