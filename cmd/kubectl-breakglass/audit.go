@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"io"
 	"os"
 
 	"github.com/spf13/cobra"
@@ -20,7 +19,7 @@ and that no sequence number is missing: an edited, removed, inserted or
 reordered event is reported with its line, and the command exits non-zero.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var r io.Reader = cmd.InOrStdin()
+			r := cmd.InOrStdin()
 			if args[0] != "-" {
 				f, err := os.Open(args[0])
 				if err != nil {
