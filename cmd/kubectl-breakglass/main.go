@@ -23,6 +23,6 @@ func newRootCommand() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newPolicyCommand(), newAuditCommand())
+	root.AddCommand(newPolicyCommand(), newAuditCommand(), newRecordingCommand())
 	return root
 }
