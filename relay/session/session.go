@@ -1,0 +1,286 @@
+// Package session runs a debug session on the cluster: it grants the portal
+// a RoleBinding with a TTL, adds the debug container, attaches to it through
+// the API server, records every byte, and at the end detaches, recycles the
+// pod, revokes the grant and writes the end to the Session. The cluster
+// holds the truth: every step is in the Session's status.
+package session
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/remotecommand"
+	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/tower-dev/breakglass/api/v1alpha1"
+	"github.com/tower-dev/breakglass/relay/audit"
+	"github.com/tower-dev/breakglass/relay/recording"
+)
+
+// Runner starts and ends sessions on one cluster, as the portal.
+type Runner struct {
+	// Client, Kube and Config act as the portal's ServiceAccount.
+	Client client.Client
+	Kube   kubernetes.Interface
+	Config *rest.Config
+	Store  recording.Store
+	Audit  *audit.Log
+	Clock  clock.Clock
+	// DebugImage is the pinned debug image.
+	DebugImage string
+	// Grace is added to the duration for the grant's TTL (within the 75m bound).
+	Grace     time.Duration
+	Retention time.Duration
+	// MaxTTL is the largest TTL the policies allow.
+	MaxTTL time.Duration
+}
+
+// Live is a running session: its terminal and its recording.
+type Live struct {
+	Session *v1alpha1.Session
+	r       *Runner
+	rec     *recording.Recorder
+	stdin   *io.PipeWriter
+	out     *fanout
+	done    chan error
+	cancel  context.CancelFunc
+	endOnce sync.Once
+}
+
+// Start starts an approved session. A session that cannot be recorded is
+// refused before any grant exists; a failure after the grant takes the
+// grant back.
+func (r *Runner) Start(ctx context.Context, s *v1alpha1.Session) (_ *Live, err error) {
+	if s.Status.Phase != v1alpha1.PhaseApproved {
+		return nil, fmt.Errorf("session %s is %s, not Approved", s.Name, s.Status.Phase)
+	}
+	if s.Spec.Mode != v1alpha1.ModeLive {
+		return nil, fmt.Errorf("mode %s is not supported yet", s.Spec.Mode)
+	}
+	now := r.Clock.Now()
+	rec, err := recording.New(ctx, r.Store, recording.Prefix(s.Namespace, s.Name), recording.Options{
+		RetainUntil: now.Add(r.Retention), Clock: r.Clock})
+	if err != nil {
+		r.record(ctx, "refusal", s, "no recording store: "+err.Error())
+		return nil, fmt.Errorf("the session cannot be recorded, so it does not start: %w", err)
+	}
+	role := v1alpha1.DebugRole
+	if s.Status.Approval != nil && s.Status.Approval.ProcessAccess {
+		role = v1alpha1.DebugProcessRole
+	}
+	ttl := min(s.Spec.Duration.Duration+r.Grace, r.MaxTTL)
+	grant := &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "breakglass-" + s.Name, Namespace: s.Namespace,
+			Labels: map[string]string{v1alpha1.SessionLabel: s.Name, v1alpha1.TTLLabel: ttl.String()}},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
+		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: v1alpha1.PortalServiceAccount, Namespace: v1alpha1.Namespace}},
+	}
+	if err := r.Client.Create(ctx, grant); err != nil {
+		return nil, fmt.Errorf("granting the debug role: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			_ = r.Client.Delete(context.Background(), grant)
+		}
+	}()
+	r.record(ctx, "grant", s, role+" for "+ttl.String())
+	if err := r.waitAllowed(ctx, s.Namespace); err != nil {
+		return nil, err
+	}
+	container := "breakglass-" + s.Name
+	if err := r.addDebugContainer(ctx, s, container); err != nil {
+		return nil, err
+	}
+	if err := r.waitRunning(ctx, s, container); err != nil {
+		return nil, err
+	}
+	deadline := metav1.NewTime(now.Add(s.Spec.Duration.Duration))
+	start := metav1.NewTime(now)
+	s.Status.Phase = v1alpha1.PhaseActive
+	s.Status.Grant = &v1alpha1.Grant{RoleBinding: grant.Name, Role: role, ExpiresAt: metav1.NewTime(now.Add(ttl))}
+	s.Status.DebugContainer = &v1alpha1.DebugContainer{Pod: s.Spec.TargetPod, Name: container, Image: r.DebugImage}
+	s.Status.StartedAt, s.Status.Deadline, s.Status.Heartbeat = &start, &deadline, &start
+	if err := r.Client.Status().Update(ctx, s); err != nil {
+		return nil, fmt.Errorf("recording the start: %w", err)
+	}
+	live, err := r.attach(ctx, s, container, rec)
+	if err != nil {
+		return nil, err
+	}
+	r.record(ctx, "attach", s, container)
+	return live, nil
+}
+
+// waitAllowed waits for the new grant to reach the API server's RBAC cache.
+func (r *Runner) waitAllowed(ctx context.Context, ns string) error {
+	review := func(ctx context.Context) (bool, error) {
+		got, err := r.Kube.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, &authorizationv1.SelfSubjectAccessReview{
+			Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &authorizationv1.ResourceAttributes{
+				Namespace: ns, Verb: "patch", Resource: "pods", Subresource: "ephemeralcontainers"}},
+		}, metav1.CreateOptions{})
+		return err == nil && got.Status.Allowed, nil
+	}
+	if err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 30*time.Second, true, review); err != nil {
+		return fmt.Errorf("the grant did not take effect: %w", err)
+	}
+	return nil
+}
+
+func (r *Runner) addDebugContainer(ctx context.Context, s *v1alpha1.Session, name string) error {
+	ec := corev1.EphemeralContainer{EphemeralContainerCommon: corev1.EphemeralContainerCommon{
+		Name: name, Image: r.DebugImage, Stdin: true, TTY: true,
+		SecurityContext: &corev1.SecurityContext{
+			RunAsUser: ptr.To(v1alpha1.DebugUserID), RunAsNonRoot: ptr.To(true), ReadOnlyRootFilesystem: ptr.To(true),
+			AllowPrivilegeEscalation: ptr.To(false), Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+		},
+	}}
+	if s.Status.Approval != nil && s.Status.Approval.ProcessAccess {
+		ec.TargetContainerName = s.Spec.TargetContainer
+	}
+	pod, err := r.Kube.CoreV1().Pods(s.Namespace).Get(ctx, s.Spec.TargetPod, metav1.GetOptions{})
+	if err != nil {
+		return fmt.Errorf("the target pod: %w", err)
+	}
+	pod.Spec.EphemeralContainers = append(pod.Spec.EphemeralContainers, ec)
+	if _, err := r.Kube.CoreV1().Pods(s.Namespace).UpdateEphemeralContainers(ctx, pod.Name, pod, metav1.UpdateOptions{}); err != nil {
+		return fmt.Errorf("adding the debug container: %w", err)
+	}
+	return nil
+}
+
+func (r *Runner) waitRunning(ctx context.Context, s *v1alpha1.Session, container string) error {
+	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		pod, err := r.Kube.CoreV1().Pods(s.Namespace).Get(ctx, s.Spec.TargetPod, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		for _, st := range pod.Status.EphemeralContainerStatuses {
+			if st.Name == container && st.State.Running != nil {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		return fmt.Errorf("the debug container did not start: %w", err)
+	}
+	return nil
+}
+
+// attach opens the debug container's terminal through the API server,
+// WebSocket first with SPDY as the fallback, and tees both directions into
+// the recording.
+func (r *Runner) attach(ctx context.Context, s *v1alpha1.Session, container string, rec *recording.Recorder) (*Live, error) {
+	req := r.Kube.CoreV1().RESTClient().Post().Resource("pods").Namespace(s.Namespace).Name(s.Spec.TargetPod).SubResource("attach").
+		VersionedParams(&corev1.PodAttachOptions{Container: container, Stdin: true, Stdout: true, TTY: true}, scheme.ParameterCodec)
+	ws, err := remotecommand.NewWebSocketExecutor(r.Config, "GET", req.URL().String())
+	if err != nil {
+		return nil, err
+	}
+	spdy, err := remotecommand.NewSPDYExecutor(r.Config, "POST", req.URL())
+	if err != nil {
+		return nil, err
+	}
+	exec, err := remotecommand.NewFallbackExecutor(ws, spdy, func(err error) bool { return true })
+	if err != nil {
+		return nil, err
+	}
+	inR, inW := io.Pipe()
+	sctx, cancel := context.WithCancel(context.Background())
+	l := &Live{Session: s, r: r, rec: rec, stdin: inW, out: newFanout(), done: make(chan error, 1), cancel: cancel}
+	recordedIn := &teeReader{r: inR, record: func(p []byte) { _ = rec.Input(sctx, p) }}
+	recordedOut := writerFunc(func(p []byte) (int, error) {
+		if err := rec.Output(sctx, p); err != nil {
+			return 0, err
+		}
+		l.out.write(p)
+		return len(p), nil
+	})
+	go func() {
+		l.done <- exec.StreamWithContext(sctx, remotecommand.StreamOptions{Stdin: recordedIn, Stdout: recordedOut, Tty: true})
+		l.out.close()
+	}()
+	return l, nil
+}
+
+// Write sends the person's keystrokes to the terminal.
+func (l *Live) Write(p []byte) (int, error) { return l.stdin.Write(p) }
+
+// Output returns a reader of the terminal's output from now on.
+func (l *Live) Output() io.Reader { return l.out.subscribe() }
+
+// End ends the session: detach, finalize the recording, recycle the pod
+// unless the approver chose to keep it, revoke the grant, and write who
+// ended it and why.
+func (l *Live) End(ctx context.Context, by string, reason v1alpha1.EndReason) error {
+	var result error
+	l.endOnce.Do(func() { result = l.end(ctx, by, reason) })
+	return result
+}
+
+func (l *Live) end(ctx context.Context, by string, reason v1alpha1.EndReason) error {
+	r, s := l.r, l.Session
+	_ = l.stdin.Close() // stdin EOF is the detach
+	var streamErr error
+	select {
+	case streamErr = <-l.done:
+	case <-time.After(10 * time.Second):
+		l.cancel()
+		streamErr = <-l.done
+	}
+	var errs []error
+	if streamErr != nil && !errors.Is(streamErr, context.Canceled) {
+		// Reported after the clean-up below, which happens regardless.
+		errs = append(errs, fmt.Errorf("the terminal stream: %w", streamErr))
+	}
+	_, body, err := l.rec.Close(ctx, s.Namespace+"/"+s.Name)
+	errs = append(errs, err)
+	keep := s.Status.Approval != nil && s.Status.Approval.KeepPod
+	if !keep {
+		err := r.Kube.CoreV1().Pods(s.Namespace).Delete(ctx, s.Spec.TargetPod, metav1.DeleteOptions{})
+		if !apierrors.IsNotFound(err) {
+			errs = append(errs, err)
+		}
+	}
+	grant := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: s.Status.Grant.RoleBinding, Namespace: s.Namespace}}
+	if err := r.Client.Delete(ctx, grant); err != nil && !apierrors.IsNotFound(err) {
+		errs = append(errs, err)
+	}
+	s.Status.Phase = v1alpha1.PhaseEnded
+	s.Status.End = &v1alpha1.End{By: by, Reason: reason, At: metav1.NewTime(r.Clock.Now())}
+	if body != nil {
+		sum := sha256.Sum256(body)
+		prefix := recording.Prefix(s.Namespace, s.Name)
+		s.Status.Evidence = &v1alpha1.Evidence{ManifestSHA256: hex.EncodeToString(sum[:]), AnchorPending: true,
+			URIs: []string{prefix + recording.CastFile, prefix + recording.TranscriptFile, prefix + recording.ManifestFile}}
+	}
+	errs = append(errs, r.Client.Status().Update(ctx, s))
+	r.record(ctx, "end", s, string(reason)+" by "+by)
+	l.cancel()
+	return errors.Join(errs...)
+}
+
+func (r *Runner) record(ctx context.Context, kind string, s *v1alpha1.Session, reason string) {
+	if r.Audit == nil {
+		return
+	}
+	_, _ = r.Audit.Record(ctx, audit.Event{Kind: kind, Actor: "system:serviceaccount:" + v1alpha1.Namespace + ":" + v1alpha1.PortalServiceAccount,
+		Session: s.Namespace + "/" + s.Name, Reason: reason})
+}

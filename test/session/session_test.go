@@ -1,0 +1,206 @@
+// Package session_test runs whole debug sessions on a real API server with
+// the Flight policies and a virtual node: grant, debug container, attach,
+// recording, end.
+package session_test
+
+import (
+	"bufio"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/tower-dev/breakglass/api/v1alpha1"
+	"github.com/tower-dev/breakglass/policies"
+	"github.com/tower-dev/breakglass/relay/audit"
+	"github.com/tower-dev/breakglass/relay/recording"
+	"github.com/tower-dev/breakglass/relay/session"
+	"github.com/tower-dev/breakglass/test/cluster"
+)
+
+var (
+	debugImage = "registry.example/breakglass/debug@sha256:" + strings.Repeat("d", 64)
+	cl         *cluster.Cluster
+)
+
+func TestMain(m *testing.M) { os.Exit(run(m)) }
+
+func run(m *testing.M) int {
+	log.SetLogger(logr.Discard())
+	var err error
+	cl, err = cluster.Start(context.Background(), cluster.Options{Profile: policies.Flight, DebugImages: []string{debugImage}, VirtualNode: true})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer func() {
+		if err := cl.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+		}
+	}()
+	return m.Run()
+}
+
+func runner(t *testing.T, store recording.Store, log *audit.Log) *session.Runner {
+	t.Helper()
+	portal, err := cl.Portal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &session.Runner{Client: portal.Client, Kube: portal.Kube, Config: portal.Config, Store: store, Audit: log,
+		Clock: clock.RealClock{}, DebugImage: debugImage, Grace: 2 * time.Minute, MaxTTL: 75 * time.Minute, Retention: time.Hour}
+}
+
+// approvedSession is alice's request, approved by bob, on a running pod.
+func approvedSession(t *testing.T, ns string, keepPod bool) *v1alpha1.Session {
+	t.Helper()
+	ctx := context.Background()
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "web-1", Namespace: ns, Labels: map[string]string{"app": "web"}},
+		Spec: corev1.PodSpec{NodeName: cluster.NodeName,
+			Containers: []corev1.Container{{Name: "web", Image: "registry.example/shop/web:1.2", Command: []string{"sleep", "3600"}}}},
+	}
+	if err := cl.Client.Create(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	portal, err := cl.Portal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &v1alpha1.Session{
+		ObjectMeta: metav1.ObjectMeta{Name: "s1", Namespace: ns},
+		Spec: v1alpha1.SessionSpec{TargetPod: "web-1", Mode: v1alpha1.ModeLive, Duration: metav1.Duration{Duration: 30 * time.Minute},
+			Reason: "checkout returns 500s", Requester: "alice", KeepPod: keepPod},
+	}
+	if err := portal.Client.Create(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	s.Status = v1alpha1.SessionStatus{Phase: v1alpha1.PhaseApproved,
+		Approval: &v1alpha1.Approval{By: "bob", At: metav1.Now(), Mode: v1alpha1.ModeLive, KeepPod: keepPod}}
+	if err := portal.Client.Status().Update(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// TestWholeSession: start, type a command and see its output, end by the
+// user; afterwards no grant, the pod recycled, the Session ended with its
+// evidence, the recording's hash matching, every step audited.
+func TestWholeSession(t *testing.T) {
+	ns := cl.Namespace(t, "whole")
+	s := approvedSession(t, ns, false)
+	store := &recording.Dir{Root: t.TempDir()}
+	var auditLog strings.Builder
+	r := runner(t, store, audit.NewLog(audit.Event{}, nil, &audit.Writer{W: &auditLog}))
+	ctx := context.Background()
+
+	live, err := r.Start(ctx, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := bufio.NewScanner(live.Output())
+	if _, err := live.Write([]byte("echo session-$((6*7)) as $(id -u)\n")); err != nil {
+		t.Fatal(err)
+	}
+	uid := v1alpha1.DebugUserID
+	if os.Geteuid() != 0 {
+		uid = int64(os.Geteuid())
+	}
+	want := fmt.Sprintf("session-42 as %d", uid)
+	found := make(chan bool, 1)
+	go func() {
+		for lines.Scan() {
+			if strings.TrimRight(lines.Text(), "\r") == want {
+				found <- true
+				return
+			}
+		}
+		found <- false
+	}()
+	select {
+	case ok := <-found:
+		if !ok {
+			t.Fatalf("the terminal ended before %q", want)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatalf("no %q within 20s", want)
+	}
+	if err := live.End(ctx, "alice", v1alpha1.EndUser); err != nil {
+		t.Fatal(err)
+	}
+
+	grant := &rbacv1.RoleBinding{}
+	if err := cl.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "breakglass-s1"}, grant); !apierrors.IsNotFound(err) {
+		t.Fatalf("the grant is still there: %v", err)
+	}
+	pod := &corev1.Pod{}
+	if err := cl.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web-1"}, pod); !apierrors.IsNotFound(err) && pod.DeletionTimestamp == nil {
+		t.Fatalf("the pod was not recycled: %v", err)
+	}
+	got := &v1alpha1.Session{}
+	if err := cl.Client.Get(ctx, client.ObjectKeyFromObject(s), got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Status.Phase != v1alpha1.PhaseEnded || got.Status.End == nil || got.Status.End.Reason != v1alpha1.EndUser || got.Status.End.By != "alice" {
+		t.Fatalf("the Session's end: %+v", got.Status)
+	}
+	manifest, err := store.Get(ctx, recording.Prefix(ns, "s1")+recording.ManifestFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(manifest)
+	if got.Status.Evidence == nil || got.Status.Evidence.ManifestSHA256 != hex.EncodeToString(sum[:]) {
+		t.Fatalf("the evidence in the Session does not match the manifest")
+	}
+	raw, err := store.Get(ctx, recording.Prefix(ns, "s1")+recording.TranscriptFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, err := recording.ReadTranscript(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var in, out strings.Builder
+	for _, rec := range recs {
+		switch rec.Kind {
+		case recording.KindInput:
+			in.Write(rec.Data)
+		case recording.KindOutput:
+			out.Write(rec.Data)
+		}
+	}
+	if in.String() != "echo session-$((6*7)) as $(id -u)\n" || !strings.Contains(out.String(), want) {
+		t.Fatalf("the transcript: input %q, output %q", in.String(), out.String())
+	}
+	if n, err := audit.Verify(strings.NewReader(auditLog.String())); err != nil || n != 3 {
+		t.Fatalf("audit: %d events, %v\n%s", n, err, auditLog.String())
+	}
+}
+
+// TestNoStoreNoStart: a session that cannot be recorded is refused before
+// any grant exists.
+func TestNoStoreNoStart(t *testing.T) {
+	ns := cl.Namespace(t, "nostore")
+	s := approvedSession(t, ns, false)
+	r := runner(t, &recording.Dir{Root: "/proc/breakglass-no-store"}, nil)
+	if _, err := r.Start(context.Background(), s); err == nil || !strings.Contains(err.Error(), "cannot be recorded") {
+		t.Fatalf("Start = %v", err)
+	}
+	list := &rbacv1.RoleBindingList{}
+	if err := cl.Client.List(context.Background(), list, client.InNamespace(ns)); err != nil || len(list.Items) != 0 {
+		t.Fatalf("grants left behind: %d, %v", len(list.Items), err)
+	}
+}
