@@ -20,6 +20,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/httpstream"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -158,6 +159,9 @@ func (r *Runner) addDebugContainer(ctx context.Context, s *v1alpha1.Session, nam
 	if err != nil {
 		return fmt.Errorf("the target pod: %w", err)
 	}
+	if pod.DeletionTimestamp != nil {
+		return fmt.Errorf("the target pod %s is terminating: pick a running pod", pod.Name)
+	}
 	pod.Spec.EphemeralContainers = append(pod.Spec.EphemeralContainers, ec)
 	if _, err := r.Kube.CoreV1().Pods(s.Namespace).UpdateEphemeralContainers(ctx, pod.Name, pod, metav1.UpdateOptions{}); err != nil {
 		return fmt.Errorf("adding the debug container: %w", err)
@@ -198,7 +202,10 @@ func (r *Runner) attach(ctx context.Context, s *v1alpha1.Session, container stri
 	if err != nil {
 		return nil, err
 	}
-	exec, err := remotecommand.NewFallbackExecutor(ws, spdy, func(err error) bool { return true })
+	// SPDY only when the WebSocket upgrade itself fails, as kubectl decides.
+	exec, err := remotecommand.NewFallbackExecutor(ws, spdy, func(err error) bool {
+		return httpstream.IsUpgradeFailure(err) || httpstream.IsHTTPSProxyError(err)
+	})
 	if err != nil {
 		return nil, err
 	}

@@ -131,7 +131,9 @@ func (n *node) register(ctx context.Context, c *Cluster) error {
 // reports them running.
 func (n *node) sync(ctx context.Context, c *Cluster, pod *corev1.Pod) {
 	if !pod.DeletionTimestamp.IsZero() {
+		// As a kubelet does: stop the containers, then let the pod go at once.
 		n.runtime.stopPod(pod.Namespace, pod.Name)
+		_ = c.Kube.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{GracePeriodSeconds: ptrZero(), Preconditions: &metav1.Preconditions{UID: &pod.UID}})
 		return
 	}
 	changed := false
@@ -176,6 +178,8 @@ func runningStatus(name, image string) corev1.ContainerStatus {
 }
 
 func ptrTrue() *bool { t := true; return &t }
+
+func ptrZero() *int64 { var z int64; return &z }
 
 func (n *node) attach(w http.ResponseWriter, r *http.Request) {
 	opts, err := remotecommand.NewOptions(r)

@@ -147,8 +147,12 @@ func TestWholeSession(t *testing.T) {
 		t.Fatalf("the grant is still there: %v", err)
 	}
 	pod := &corev1.Pod{}
-	if err := cl.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web-1"}, pod); !apierrors.IsNotFound(err) && pod.DeletionTimestamp == nil {
-		t.Fatalf("the pod was not recycled: %v", err)
+	deadline := time.Now().Add(20 * time.Second)
+	for err := cl.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web-1"}, pod); !apierrors.IsNotFound(err); err = cl.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web-1"}, pod) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the pod was not recycled: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 	got := &v1alpha1.Session{}
 	if err := cl.Client.Get(ctx, client.ObjectKeyFromObject(s), got); err != nil {
@@ -203,4 +207,39 @@ func TestNoStoreNoStart(t *testing.T) {
 	if err := cl.Client.List(context.Background(), list, client.InNamespace(ns)); err != nil || len(list.Items) != 0 {
 		t.Fatalf("grants left behind: %d, %v", len(list.Items), err)
 	}
+}
+
+// TestKeepPodAndNothingLeftOnFailure: "keep the pod" is honoured at the end;
+// a start that fails after the grant takes the grant back.
+func TestKeepPodAndNothingLeftOnFailure(t *testing.T) {
+	ctx := context.Background()
+	t.Run("keep the pod", func(t *testing.T) {
+		ns := cl.Namespace(t, "keep")
+		s := approvedSession(t, ns, true)
+		live, err := runner(t, &recording.Dir{Root: t.TempDir()}, nil).Start(ctx, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := live.End(ctx, "bob", v1alpha1.EndApprover); err != nil {
+			t.Fatal(err)
+		}
+		pod := &corev1.Pod{}
+		if err := cl.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web-1"}, pod); err != nil || pod.DeletionTimestamp != nil {
+			t.Fatalf("the pod was recycled although the approver kept it: %v", err)
+		}
+	})
+	t.Run("the target pod is gone", func(t *testing.T) {
+		ns := cl.Namespace(t, "gone")
+		s := approvedSession(t, ns, false)
+		if err := cl.Client.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web-1"}}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := runner(t, &recording.Dir{Root: t.TempDir()}, nil).Start(ctx, s); err == nil || !strings.Contains(err.Error(), "target pod") {
+			t.Fatalf("Start = %v", err)
+		}
+		list := &rbacv1.RoleBindingList{}
+		if err := cl.Client.List(ctx, list, client.InNamespace(ns)); err != nil || len(list.Items) != 0 {
+			t.Fatalf("a grant was left behind: %d, %v", len(list.Items), err)
+		}
+	})
 }
