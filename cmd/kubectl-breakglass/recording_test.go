@@ -52,3 +52,35 @@ func TestRecordingVerify(t *testing.T) {
 		})
 	}
 }
+
+func TestRecordingPlay(t *testing.T) {
+	root := t.TempDir()
+	store := &recording.Dir{Root: root}
+	ctx := context.Background()
+	rec, err := recording.New(ctx, store, "s1/", recording.Options{RetainUntil: time.Now().Add(time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, chunk := range []string{"$ ", "id -u", "\r\n65532\r\n"} {
+		if err := rec.Output(ctx, []byte(chunk)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := rec.Input(ctx, []byte("typed")); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := rec.Close(ctx, "shop/s1"); err != nil {
+		t.Fatal(err)
+	}
+	out, err := runCLI("recording", "play", "--speed", "1000", filepath.Join(root, "s1", recording.CastFile))
+	if err != nil || out != "$ id -u\r\n65532\r\n" {
+		t.Fatalf("play = %q, %v", out, err)
+	}
+	bad := filepath.Join(t.TempDir(), "bad.cast")
+	if err := os.WriteFile(bad, []byte("{\"version\":2}\n[1, \"o\"]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runCLI("recording", "play", bad); err == nil || !strings.Contains(err.Error(), "line 2: not an asciicast event") {
+		t.Fatalf("a malformed cast: %v", err)
+	}
+}
