@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
@@ -63,6 +64,10 @@ type Live struct {
 	done    chan error
 	cancel  context.CancelFunc
 	endOnce sync.Once
+	// mu guards Session's status between the heartbeat and the end.
+	mu sync.Mutex
+	// lastInput is when the person last typed (unix nanoseconds on the runner's clock).
+	lastInput atomic.Int64
 }
 
 // Start starts an approved session. A session that cannot be recorded is
@@ -211,7 +216,8 @@ func (r *Runner) attach(ctx context.Context, s *v1alpha1.Session, container stri
 	}
 	inR, inW := io.Pipe()
 	sctx, cancel := context.WithCancel(context.Background())
-	l := &Live{Session: s, r: r, rec: rec, stdin: inW, out: newFanout(), done: make(chan error, 1), cancel: cancel}
+	l := &Live{Session: s, r: r, rec: rec, stdin: inW, out: newFanout(r.Clock.Now()), done: make(chan error, 1), cancel: cancel}
+	l.lastInput.Store(r.Clock.Now().UnixNano())
 	recordedIn := &teeReader{r: inR, record: func(p []byte) { _ = rec.Input(sctx, p) }}
 	recordedOut := writerFunc(func(p []byte) (int, error) {
 		if err := rec.Output(sctx, p); err != nil {
@@ -228,10 +234,14 @@ func (r *Runner) attach(ctx context.Context, s *v1alpha1.Session, container stri
 }
 
 // Write sends the person's keystrokes to the terminal.
-func (l *Live) Write(p []byte) (int, error) { return l.stdin.Write(p) }
+func (l *Live) Write(p []byte) (int, error) {
+	l.lastInput.Store(l.r.Clock.Now().UnixNano())
+	return l.stdin.Write(p)
+}
 
-// Output returns a reader of the terminal's output from now on.
-func (l *Live) Output() io.Reader { return l.out.subscribe() }
+// Output returns a viewer of the terminal's output from now on; closing it
+// is the viewer leaving.
+func (l *Live) Output() io.ReadCloser { return l.out.subscribe(l.r.Clock.Now) }
 
 // End ends the session: detach, finalize the recording, recycle the pod
 // unless the approver chose to keep it, revoke the grant, and write who
@@ -270,6 +280,9 @@ func (l *Live) end(ctx context.Context, by string, reason v1alpha1.EndReason) er
 	if err := r.Client.Delete(ctx, grant); err != nil && !apierrors.IsNotFound(err) {
 		errs = append(errs, err)
 	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	before := s.DeepCopy()
 	s.Status.Phase = v1alpha1.PhaseEnded
 	s.Status.End = &v1alpha1.End{By: by, Reason: reason, At: metav1.NewTime(r.Clock.Now())}
 	if body != nil {
@@ -278,7 +291,8 @@ func (l *Live) end(ctx context.Context, by string, reason v1alpha1.EndReason) er
 		s.Status.Evidence = &v1alpha1.Evidence{ManifestSHA256: hex.EncodeToString(sum[:]), AnchorPending: true,
 			URIs: []string{prefix + recording.CastFile, prefix + recording.TranscriptFile, prefix + recording.ManifestFile}}
 	}
-	errs = append(errs, r.Client.Status().Update(ctx, s))
+	// A merge patch: the heartbeat may have moved the resource version.
+	errs = append(errs, r.Client.Status().Patch(ctx, s, client.MergeFrom(before)))
 	r.record(ctx, "end", s, string(reason)+" by "+by)
 	l.cancel()
 	return errors.Join(errs...)

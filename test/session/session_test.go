@@ -9,6 +9,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"testing"
@@ -20,6 +21,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/clock"
+	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -242,4 +244,77 @@ func TestKeepPodAndNothingLeftOnFailure(t *testing.T) {
 			t.Fatalf("a grant was left behind: %d, %v", len(list.Items), err)
 		}
 	})
+}
+
+// TestLimits ends sessions by the idle limit, the disconnect limit and the
+// hard stop, on the runner's injected clock.
+func TestLimits(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		limits session.Limits
+		viewer bool
+		step   time.Duration
+		want   v1alpha1.EndReason
+	}{
+		{"idle", session.Limits{Idle: 10 * time.Minute, Disconnect: time.Hour, Heartbeat: 15 * time.Second}, true, 10 * time.Minute, v1alpha1.EndIdle},
+		{"disconnect", session.Limits{Idle: time.Hour, Disconnect: 2 * time.Minute, Heartbeat: 15 * time.Second}, false, 2 * time.Minute, v1alpha1.EndDisconnect},
+		{"hard stop", session.Limits{Idle: 2 * time.Hour, Disconnect: 2 * time.Hour, Heartbeat: 15 * time.Second}, true, 30 * time.Minute, v1alpha1.EndHardStop},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ns := cl.Namespace(t, "limit-"+strings.ReplaceAll(tc.name, " ", "-"))
+			s := approvedSession(t, ns, false)
+			fake := clocktesting.NewFakeClock(time.Now())
+			r := runner(t, &recording.Dir{Root: t.TempDir()}, nil)
+			r.Clock = fake
+			ctx := context.Background()
+			live, err := r.Start(ctx, s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.viewer {
+				v := live.Output()
+				go func() { _, _ = io.Copy(io.Discard, v) }()
+			}
+			ended := make(chan v1alpha1.EndReason, 1)
+			go func() {
+				reason, err := live.Watch(ctx, tc.limits)
+				if err != nil {
+					t.Errorf("Watch: %v", err)
+				}
+				ended <- reason
+			}()
+			for !fake.HasWaiters() {
+				time.Sleep(5 * time.Millisecond)
+			}
+			fake.Step(tc.step - time.Second)
+			for !fake.HasWaiters() {
+				time.Sleep(5 * time.Millisecond)
+			}
+			select {
+			case r := <-ended:
+				t.Fatalf("ended by %s a second early", r)
+			default:
+			}
+			fake.Step(time.Second)
+			select {
+			case got := <-ended:
+				if got != tc.want {
+					t.Fatalf("ended by %s, want %s", got, tc.want)
+				}
+			case <-time.After(20 * time.Second):
+				t.Fatal("the limit did not end the session")
+			}
+			cur := &v1alpha1.Session{}
+			if err := cl.Client.Get(ctx, client.ObjectKeyFromObject(s), cur); err != nil {
+				t.Fatal(err)
+			}
+			if cur.Status.End == nil || cur.Status.End.Reason != tc.want || cur.Status.End.By != session.Relay || cur.Status.Heartbeat == nil {
+				t.Fatalf("the Session: %+v", cur.Status)
+			}
+			list := &rbacv1.RoleBindingList{}
+			if err := cl.Client.List(ctx, list, client.InNamespace(ns)); err != nil || len(list.Items) != 0 {
+				t.Fatalf("the grant was left: %d, %v", len(list.Items), err)
+			}
+		})
+	}
 }

@@ -1,0 +1,72 @@
+package session
+
+import (
+	"context"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/tower-dev/breakglass/api/v1alpha1"
+)
+
+// Limits end a session: the hard stop is its duration; Idle is how long
+// nobody may type; Disconnect is how long nobody may watch. Heartbeat is how
+// often the relay tells the cluster it is alive (the sweeper ends a session
+// whose heartbeat goes stale).
+type Limits struct {
+	Idle, Disconnect, Heartbeat time.Duration
+}
+
+// DefaultLimits are the spec's: 10 minutes idle, 2 minutes without a viewer,
+// a heartbeat every 15 seconds.
+var DefaultLimits = Limits{Idle: 10 * time.Minute, Disconnect: 2 * time.Minute, Heartbeat: 15 * time.Second}
+
+// Relay is who the relay says ended a session on a limit.
+const Relay = "breakglass-relay"
+
+// Watch keeps the heartbeat and ends the session when a limit is reached,
+// returning why. It checks every second of the runner's clock, so tests move
+// time instead of sleeping.
+func (l *Live) Watch(ctx context.Context, limits Limits) (v1alpha1.EndReason, error) {
+	r, s := l.r, l.Session
+	lastBeat := r.Clock.Now()
+	for {
+		select {
+		case <-ctx.Done():
+			return "", ctx.Err()
+		case <-r.Clock.After(time.Second):
+		}
+		now := r.Clock.Now()
+		viewers, alone := l.out.watchers()
+		var reason v1alpha1.EndReason
+		switch {
+		case s.Status.Deadline != nil && !now.Before(s.Status.Deadline.Time):
+			reason = v1alpha1.EndHardStop
+		case now.Sub(time.Unix(0, l.lastInput.Load())) >= limits.Idle:
+			reason = v1alpha1.EndIdle
+		case viewers == 0 && now.Sub(alone) >= limits.Disconnect:
+			reason = v1alpha1.EndDisconnect
+		}
+		if reason != "" {
+			return reason, l.End(ctx, Relay, reason)
+		}
+		if now.Sub(lastBeat) >= limits.Heartbeat {
+			if err := l.heartbeat(ctx, now); err == nil {
+				lastBeat = now
+			}
+		}
+	}
+}
+
+func (l *Live) heartbeat(ctx context.Context, now time.Time) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.Session.Status.Phase != v1alpha1.PhaseActive {
+		return nil
+	}
+	before := l.Session.DeepCopy()
+	beat := metav1.NewTime(now)
+	l.Session.Status.Heartbeat = &beat
+	return l.r.Client.Status().Patch(ctx, l.Session, client.MergeFrom(before))
+}
