@@ -28,10 +28,10 @@ import (
 	"k8s.io/client-go/tools/remotecommand"
 	"k8s.io/streaming/pkg/httpstream"
 	"k8s.io/utils/clock"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
+	"github.com/tower-dev/breakglass/manifests"
 	"github.com/tower-dev/breakglass/relay/audit"
 	"github.com/tower-dev/breakglass/relay/recording"
 )
@@ -150,13 +150,7 @@ func (r *Runner) waitAllowed(ctx context.Context, ns string) error {
 }
 
 func (r *Runner) addDebugContainer(ctx context.Context, s *v1alpha1.Session, name string) error {
-	ec := corev1.EphemeralContainer{EphemeralContainerCommon: corev1.EphemeralContainerCommon{
-		Name: name, Image: r.DebugImage, Stdin: true, TTY: true,
-		SecurityContext: &corev1.SecurityContext{
-			RunAsUser: ptr.To(v1alpha1.DebugUserID), RunAsNonRoot: ptr.To(true), ReadOnlyRootFilesystem: ptr.To(true),
-			AllowPrivilegeEscalation: ptr.To(false), Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
-		},
-	}}
+	ec := manifests.DebugContainer(name, r.DebugImage)
 	if s.Status.Approval != nil && s.Status.Approval.ProcessAccess {
 		ec.TargetContainerName = s.Spec.TargetContainer
 	}

@@ -3,14 +3,14 @@ package cluster
 import (
 	"context"
 	"encoding/json"
+	"net"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/ptr"
 
-	"github.com/tower-dev/breakglass/api/v1alpha1"
+	"github.com/tower-dev/breakglass/manifests"
 )
 
 // Namespace creates a namespace for one test and deletes it after.
@@ -42,27 +42,21 @@ func (c *Cluster) AppPod(t testing.TB, ns, name string, volumes ...corev1.Volume
 }
 
 // DebugSecurityContext is the one security context a debug container may have.
-func DebugSecurityContext() *corev1.SecurityContext {
-	return &corev1.SecurityContext{
-		RunAsUser:                ptr.To(v1alpha1.DebugUserID),
-		RunAsNonRoot:             ptr.To(true),
-		ReadOnlyRootFilesystem:   ptr.To(true),
-		AllowPrivilegeEscalation: ptr.To(false),
-		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
-	}
-}
+func DebugSecurityContext() *corev1.SecurityContext { return manifests.DebugSecurityContext() }
 
 // DebugContainer is a debug container in the shape the policies allow.
 func DebugContainer(name, image string) corev1.EphemeralContainer {
-	return corev1.EphemeralContainer{EphemeralContainerCommon: corev1.EphemeralContainerCommon{
-		Name:                     name,
-		Image:                    image,
-		Stdin:                    true,
-		TTY:                      true,
-		TerminationMessagePolicy: corev1.TerminationMessageReadFile,
-		ImagePullPolicy:          corev1.PullIfNotPresent,
-		SecurityContext:          DebugSecurityContext(),
-	}}
+	return manifests.DebugContainer(name, image)
+}
+
+// FreePort is a loopback port nobody listens on right now.
+func FreePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // AddDebugContainer adds ec to a pod as u, by the strategic-merge PATCH of

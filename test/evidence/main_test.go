@@ -42,7 +42,7 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
-	port, err := freePort()
+	port, err := cluster.FreePort()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -93,15 +93,6 @@ func createBuckets() error {
 	}
 	_, err = s.Client.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(unlocked)})
 	return err
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 func waitListening(port int) error {

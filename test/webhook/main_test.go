@@ -6,7 +6,6 @@ package webhook_test
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"testing"
 
@@ -100,7 +99,7 @@ func setUp() error {
 	if cl, err = cluster.Start(context.Background(), cluster.Options{Profile: policies.Flight, DebugImages: allow}); err != nil {
 		return err
 	}
-	if webhookPort, err = freePort(); err != nil {
+	if webhookPort, err = cluster.FreePort(); err != nil {
 		return err
 	}
 	// The chart's webhook configuration, pointed at a URL: a test has no Service network.
@@ -114,13 +113,4 @@ func setUp() error {
 		}
 	}
 	return nil
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
