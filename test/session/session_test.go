@@ -56,7 +56,7 @@ func run(m *testing.M) int {
 	return m.Run()
 }
 
-func runner(t *testing.T, store recording.Store, log *audit.Log) *session.Runner {
+func runner(t testing.TB, store recording.Store, log *audit.Log) *session.Runner {
 	t.Helper()
 	portal, err := cl.Portal()
 	if err != nil {
@@ -67,7 +67,7 @@ func runner(t *testing.T, store recording.Store, log *audit.Log) *session.Runner
 }
 
 // approvedSession is alice's request, approved by bob, on a running pod.
-func approvedSession(t *testing.T, ns string, keepPod bool) *v1alpha1.Session {
+func approvedSession(t testing.TB, ns string, keepPod bool) *v1alpha1.Session {
 	t.Helper()
 	ctx := context.Background()
 	pod := &corev1.Pod{

@@ -1,0 +1,109 @@
+package session_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/remotecommand"
+
+	"github.com/tower-dev/breakglass/relay/recording"
+)
+
+// echoer sends one key and waits for the terminal to echo it back. Both
+// terminals share one pty and see each other's echoes, so each side types
+// its own key and a reader keeps its output drained.
+type echoer struct {
+	in  io.Writer
+	key byte
+	ch  chan byte
+}
+
+func newEchoer(in io.Writer, out io.Reader, key byte) *echoer {
+	e := &echoer{in: in, key: key, ch: make(chan byte, 1<<16)}
+	go func() {
+		buf := make([]byte, 4096)
+		for {
+			n, err := out.Read(buf)
+			for _, c := range buf[:n] {
+				select {
+				case e.ch <- c:
+				default: // never block the terminal
+				}
+			}
+			if err != nil {
+				close(e.ch)
+				return
+			}
+		}
+	}()
+	return e
+}
+
+func (e *echoer) roundTrip(b *testing.B) time.Duration {
+	start := time.Now()
+	if _, err := e.in.Write([]byte{e.key}); err != nil {
+		b.Fatal(err)
+	}
+	for c := range e.ch {
+		if c == e.key {
+			return time.Since(start)
+		}
+	}
+	b.Fatal("the terminal closed")
+	return 0
+}
+
+// BenchmarkKeystrokeEcho: a key's round trip through the relay (recorded,
+// both directions) against attaching to the same container directly, taking
+// turns, on the virtual node behind the real API server.
+func BenchmarkKeystrokeEcho(b *testing.B) {
+	ns := cl.Namespace(b, fmt.Sprintf("echo-bench-%d", time.Now().UnixNano()%1000000))
+	s := approvedSession(b, ns, false)
+	r := runner(b, &recording.Dir{Root: b.TempDir()}, nil)
+	ctx := context.Background()
+	live, err := r.Start(ctx, s)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _ = live.End(ctx, "bench", "user") }()
+	relayed := newEchoer(live, live.Output(), 'r')
+
+	portal, err := cl.Portal()
+	if err != nil {
+		b.Fatal(err)
+	}
+	req := portal.Kube.CoreV1().RESTClient().Post().Resource("pods").Namespace(ns).Name("web-1").SubResource("attach").
+		VersionedParams(&corev1.PodAttachOptions{Container: "breakglass-s1", Stdin: true, Stdout: true, TTY: true}, scheme.ParameterCodec)
+	exec, err := remotecommand.NewWebSocketExecutor(portal.Config, "GET", req.URL().String())
+	if err != nil {
+		b.Fatal(err)
+	}
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		_ = exec.StreamWithContext(sctx, remotecommand.StreamOptions{Stdin: inR, Stdout: outW, Tty: true})
+	}()
+	direct := newEchoer(inW, outR, 'd')
+	time.Sleep(300 * time.Millisecond) // the direct attach joins the terminal
+
+	var tRelay, tDirect time.Duration
+	for i := 0; b.Loop(); i++ {
+		if i%2 == 0 {
+			tRelay += relayed.roundTrip(b)
+			tDirect += direct.roundTrip(b)
+		} else {
+			tDirect += direct.roundTrip(b)
+			tRelay += relayed.roundTrip(b)
+		}
+	}
+	b.ReportMetric(float64(tRelay.Microseconds())/float64(b.N), "µs/key-relay")
+	b.ReportMetric(float64(tDirect.Microseconds())/float64(b.N), "µs/key-direct")
+	b.ReportMetric(float64(tRelay)/float64(tDirect), "ratio")
+}
