@@ -1,16 +1,25 @@
 package session
 
 import (
+	"errors"
 	"io"
 	"sync"
 	"time"
 )
 
-// fanout copies the terminal's output to every viewer subscribed to it,
-// and knows since when nobody has been watching.
+// viewerBuffer is how many output chunks may wait for one viewer. A viewer
+// further behind is cut off with ErrTooSlow, never fed a stream with holes
+// and never allowed to hold up the session: the recording has every byte.
+const viewerBuffer = 1024
+
+// ErrTooSlow ends a viewer that fell too far behind; it may reconnect.
+var ErrTooSlow = errors.New("the viewer fell too far behind the terminal; reconnect to continue")
+
+// fanout copies the terminal's output to every viewer, and knows since
+// when nobody has been watching.
 type fanout struct {
 	mu     sync.Mutex
-	subs   []*io.PipeWriter
+	subs   []*viewer
 	closed bool
 	// alone is when the last viewer left (or the start, before anyone came).
 	alone time.Time
@@ -19,28 +28,52 @@ type fanout struct {
 
 func newFanout(start time.Time) *fanout { return &fanout{alone: start, now: time.Now} }
 
-func (f *fanout) subscribe(now func() time.Time) io.ReadCloser {
-	r, w := io.Pipe()
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.now = now
-	if f.closed {
-		_ = w.Close()
-	} else {
-		f.subs = append(f.subs, w)
-	}
-	return &viewer{PipeReader: r, w: w, f: f}
-}
-
-// viewer is one subscriber; closing it leaves.
+// viewer is one subscriber: a bounded queue of chunks drained into a pipe.
 type viewer struct {
 	*io.PipeReader
-	w *io.PipeWriter
-	f *fanout
+	w     *io.PipeWriter
+	queue chan []byte
+	f     *fanout
+	once  sync.Once
 }
 
+func (f *fanout) subscribe(now func() time.Time) io.ReadCloser {
+	r, w := io.Pipe()
+	v := &viewer{PipeReader: r, w: w, queue: make(chan []byte, viewerBuffer), f: f}
+	f.mu.Lock()
+	f.now = now
+	if f.closed {
+		f.mu.Unlock()
+		_ = w.Close()
+		return v
+	}
+	f.subs = append(f.subs, v)
+	f.mu.Unlock()
+	go func() {
+		for chunk := range v.queue {
+			if _, err := w.Write(chunk); err != nil {
+				f.drop(v, err)
+			}
+		}
+		_ = w.Close()
+	}()
+	return v
+}
+
+// end stops feeding v. A viewer cut off (too slow, or gone) gets its error
+// at once; at the session's end it reads what is queued, then EOF.
+func (v *viewer) end(why error) {
+	v.once.Do(func() {
+		close(v.queue)
+		if why != nil {
+			_ = v.w.CloseWithError(why)
+		}
+	})
+}
+
+// Close is the viewer leaving.
 func (v *viewer) Close() error {
-	v.f.drop(v.w)
+	v.f.drop(v, io.ErrClosedPipe)
 	return v.PipeReader.Close()
 }
 
@@ -51,40 +84,51 @@ func (f *fanout) watchers() (int, time.Time) {
 	return len(f.subs), f.alone
 }
 
+// write hands p to every viewer without waiting for any of them; sends and
+// closes of a viewer's queue both happen under the lock.
 func (f *fanout) write(p []byte) {
+	chunk := append([]byte(nil), p...)
 	f.mu.Lock()
-	subs := append([]*io.PipeWriter(nil), f.subs...)
-	f.mu.Unlock()
-	for _, w := range subs {
-		// A reader that went away stops receiving; the recording has every byte already.
-		if _, err := w.Write(p); err != nil {
-			f.drop(w)
+	defer f.mu.Unlock()
+	for i := 0; i < len(f.subs); {
+		select {
+		case f.subs[i].queue <- chunk:
+			i++
+		default:
+			f.removeLocked(i, ErrTooSlow)
 		}
 	}
 }
 
-func (f *fanout) drop(w *io.PipeWriter) {
+// drop removes v, if it is still there, ending its stream with why.
+func (f *fanout) drop(v *viewer, why error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for i, s := range f.subs {
-		if s == w {
-			f.subs = append(f.subs[:i], f.subs[i+1:]...)
-			if len(f.subs) == 0 {
-				f.alone = f.now()
-			}
+		if s == v {
+			f.removeLocked(i, why)
 			return
 		}
 	}
 }
 
+func (f *fanout) removeLocked(i int, why error) {
+	v := f.subs[i]
+	f.subs = append(f.subs[:i], f.subs[i+1:]...)
+	if len(f.subs) == 0 {
+		f.alone = f.now()
+	}
+	v.end(why)
+}
+
 func (f *fanout) close() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.closed = true
-	for _, w := range f.subs {
-		_ = w.Close()
+	for _, v := range f.subs {
+		v.end(nil)
 	}
 	f.subs = nil
+	f.closed = true
 }
 
 // teeReader records what is read through it.
