@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -84,7 +85,7 @@ func (r *Runner) Start(ctx context.Context, s *v1alpha1.Session) (_ *Live, err e
 	rec, err := recording.New(ctx, r.Store, recording.Prefix(s.Namespace, s.Name), recording.Options{
 		RetainUntil: now.Add(r.Retention), Clock: r.Clock})
 	if err != nil {
-		r.record(ctx, "refusal", s, "no recording store: "+err.Error())
+		_ = r.record(ctx, "refusal", s, "no recording store: "+err.Error())
 		return nil, fmt.Errorf("the session cannot be recorded, so it does not start: %w", err)
 	}
 	role := v1alpha1.DebugRole
@@ -106,7 +107,9 @@ func (r *Runner) Start(ctx context.Context, s *v1alpha1.Session) (_ *Live, err e
 			_ = r.Client.Delete(context.Background(), grant)
 		}
 	}()
-	r.record(ctx, "grant", s, role+" for "+ttl.String())
+	if err := r.record(ctx, "grant", s, role+" for "+ttl.String()); err != nil {
+		return nil, fmt.Errorf("auditing the grant: %w", err)
+	}
 	if err := r.waitAllowed(ctx, s.Namespace); err != nil {
 		return nil, err
 	}
@@ -130,7 +133,10 @@ func (r *Runner) Start(ctx context.Context, s *v1alpha1.Session) (_ *Live, err e
 	if err != nil {
 		return nil, err
 	}
-	r.record(ctx, "attach", s, container)
+	if err := r.record(ctx, "attach", s, container); err != nil {
+		_ = live.End(context.Background(), Relay, v1alpha1.EndUser)
+		return nil, fmt.Errorf("auditing the attach: %w", err)
+	}
 	return live, nil
 }
 
@@ -287,15 +293,41 @@ func (l *Live) end(ctx context.Context, by string, reason v1alpha1.EndReason) er
 	}
 	// A merge patch: the heartbeat may have moved the resource version.
 	errs = append(errs, r.Client.Status().Patch(ctx, s, client.MergeFrom(before)))
-	r.record(ctx, "end", s, string(reason)+" by "+by)
+	errs = append(errs, r.record(ctx, "end", s, string(reason)+" by "+by))
 	l.cancel()
 	return errors.Join(errs...)
 }
 
-func (r *Runner) record(ctx context.Context, kind string, s *v1alpha1.Session, reason string) {
-	if r.Audit == nil {
-		return
+// record writes a step to the audit log and as a Kubernetes Event on the
+// Session. An audit sink that fails is an error: no step goes unaudited.
+func (r *Runner) record(ctx context.Context, kind string, s *v1alpha1.Session, reason string) error {
+	var errs []error
+	if r.Audit != nil {
+		_, err := r.Audit.Record(ctx, audit.Event{Kind: kind, Actor: "system:serviceaccount:" + v1alpha1.Namespace + ":" + v1alpha1.PortalServiceAccount,
+			Session: s.Namespace + "/" + s.Name, Reason: reason})
+		errs = append(errs, err)
 	}
-	_, _ = r.Audit.Record(ctx, audit.Event{Kind: kind, Actor: "system:serviceaccount:" + v1alpha1.Namespace + ":" + v1alpha1.PortalServiceAccount,
-		Session: s.Namespace + "/" + s.Name, Reason: reason})
+	now := metav1.NewTime(r.Clock.Now())
+	event := &corev1.Event{
+		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s.%x", s.Name, now.UnixNano()), Namespace: s.Namespace},
+		InvolvedObject: corev1.ObjectReference{APIVersion: v1alpha1.GroupVersion.String(), Kind: "Session",
+			Namespace: s.Namespace, Name: s.Name, UID: s.UID},
+		Reason: eventReason(kind), Message: reason, Type: corev1.EventTypeNormal,
+		Source:         corev1.EventSource{Component: Relay},
+		FirstTimestamp: now, LastTimestamp: now, Count: 1,
+	}
+	if kind == "refusal" {
+		event.Type = corev1.EventTypeWarning
+	}
+	// An Event is a courtesy to kubectl users; the audit log is the record.
+	_, _ = r.Kube.CoreV1().Events(s.Namespace).Create(ctx, event, metav1.CreateOptions{})
+	return errors.Join(errs...)
+}
+
+// eventReason is the audit kind as an Event reason: "grant" -> "Grant".
+func eventReason(kind string) string {
+	if kind == "" {
+		return "Step"
+	}
+	return strings.ToUpper(kind[:1]) + kind[1:]
 }

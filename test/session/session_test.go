@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -193,6 +194,20 @@ func TestWholeSession(t *testing.T) {
 	}
 	if n, err := audit.Verify(strings.NewReader(auditLog.String())); err != nil || n != 3 {
 		t.Fatalf("audit: %d events, %v\n%s", n, err, auditLog.String())
+	}
+	events := &corev1.EventList{}
+	if err := cl.Client.List(ctx, events, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	var reasons []string
+	for _, e := range events.Items {
+		if e.InvolvedObject.Kind == "Session" && e.InvolvedObject.Name == "s1" {
+			reasons = append(reasons, e.Reason)
+		}
+	}
+	sort.Strings(reasons)
+	if strings.Join(reasons, ",") != "Attach,End,Grant" {
+		t.Fatalf("Events on the Session: %v, want Grant, Attach and End", reasons)
 	}
 }
 
