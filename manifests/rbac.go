@@ -130,3 +130,18 @@ func RoleBindings() []*rbacv1.ClusterRoleBinding {
 		bind(v1alpha1.SweeperRole, v1alpha1.SweeperServiceAccount),
 	}
 }
+
+// Grant is a session grant as the portal makes it: a RoleBinding in
+// namespace of role to the portal, labelled with its Session and TTL.
+func Grant(namespace, session, role, ttl string) *rbacv1.RoleBinding {
+	return &rbacv1.RoleBinding{
+		TypeMeta: metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "RoleBinding"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      "breakglass-" + session,
+			Namespace: namespace,
+			Labels:    map[string]string{v1alpha1.SessionLabel: session, v1alpha1.TTLLabel: ttl},
+		},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
+		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: v1alpha1.PortalServiceAccount, Namespace: v1alpha1.Namespace}},
+	}
+}

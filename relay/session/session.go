@@ -93,12 +93,7 @@ func (r *Runner) Start(ctx context.Context, s *v1alpha1.Session) (_ *Live, err e
 		role = v1alpha1.DebugProcessRole
 	}
 	ttl := min(s.Spec.Duration.Duration+r.Grace, r.MaxTTL)
-	grant := &rbacv1.RoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "breakglass-" + s.Name, Namespace: s.Namespace,
-			Labels: map[string]string{v1alpha1.SessionLabel: s.Name, v1alpha1.TTLLabel: ttl.String()}},
-		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
-		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: v1alpha1.PortalServiceAccount, Namespace: v1alpha1.Namespace}},
-	}
+	grant := manifests.Grant(s.Namespace, s.Name, role, ttl.String())
 	if err := r.Client.Create(ctx, grant); err != nil {
 		return nil, fmt.Errorf("granting the debug role: %w", err)
 	}
@@ -142,17 +137,29 @@ func (r *Runner) Start(ctx context.Context, s *v1alpha1.Session) (_ *Live, err e
 
 // waitAllowed waits for the new grant to reach the API server's RBAC cache.
 func (r *Runner) waitAllowed(ctx context.Context, ns string) error {
-	review := func(ctx context.Context) (bool, error) {
-		got, err := r.Kube.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, &authorizationv1.SelfSubjectAccessReview{
-			Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &authorizationv1.ResourceAttributes{
-				Namespace: ns, Verb: "patch", Resource: "pods", Subresource: "ephemeralcontainers"}},
-		}, metav1.CreateOptions{})
-		return err == nil && got.Status.Allowed, nil
-	}
-	if err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 30*time.Second, true, review); err != nil {
+	err := WaitAllowed(ctx, r.Kube, authorizationv1.ResourceAttributes{
+		Namespace: ns, Verb: "patch", Resource: "pods", Subresource: "ephemeralcontainers"}, 30*time.Second)
+	if err != nil {
 		return fmt.Errorf("the grant did not take effect: %w", err)
 	}
 	return nil
+}
+
+// WaitAllowed waits until the authorizer lets the client's user do what
+// attrs say. A new RoleBinding reaches the API server's RBAC cache a moment
+// after it is created; a request made before then is refused.
+func WaitAllowed(ctx context.Context, kube kubernetes.Interface, attrs authorizationv1.ResourceAttributes, timeout time.Duration) error {
+	var last error
+	err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		got, err := kube.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, &authorizationv1.SelfSubjectAccessReview{
+			Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &attrs}}, metav1.CreateOptions{})
+		last = err
+		return err == nil && got.Status.Allowed, nil
+	})
+	if err != nil && last != nil {
+		return fmt.Errorf("%w (last error: %w)", err, last)
+	}
+	return err
 }
 
 func (r *Runner) addDebugContainer(ctx context.Context, s *v1alpha1.Session, name string) error {

@@ -6,12 +6,12 @@ import (
 	"time"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
+	"github.com/tower-dev/breakglass/relay/session"
 )
 
 // User is a client acting as someone else, through impersonation by the
@@ -55,25 +55,12 @@ func (c *Cluster) Sweeper() (*User, error) {
 }
 
 // WaitAllowed waits until the authorizer lets u do verb on resource (and
-// subresource) in namespace. A new RoleBinding reaches the API server's RBAC
-// cache a moment after it is created; a request made before then is refused.
+// subresource) in namespace, as the relay does after a grant.
 func (u *User) WaitAllowed(ctx context.Context, namespace, verb, resource, subresource string) error {
-	review := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
-		ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: namespace, Verb: verb, Resource: resource, Subresource: subresource},
-	}}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		got, err := u.Kube.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, review, metav1.CreateOptions{})
-		if err == nil && got.Status.Allowed {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%s may still not %s %s/%s in %s after 30s (last error: %w)", u.Name, verb, resource, subresource, namespace, err)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(20 * time.Millisecond):
-		}
+	err := session.WaitAllowed(ctx, u.Kube, authorizationv1.ResourceAttributes{
+		Namespace: namespace, Verb: verb, Resource: resource, Subresource: subresource}, 30*time.Second)
+	if err != nil {
+		return fmt.Errorf("%s may still not %s %s/%s in %s after 30s: %w", u.Name, verb, resource, subresource, namespace, err)
 	}
+	return nil
 }
