@@ -20,18 +20,20 @@ import (
 
 // S3Options say where the evidence bucket is and how to reach it.
 type S3Options struct {
-	Bucket string
-	Region string
+	Bucket string `json:"bucket"`
+	Region string `json:"region,omitempty"`
 	// Endpoint is a non-AWS S3 endpoint (empty for AWS).
-	Endpoint string
+	Endpoint string `json:"endpoint,omitempty"`
 	// PathStyle addresses the bucket in the path instead of the host name.
-	PathStyle bool
+	PathStyle bool `json:"pathStyle,omitempty"`
 	// AccessKey and SecretKey are static credentials; empty uses the default
-	// chain (environment, IRSA/web identity, instance roles).
-	AccessKey, SecretKey string
+	// chain (environment, IRSA/web identity, instance roles). In a config
+	// file, prefer the environment (AWS_ACCESS_KEY_ID) to keys written down.
+	AccessKey string `json:"accessKey,omitempty"`
+	SecretKey string `json:"secretKey,omitempty"`
 	// Mode is COMPLIANCE (default: nobody can shorten or remove the lock,
 	// root included) or GOVERNANCE (holders of a bypass permission can).
-	Mode types.ObjectLockRetentionMode
+	Mode types.ObjectLockRetentionMode `json:"mode,omitempty"`
 }
 
 // S3 is the production store: every object is written with Object Lock and

@@ -69,6 +69,8 @@ type Live struct {
 	mu sync.Mutex
 	// lastInput is when the person last typed (unix nanoseconds on the runner's clock).
 	lastInput atomic.Int64
+	sizes     *sizeQueue
+	ended     chan struct{}
 }
 
 // Start starts an approved session. A session that cannot be recorded is
@@ -223,7 +225,8 @@ func (r *Runner) attach(ctx context.Context, s *v1alpha1.Session, container stri
 	}
 	inR, inW := io.Pipe()
 	sctx, cancel := context.WithCancel(context.Background())
-	l := &Live{Session: s, r: r, rec: rec, stdin: inW, out: newFanout(r.Clock.Now()), done: make(chan error, 1), cancel: cancel}
+	l := &Live{Session: s, r: r, rec: rec, stdin: inW, out: newFanout(r.Clock.Now()), done: make(chan error, 1), cancel: cancel,
+		sizes: newSizeQueue(), ended: make(chan struct{})}
 	l.lastInput.Store(r.Clock.Now().UnixNano())
 	recordedIn := &teeReader{r: inR, record: func(p []byte) { _ = rec.Input(sctx, p) }}
 	recordedOut := writerFunc(func(p []byte) (int, error) {
@@ -234,7 +237,8 @@ func (r *Runner) attach(ctx context.Context, s *v1alpha1.Session, container stri
 		return len(p), nil
 	})
 	go func() {
-		l.done <- exec.StreamWithContext(sctx, remotecommand.StreamOptions{Stdin: recordedIn, Stdout: recordedOut, Tty: true})
+		l.done <- exec.StreamWithContext(sctx, remotecommand.StreamOptions{
+			Stdin: recordedIn, Stdout: recordedOut, Tty: true, TerminalSizeQueue: l.sizes})
 		l.out.close()
 	}()
 	return l, nil
@@ -246,6 +250,22 @@ func (l *Live) Write(p []byte) (int, error) {
 	return l.stdin.Write(p)
 }
 
+// Resize sets the terminal's size and records it.
+func (l *Live) Resize(ctx context.Context, cols, rows uint16) error {
+	if cols == 0 || rows == 0 {
+		return fmt.Errorf("a terminal is at least 1x1, not %dx%d", cols, rows)
+	}
+	if err := l.rec.Resize(ctx, int(cols), int(rows)); err != nil {
+		return err
+	}
+	l.lastInput.Store(l.r.Clock.Now().UnixNano())
+	l.sizes.push(remotecommand.TerminalSize{Width: cols, Height: rows})
+	return nil
+}
+
+// Ended is closed once the session has ended, whoever ended it.
+func (l *Live) Ended() <-chan struct{} { return l.ended }
+
 // Output returns a viewer of the terminal's output from now on; closing it
 // is the viewer leaving.
 func (l *Live) Output() io.ReadCloser { return l.out.subscribe(l.r.Clock.Now) }
@@ -255,13 +275,17 @@ func (l *Live) Output() io.ReadCloser { return l.out.subscribe(l.r.Clock.Now) }
 // ended it and why.
 func (l *Live) End(ctx context.Context, by string, reason v1alpha1.EndReason) error {
 	var result error
-	l.endOnce.Do(func() { result = l.end(ctx, by, reason) })
+	l.endOnce.Do(func() {
+		result = l.end(ctx, by, reason)
+		close(l.ended)
+	})
 	return result
 }
 
 func (l *Live) end(ctx context.Context, by string, reason v1alpha1.EndReason) error {
 	r, s := l.r, l.Session
 	_ = l.stdin.Close() // stdin EOF is the detach
+	l.sizes.close()
 	var streamErr error
 	select {
 	case streamErr = <-l.done:
@@ -305,13 +329,21 @@ func (l *Live) end(ctx context.Context, by string, reason v1alpha1.EndReason) er
 	return errors.Join(errs...)
 }
 
-// record writes a step to the audit log and as a Kubernetes Event on the
-// Session. An audit sink that fails is an error: no step goes unaudited.
+// record writes a step the relay took to the audit log and as a Kubernetes
+// Event on the Session. An audit sink that fails is an error: no step goes
+// unaudited.
 func (r *Runner) record(ctx context.Context, kind string, s *v1alpha1.Session, reason string) error {
+	return r.Step(ctx, kind, PortalIdentity, s, reason)
+}
+
+// PortalIdentity is who the relay acts as on the cluster.
+const PortalIdentity = "system:serviceaccount:" + v1alpha1.Namespace + ":" + v1alpha1.PortalServiceAccount
+
+// Step audits what actor did to s and shows it as an Event on the Session.
+func (r *Runner) Step(ctx context.Context, kind, actor string, s *v1alpha1.Session, reason string) error {
 	var errs []error
 	if r.Audit != nil {
-		_, err := r.Audit.Record(ctx, audit.Event{Kind: kind, Actor: "system:serviceaccount:" + v1alpha1.Namespace + ":" + v1alpha1.PortalServiceAccount,
-			Session: s.Namespace + "/" + s.Name, Reason: reason})
+		_, err := r.Audit.Record(ctx, audit.Event{Kind: kind, Actor: actor, Session: s.Namespace + "/" + s.Name, Reason: reason})
 		errs = append(errs, err)
 	}
 	now := metav1.NewTime(r.Clock.Now())

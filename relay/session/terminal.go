@@ -5,6 +5,8 @@ import (
 	"io"
 	"sync"
 	"time"
+
+	"k8s.io/client-go/tools/remotecommand"
 )
 
 // viewerBuffer is how many output chunks may wait for one viewer. A viewer
@@ -148,3 +150,44 @@ func (t *teeReader) Read(p []byte) (int, error) {
 type writerFunc func([]byte) (int, error)
 
 func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+// sizeQueue hands terminal sizes to the attach stream. Only the latest size
+// matters to the terminal (each one is in the recording already), so a new
+// size replaces one not yet taken.
+type sizeQueue struct {
+	ch   chan remotecommand.TerminalSize
+	once sync.Once
+	done chan struct{}
+}
+
+func newSizeQueue() *sizeQueue {
+	return &sizeQueue{ch: make(chan remotecommand.TerminalSize, 1), done: make(chan struct{})}
+}
+
+func (q *sizeQueue) push(size remotecommand.TerminalSize) {
+	for {
+		select {
+		case q.ch <- size:
+			return
+		case <-q.done:
+			return
+		default:
+			select {
+			case <-q.ch:
+			default:
+			}
+		}
+	}
+}
+
+// Next blocks until a new size or the end of the session (nil).
+func (q *sizeQueue) Next() *remotecommand.TerminalSize {
+	select {
+	case size := <-q.ch:
+		return &size
+	case <-q.done:
+		return nil
+	}
+}
+
+func (q *sizeQueue) close() { q.once.Do(func() { close(q.done) }) }

@@ -1,0 +1,159 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/tower-dev/breakglass/relay"
+	"github.com/tower-dev/breakglass/relay/audit"
+	"github.com/tower-dev/breakglass/relay/notify"
+	"github.com/tower-dev/breakglass/relay/recording"
+	"github.com/tower-dev/breakglass/sweeper"
+)
+
+func newRelayCommand() *cobra.Command {
+	var configFile, tlsCert, tlsKey string
+	cmd := &cobra.Command{
+		Use:   "relay",
+		Short: "Serve the session API and the recorded terminals",
+		Long: `The relay is the only identity that takes debug grants. People authenticated by
+the portal's OIDC tokens request, approve, deny, start, end and review sessions
+through its API (see relay/openapi.yaml) and attach to a session's terminal over
+a WebSocket; every byte is recorded to the write-once store before it reaches
+anyone, and every step is audited as one JSON line on stdout (and the
+configured sinks).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := relay.LoadConfig(configFile)
+			if err != nil {
+				return err
+			}
+			ctrl.SetLogger(zap.New())
+			ctx := ctrl.SetupSignalHandler()
+			srv, closeAll, err := buildRelay(ctx, cfg)
+			if err != nil {
+				return err
+			}
+			defer closeAll()
+			hs := &http.Server{Addr: cfg.Listen, Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
+			errc := make(chan error, 1)
+			go func() {
+				if tlsCert != "" {
+					errc <- hs.ListenAndServeTLS(tlsCert, tlsKey)
+				} else {
+					errc <- hs.ListenAndServe()
+				}
+			}()
+			select {
+			case err := <-errc:
+				return err
+			case <-ctx.Done():
+			}
+			stop, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			srv.Close(stop)
+			return hs.Shutdown(stop)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&configFile, "config", "/etc/breakglass/relay.yaml", "the relay's configuration file")
+	f.StringVar(&tlsCert, "tls-cert", "", "serve TLS with this certificate (else plain HTTP behind a TLS-terminating ingress)")
+	f.StringVar(&tlsKey, "tls-key", "", "the TLS certificate's key")
+	return cmd
+}
+
+// buildRelay connects to the issuer, the clusters, the store and the audit
+// sinks. It refuses to start without a working recording store.
+func buildRelay(ctx context.Context, cfg *relay.Config) (*relay.Server, func(), error) {
+	var closers []func()
+	closeAll := func() {
+		for _, c := range closers {
+			c()
+		}
+	}
+	fail := func(err error) (*relay.Server, func(), error) {
+		closeAll()
+		return nil, nil, err
+	}
+	auth, err := relay.NewAuthenticator(ctx, cfg.OIDC, nil)
+	if err != nil {
+		return fail(err)
+	}
+	var store recording.Store
+	if cfg.Recording.S3 != nil {
+		if store, err = recording.NewS3(ctx, *cfg.Recording.S3); err != nil {
+			return fail(err)
+		}
+	} else {
+		store = &recording.Dir{Root: cfg.Recording.Dir}
+	}
+	if err := store.Check(ctx); err != nil {
+		return fail(fmt.Errorf("the recording store is not usable, so the relay does not start: %w", err))
+	}
+	sinks := []audit.Sink{&audit.Writer{W: os.Stdout}}
+	var last audit.Event
+	if cfg.Audit.File != "" {
+		f, tail, err := audit.OpenFile(cfg.Audit.File)
+		if err != nil {
+			return fail(err)
+		}
+		closers = append(closers, func() { _ = f.Close() })
+		sinks, last = append(sinks, f), tail
+	}
+	if cfg.Audit.URL != "" {
+		sinks = append(sinks, &audit.HTTP{URL: cfg.Audit.URL})
+	}
+	scheme, err := sweeper.Scheme()
+	if err != nil {
+		return fail(err)
+	}
+	targets := map[string]relay.Target{}
+	for _, c := range cfg.Clusters {
+		rc, err := restConfig(c.Kubeconfig)
+		if err != nil {
+			return fail(fmt.Errorf("cluster %s: %w", c.Name, err))
+		}
+		cl, err := client.New(rc, client.Options{Scheme: scheme})
+		if err != nil {
+			return fail(fmt.Errorf("cluster %s: %w", c.Name, err))
+		}
+		kube, err := kubernetes.NewForConfig(rc)
+		if err != nil {
+			return fail(fmt.Errorf("cluster %s: %w", c.Name, err))
+		}
+		targets[c.Name] = relay.Target{Client: cl, Kube: kube, Config: rc}
+	}
+	var notifier relay.Notifier
+	if cfg.NotifyURL != "" {
+		notifier = &notify.Webhook{URL: cfg.NotifyURL, PortalURL: cfg.PortalURL}
+	}
+	srv, err := relay.NewServer(relay.Options{Config: cfg, Auth: auth, Targets: targets, Store: store,
+		Audit: audit.NewLog(last, nil, sinks...), Notifier: notifier, Log: ctrl.Log.WithName("relay")})
+	if err != nil {
+		return fail(err)
+	}
+	return srv, closeAll, nil
+}
+
+func restConfig(kubeconfig string) (*rest.Config, error) {
+	if kubeconfig == "" {
+		rc, err := rest.InClusterConfig()
+		if err != nil {
+			return nil, errors.New("no kubeconfig given and not running in a cluster")
+		}
+		return rc, nil
+	}
+	return clientcmd.BuildConfigFromFlags("", kubeconfig)
+}

@@ -1,0 +1,92 @@
+// Package oidcissuer is a small OpenID Connect issuer on loopback for tests
+// and the local demo: discovery, a key set, and signed ID tokens for demo
+// users. It never runs in production: the relay trusts the portal's issuer.
+package oidcissuer
+
+import (
+	"crypto/rand"
+	"crypto/rsa"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/go-jose/go-jose/v4"
+	"github.com/go-jose/go-jose/v4/jwt"
+)
+
+// Issuer serves discovery and keys at URL and signs tokens.
+type Issuer struct {
+	URL    string
+	key    *rsa.PrivateKey
+	keyID  string
+	signer jose.Signer
+	srv    *http.Server
+}
+
+// Start listens on a free loopback port.
+func Start() (*Issuer, error) {
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	i := &Issuer{URL: "http://" + ln.Addr().String(), key: key, keyID: "demo-1"}
+	i.signer, err = jose.NewSigner(jose.SigningKey{Algorithm: jose.RS256, Key: jose.JSONWebKey{Key: key, KeyID: i.keyID}},
+		(&jose.SignerOptions{}).WithType("JWT"))
+	if err != nil {
+		_ = ln.Close()
+		return nil, err
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /.well-known/openid-configuration", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, map[string]any{
+			"issuer": i.URL, "jwks_uri": i.URL + "/keys",
+			"authorization_endpoint": i.URL + "/auth", "token_endpoint": i.URL + "/token",
+			"response_types_supported": []string{"id_token"}, "subject_types_supported": []string{"public"},
+			"id_token_signing_alg_values_supported": []string{"RS256"},
+		})
+	})
+	mux.HandleFunc("GET /keys", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, jose.JSONWebKeySet{Keys: []jose.JSONWebKey{{Key: &key.PublicKey, KeyID: i.keyID, Algorithm: "RS256", Use: "sig"}}})
+	})
+	i.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = i.srv.Serve(ln) }()
+	return i, nil
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// Person is a demo user.
+type Person struct {
+	Email  string
+	Groups []string
+}
+
+// Token signs an ID token for p, issued for audience, valid for ttl.
+func (i *Issuer) Token(p Person, audience string, ttl time.Duration) (string, error) {
+	now := time.Now()
+	return i.Sign(map[string]any{
+		"iss": i.URL, "sub": p.Email, "aud": audience, "email": p.Email, "email_verified": true,
+		"groups": p.Groups, "iat": now.Unix(), "exp": now.Add(ttl).Unix(),
+	})
+}
+
+// Sign signs any claims, for tests of malformed tokens.
+func (i *Issuer) Sign(claims map[string]any) (string, error) {
+	tok, err := jwt.Signed(i.signer).Claims(claims).Serialize()
+	if err != nil {
+		return "", fmt.Errorf("signing a token: %w", err)
+	}
+	return tok, nil
+}
+
+// Close stops serving.
+func (i *Issuer) Close() error { return i.srv.Close() }

@@ -1,0 +1,154 @@
+package relay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/coreos/go-oidc/v3/oidc"
+)
+
+// Caller is the person behind a request, as their token says.
+type Caller struct {
+	Name   string
+	Groups []string
+}
+
+// Authenticator verifies OIDC bearer tokens against the issuer's key set.
+type Authenticator struct {
+	verifier      *oidc.IDTokenVerifier
+	usernameClaim string
+	groupsClaim   string
+}
+
+// NewAuthenticator discovers the issuer. ctx lives as long as the
+// authenticator: the key set is refreshed with it when keys rotate.
+func NewAuthenticator(ctx context.Context, c OIDC, hc *http.Client) (*Authenticator, error) {
+	if hc != nil {
+		ctx = oidc.ClientContext(ctx, hc)
+	}
+	provider, err := oidc.NewProvider(ctx, c.Issuer)
+	if err != nil {
+		return nil, fmt.Errorf("oidc issuer %s: %w", c.Issuer, err)
+	}
+	return &Authenticator{
+		verifier:      provider.Verifier(&oidc.Config{ClientID: c.Audience}),
+		usernameClaim: c.UsernameClaim,
+		groupsClaim:   c.GroupsClaim,
+	}, nil
+}
+
+// errUnauthenticated wraps every token failure; the message says what was
+// wrong with the token, never the token.
+var errUnauthenticated = errors.New("unauthenticated")
+
+// Verify checks a raw token: signature, issuer, audience, expiry, and the
+// claims that name the person.
+func (a *Authenticator) Verify(ctx context.Context, raw string) (Caller, error) {
+	tok, err := a.verifier.Verify(ctx, raw)
+	if err != nil {
+		return Caller{}, fmt.Errorf("%w: %w", errUnauthenticated, err)
+	}
+	claims := map[string]any{}
+	if err := tok.Claims(&claims); err != nil {
+		return Caller{}, fmt.Errorf("%w: the token's claims: %w", errUnauthenticated, err)
+	}
+	name, _ := claims[a.usernameClaim].(string)
+	if name == "" {
+		return Caller{}, fmt.Errorf("%w: the token has no %q claim naming the person", errUnauthenticated, a.usernameClaim)
+	}
+	// An unverified address could be anyone's: the issuer says whose it is.
+	if a.usernameClaim == "email" {
+		if v, ok := claims["email_verified"].(bool); ok && !v {
+			return Caller{}, fmt.Errorf("%w: the token's email is not verified", errUnauthenticated)
+		}
+	}
+	c := Caller{Name: name}
+	switch groups := claims[a.groupsClaim].(type) {
+	case nil:
+	case []any:
+		for _, g := range groups {
+			s, ok := g.(string)
+			if !ok {
+				return Caller{}, fmt.Errorf("%w: the %q claim is not a list of strings", errUnauthenticated, a.groupsClaim)
+			}
+			c.Groups = append(c.Groups, s)
+		}
+	default:
+		return Caller{}, fmt.Errorf("%w: the %q claim is not a list of strings", errUnauthenticated, a.groupsClaim)
+	}
+	return c, nil
+}
+
+// TerminalProtocol is the terminal WebSocket's subprotocol. A browser
+// cannot set headers on a WebSocket, so it sends its token as a second
+// subprotocol, BearerProtocolPrefix + token; the relay answers with
+// TerminalProtocol only, never echoing the token.
+const (
+	TerminalProtocol     = "breakglass.terminal.v1"
+	BearerProtocolPrefix = "bearer.breakglass.tower.dev."
+)
+
+// bearer takes the token from the Authorization header or, for a
+// WebSocket, from its subprotocols.
+func bearer(r *http.Request) (string, error) {
+	if h := r.Header.Get("Authorization"); h != "" {
+		tok, ok := strings.CutPrefix(h, "Bearer ")
+		if !ok || tok == "" {
+			return "", fmt.Errorf("%w: the Authorization header is not \"Bearer <token>\"", errUnauthenticated)
+		}
+		return tok, nil
+	}
+	for _, p := range websocketProtocols(r) {
+		if tok, ok := strings.CutPrefix(p, BearerProtocolPrefix); ok && tok != "" {
+			return tok, nil
+		}
+	}
+	return "", fmt.Errorf("%w: no bearer token", errUnauthenticated)
+}
+
+func websocketProtocols(r *http.Request) []string {
+	var out []string
+	for _, h := range r.Header.Values("Sec-WebSocket-Protocol") {
+		for _, p := range strings.Split(h, ",") {
+			out = append(out, strings.TrimSpace(p))
+		}
+	}
+	return out
+}
+
+// can says whether c may do a in namespace ns of cluster.
+func (cfg *Config) can(c Caller, a Action, cluster, ns string) bool {
+	for _, p := range cfg.Permissions {
+		if !slices.Contains(p.Actions, a) || !matches(p.Namespaces, ns) {
+			continue
+		}
+		if len(p.Clusters) > 0 && !matches(p.Clusters, cluster) {
+			continue
+		}
+		for _, g := range p.Groups {
+			if slices.Contains(c.Groups, g) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// sees says whether c has any permission in ns: enough to list and read
+// its sessions.
+func (cfg *Config) sees(c Caller, cluster, ns string) bool {
+	for _, a := range actions {
+		if cfg.can(c, a, cluster, ns) {
+			return true
+		}
+	}
+	return false
+}
+
+func matches(list []string, s string) bool {
+	return slices.Contains(list, "*") || slices.Contains(list, s)
+}

@@ -1,0 +1,238 @@
+// Package relay is the relay's HTTP API: people authenticated by OIDC
+// request, approve, deny, start, end and review debug sessions, and attach
+// to a session's recorded terminal over a WebSocket. The cluster holds each
+// session's truth in a Session resource; the relay is the only identity
+// that may take a debug grant, and only for an approved session.
+package relay
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"slices"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/tower-dev/breakglass/relay/recording"
+)
+
+// Config is the relay's configuration file.
+type Config struct {
+	// Listen is the API's address, e.g. ":8443".
+	Listen string `json:"listen"`
+	// PortalURL is the portal's base address, for deep links in notifications.
+	PortalURL string `json:"portalURL,omitempty"`
+	// AllowedOrigins are the browser origins that may open a terminal
+	// (e.g. "https://tower.example.com"). A request without an Origin
+	// header is not a browser's and is let through to token checks.
+	AllowedOrigins []string     `json:"allowedOrigins,omitempty"`
+	OIDC           OIDC         `json:"oidc"`
+	Clusters       []Cluster    `json:"clusters"`
+	Permissions    []Permission `json:"permissions"`
+	Limits         Limits       `json:"limits,omitempty"`
+	Recording      Recording    `json:"recording"`
+	Audit          AuditSinks   `json:"audit,omitempty"`
+	// NotifyURL receives notifications as JSON POSTs.
+	NotifyURL string `json:"notifyURL,omitempty"`
+}
+
+// OIDC says whose tokens the relay accepts.
+type OIDC struct {
+	Issuer string `json:"issuer"`
+	// Audience is the client ID tokens must be issued for.
+	Audience string `json:"audience"`
+	// UsernameClaim names a person (default "email").
+	UsernameClaim string `json:"usernameClaim,omitempty"`
+	// GroupsClaim lists their groups (default "groups").
+	GroupsClaim string `json:"groupsClaim,omitempty"`
+}
+
+// Tier is how strict a cluster is.
+type Tier string
+
+const (
+	// Ground clusters allow exec; approval may be turned off.
+	Ground Tier = "ground"
+	// Flight clusters are production: no exec, approval always required.
+	Flight Tier = "flight"
+)
+
+// Cluster is one target cluster.
+type Cluster struct {
+	Name string `json:"name"`
+	Tier Tier   `json:"tier"`
+	// Kubeconfig is the portal identity's kubeconfig; empty means the
+	// relay's in-cluster ServiceAccount.
+	Kubeconfig string `json:"kubeconfig,omitempty"`
+	// DebugImage is the pinned debug image (by digest).
+	DebugImage string `json:"debugImage"`
+	// RequireApproval may be false on Ground only.
+	RequireApproval *bool `json:"requireApproval,omitempty"`
+}
+
+// NeedsApproval says whether a second person must approve sessions here.
+func (c Cluster) NeedsApproval() bool {
+	return c.Tier == Flight || c.RequireApproval == nil || *c.RequireApproval
+}
+
+// Action is something a person may do to sessions.
+type Action string
+
+const (
+	ActionRequest       Action = "request"
+	ActionApprove       Action = "approve"
+	ActionBreakGlass    Action = "breakGlass"
+	ActionEnd           Action = "end"
+	ActionReview        Action = "review"
+	ActionViewSensitive Action = "viewSensitive"
+)
+
+var actions = []Action{ActionRequest, ActionApprove, ActionBreakGlass, ActionEnd, ActionReview, ActionViewSensitive}
+
+// Permission gives members of Groups the Actions in Namespaces of Clusters.
+// "*" matches any cluster or namespace.
+type Permission struct {
+	Groups     []string `json:"groups"`
+	Clusters   []string `json:"clusters,omitempty"`
+	Namespaces []string `json:"namespaces"`
+	Actions    []Action `json:"actions"`
+}
+
+// Limits end sessions; zero values take the defaults.
+type Limits struct {
+	// Idle is how long nobody may type (default 10m).
+	Idle metav1.Duration `json:"idle,omitempty"`
+	// Disconnect is how long nobody may watch (default 2m).
+	Disconnect metav1.Duration `json:"disconnect,omitempty"`
+	// Heartbeat is how often the relay tells the cluster it is alive (default 15s).
+	Heartbeat metav1.Duration `json:"heartbeat,omitempty"`
+	// Grace is added to a session's duration for its grant's TTL (default 2m).
+	Grace metav1.Duration `json:"grace,omitempty"`
+	// ReviewWithin is when a glass-broken session's review falls due (default 24h).
+	ReviewWithin metav1.Duration `json:"reviewWithin,omitempty"`
+}
+
+// Recording says where evidence goes: a write-once directory or S3 with
+// Object Lock.
+type Recording struct {
+	Dir string               `json:"dir,omitempty"`
+	S3  *recording.S3Options `json:"s3,omitempty"`
+	// Retention is how long evidence is locked (default 365 days).
+	Retention metav1.Duration `json:"retention,omitempty"`
+}
+
+// AuditSinks are where audit events go besides stdout.
+type AuditSinks struct {
+	File string `json:"file,omitempty"`
+	URL  string `json:"url,omitempty"`
+}
+
+// LoadConfig reads and checks a config file. Unknown fields are refused:
+// a misspelt limit must not silently fall back to its default.
+func LoadConfig(path string) (*Config, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	c := &Config{}
+	if err := yaml.UnmarshalStrict(raw, c); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if err := c.Complete(); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return c, nil
+}
+
+// Complete fills defaults and refuses what cannot work or is unsafe.
+func (c *Config) Complete() error {
+	def := func(d *metav1.Duration, v time.Duration) {
+		if d.Duration == 0 {
+			d.Duration = v
+		}
+	}
+	def(&c.Limits.Idle, 10*time.Minute)
+	def(&c.Limits.Disconnect, 2*time.Minute)
+	def(&c.Limits.Heartbeat, 15*time.Second)
+	def(&c.Limits.Grace, 2*time.Minute)
+	def(&c.Limits.ReviewWithin, 24*time.Hour)
+	def(&c.Recording.Retention, 365*24*time.Hour)
+	if c.OIDC.UsernameClaim == "" {
+		c.OIDC.UsernameClaim = "email"
+	}
+	if c.OIDC.GroupsClaim == "" {
+		c.OIDC.GroupsClaim = "groups"
+	}
+	var errs []error
+	if c.Listen == "" {
+		errs = append(errs, errors.New("listen: the API's address is required, e.g. \":8443\""))
+	}
+	if u, err := url.Parse(c.OIDC.Issuer); c.OIDC.Issuer == "" || err != nil || u.Host == "" {
+		errs = append(errs, errors.New("oidc.issuer: an issuer URL is required"))
+	}
+	if c.OIDC.Audience == "" {
+		errs = append(errs, errors.New("oidc.audience: the client ID tokens are issued for is required"))
+	}
+	for _, o := range c.AllowedOrigins {
+		if u, err := url.Parse(o); err != nil || u.Scheme == "" || u.Host == "" || u.Path != "" {
+			errs = append(errs, fmt.Errorf("allowedOrigins: %q is not an origin such as https://tower.example.com", o))
+		}
+	}
+	if len(c.Clusters) == 0 {
+		errs = append(errs, errors.New("clusters: at least one target cluster is required"))
+	}
+	seen := map[string]bool{}
+	for i, cl := range c.Clusters {
+		at := fmt.Sprintf("clusters[%d]", i)
+		switch {
+		case cl.Name == "" || !dnsLabel(cl.Name):
+			errs = append(errs, fmt.Errorf("%s.name: %q is not a DNS label", at, cl.Name))
+		case seen[cl.Name]:
+			errs = append(errs, fmt.Errorf("%s.name: %q is listed twice", at, cl.Name))
+		}
+		seen[cl.Name] = true
+		if cl.Tier != Ground && cl.Tier != Flight {
+			errs = append(errs, fmt.Errorf("%s.tier: %q is neither ground nor flight", at, cl.Tier))
+		}
+		if cl.Tier == Flight && !cl.NeedsApproval() {
+			errs = append(errs, fmt.Errorf("%s.requireApproval: a Flight cluster always requires approval", at))
+		}
+		if cl.DebugImage == "" {
+			errs = append(errs, fmt.Errorf("%s.debugImage: the pinned debug image is required", at))
+		}
+	}
+	for i, p := range c.Permissions {
+		at := fmt.Sprintf("permissions[%d]", i)
+		if len(p.Groups) == 0 || len(p.Namespaces) == 0 || len(p.Actions) == 0 {
+			errs = append(errs, fmt.Errorf("%s: groups, namespaces and actions are required", at))
+		}
+		for _, a := range p.Actions {
+			if !slices.Contains(actions, a) {
+				errs = append(errs, fmt.Errorf("%s.actions: %q is not one of %v", at, a, actions))
+			}
+		}
+	}
+	if (c.Recording.Dir == "") == (c.Recording.S3 == nil) {
+		errs = append(errs, errors.New("recording: exactly one of dir and s3 is required: no store, no session"))
+	}
+	if c.Limits.Heartbeat.Duration >= c.Limits.Disconnect.Duration {
+		errs = append(errs, errors.New("limits.heartbeat: must be shorter than limits.disconnect"))
+	}
+	return errors.Join(errs...)
+}
+
+func dnsLabel(s string) bool {
+	if len(s) > 63 {
+		return false
+	}
+	for i, r := range s {
+		ok := r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' && i > 0 && i < len(s)-1
+		if !ok {
+			return false
+		}
+	}
+	return true
+}

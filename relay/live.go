@@ -1,0 +1,245 @@
+package relay
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"slices"
+	"sync/atomic"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/tower-dev/breakglass/api/v1alpha1"
+	"github.com/tower-dev/breakglass/relay/notify"
+	"github.com/tower-dev/breakglass/relay/session"
+	"github.com/tower-dev/breakglass/relay/terminal"
+)
+
+// liveSession is a session whose terminal this relay holds.
+type liveSession struct {
+	// live is nil while the session is starting.
+	live *session.Live
+	// typing is whether the requester has a terminal open: one at a time.
+	typing atomic.Bool
+}
+
+func (s *Server) start(w http.ResponseWriter, r *http.Request, c Caller) error {
+	t, ns, err := s.targetOf(r, c, ActionRequest)
+	if err != nil {
+		return err
+	}
+	ctx := r.Context()
+	sess, err := s.fetch(ctx, t, ns, r.PathValue("name"))
+	if err != nil {
+		return err
+	}
+	if sess.Spec.Requester != c.Name {
+		return forbidden("only the requester, %s, starts this session", sess.Spec.Requester)
+	}
+	if sess.Status.Phase != v1alpha1.PhaseApproved {
+		return conflict("the session is %s, not Approved", sess.Status.Phase)
+	}
+	key := sessionKey{t.Name, ns, sess.Name}
+	s.mu.Lock()
+	if _, ok := s.live[key]; ok {
+		s.mu.Unlock()
+		return conflict("the session is starting or started already")
+	}
+	held := &liveSession{}
+	s.live[key] = held
+	s.mu.Unlock()
+	// A caller that hangs up mid-start must not leave a half-started
+	// session: the start runs to its end, or takes its grant back.
+	startCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 3*time.Minute)
+	defer cancel()
+	live, err := t.runner.Start(startCtx, sess)
+	if err != nil {
+		s.mu.Lock()
+		delete(s.live, key)
+		s.mu.Unlock()
+		if ce := clusterError(err); ce != err {
+			return ce
+		}
+		return &apiError{http.StatusServiceUnavailable, "StartFailed", err.Error()}
+	}
+	s.mu.Lock()
+	held.live = live
+	s.mu.Unlock()
+	s.metrics.live.Inc()
+	s.watch(key, live)
+	s.notify(ctx, notify.Event{Kind: "session.started", To: "approvers"}, sess)
+	writeJSON(w, http.StatusOK, view(t.Name, live.Session))
+	return nil
+}
+
+// watch runs the session's limits until it ends, whoever ends it.
+func (s *Server) watch(key sessionKey, live *session.Live) {
+	ctx, cancel := context.WithCancel(context.Background())
+	limits := session.Limits{Idle: s.cfg.Limits.Idle.Duration, Disconnect: s.cfg.Limits.Disconnect.Duration,
+		Heartbeat: s.cfg.Limits.Heartbeat.Duration}
+	s.watchers.Add(2)
+	go func() {
+		defer s.watchers.Done()
+		<-live.Ended()
+		cancel()
+	}()
+	go func() {
+		defer s.watchers.Done()
+		if reason, err := live.Watch(ctx, limits); reason != "" || (err != nil && ctx.Err() == nil) {
+			if err != nil {
+				s.log.Error(err, "ending a session on its limit", "session", key.String(), "reason", reason)
+			}
+		}
+		<-live.Ended()
+		s.mu.Lock()
+		delete(s.live, key)
+		s.mu.Unlock()
+		s.metrics.live.Dec()
+	}()
+}
+
+// EndRequest says why a session ends early; optional.
+type EndRequest struct {
+	Reason string `json:"reason,omitempty"`
+}
+
+func (s *Server) end(w http.ResponseWriter, r *http.Request, c Caller) error {
+	var q EndRequest
+	if r.ContentLength != 0 {
+		if err := decode(r, &q); err != nil {
+			return err
+		}
+	}
+	t, ns, err := s.targetOf(r, c, "")
+	if err != nil {
+		return err
+	}
+	ctx := r.Context()
+	sess, err := s.fetch(ctx, t, ns, r.PathValue("name"))
+	if err != nil {
+		return err
+	}
+	reason := v1alpha1.EndUser
+	if sess.Spec.Requester != c.Name {
+		if !s.cfg.can(c, ActionEnd, t.Name, ns) {
+			return forbidden("%s may not end sessions in %s/%s", c.Name, t.Name, ns)
+		}
+		reason = v1alpha1.EndApprover
+	}
+	switch sess.Status.Phase {
+	case v1alpha1.PhasePending, v1alpha1.PhaseApproved:
+		// Never started: nothing to take back but the request itself.
+		sess.Status.Phase = v1alpha1.PhaseEnded
+		sess.Status.End = &v1alpha1.End{By: c.Name, Reason: reason, At: metav1.NewTime(s.clock.Now())}
+		if err := t.Client.Status().Update(ctx, sess); err != nil {
+			return clusterError(err)
+		}
+		if err := t.runner.Step(ctx, "end", c.Name, sess, "before it started: "+q.Reason); err != nil {
+			return err
+		}
+		writeJSON(w, http.StatusOK, view(t.Name, sess))
+		return nil
+	case v1alpha1.PhaseActive:
+	default:
+		return conflict("the session is %s already", sess.Status.Phase)
+	}
+	held := s.held(sessionKey{t.Name, ns, sess.Name})
+	if held == nil {
+		return &apiError{http.StatusConflict, "NotHeld", errNotHere.Error()}
+	}
+	if err := held.End(context.WithoutCancel(ctx), c.Name, reason); err != nil {
+		return err
+	}
+	s.notify(ctx, notify.Event{Kind: "session.ended", To: sess.Spec.Requester}, held.Session)
+	writeJSON(w, http.StatusOK, view(t.Name, held.Session))
+	return nil
+}
+
+// held is the live session for key, if this relay holds a started one.
+func (s *Server) held(key sessionKey) *session.Live {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if l, ok := s.live[key]; ok {
+		return l.live
+	}
+	return nil
+}
+
+func (s *Server) terminal(w http.ResponseWriter, r *http.Request, c Caller) error {
+	if !s.originAllowed(r) {
+		return forbidden("origin %q may not open a terminal", r.Header.Get("Origin"))
+	}
+	t, ns, err := s.targetOf(r, c, "")
+	if err != nil {
+		return err
+	}
+	sess, err := s.fetch(r.Context(), t, ns, r.PathValue("name"))
+	if err != nil {
+		return err
+	}
+	readOnly := sess.Spec.Requester != c.Name
+	if readOnly && !s.cfg.can(c, ActionApprove, t.Name, ns) {
+		return forbidden("only the requester, or an approver watching, opens this terminal")
+	}
+	if sess.Status.Phase != v1alpha1.PhaseActive {
+		return conflict("the session is %s, not Active", sess.Status.Phase)
+	}
+	key := sessionKey{t.Name, ns, sess.Name}
+	s.mu.Lock()
+	held := s.live[key]
+	s.mu.Unlock()
+	if held == nil || held.live == nil {
+		return &apiError{http.StatusConflict, "NotHeld", errNotHere.Error()}
+	}
+	if !readOnly {
+		if !held.typing.CompareAndSwap(false, true) {
+			return conflict("the requester's terminal is open elsewhere: close it first")
+		}
+		defer held.typing.Store(false)
+	}
+	if err := t.runner.Step(r.Context(), "attach", c.Name, sess, map[bool]string{true: "watching", false: "typing"}[readOnly]); err != nil {
+		return err
+	}
+	start := time.Now()
+	err = terminal.Serve(w, r, held.live, terminal.Options{
+		ReadOnly: readOnly, Subprotocol: TerminalProtocol,
+		CheckOrigin: func(*http.Request) bool { return true }, // checked above, before the upgrade
+		Count:       func(dir string, n int) { s.metrics.bytes.WithLabelValues(dir).Add(float64(n)) },
+	})
+	s.log.V(1).Info("terminal closed", "session", key.String(), "caller", c.Name, "after", time.Since(start), "error", err)
+	return nil
+}
+
+// originAllowed lets non-browser clients (no Origin) through to the token
+// check, and browsers only from the configured origins.
+func (s *Server) originAllowed(r *http.Request) bool {
+	origin := r.Header.Get("Origin")
+	if origin == "" {
+		return true
+	}
+	u, err := url.Parse(origin)
+	if err != nil {
+		return false
+	}
+	return slices.Contains(s.cfg.AllowedOrigins, u.Scheme+"://"+u.Host)
+}
+
+// Close ends every session this relay holds, as a relay shutting down
+// must: detached, recorded, grant revoked.
+func (s *Server) Close(ctx context.Context) {
+	s.mu.Lock()
+	var lives []*session.Live
+	for _, l := range s.live {
+		if l.live != nil {
+			lives = append(lives, l.live)
+		}
+	}
+	s.mu.Unlock()
+	for _, l := range lives {
+		if err := l.End(ctx, session.Relay+" (shutting down)", v1alpha1.EndDisconnect); err != nil {
+			s.log.Error(err, "ending a session at shutdown", "session", l.Session.Namespace+"/"+l.Session.Name)
+		}
+	}
+	s.watchers.Wait()
+}

@@ -1,0 +1,278 @@
+package relay
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/tower-dev/breakglass/api/v1alpha1"
+	"github.com/tower-dev/breakglass/relay/audit"
+	"github.com/tower-dev/breakglass/relay/notify"
+	"github.com/tower-dev/breakglass/relay/recording"
+	"github.com/tower-dev/breakglass/relay/session"
+)
+
+// Target is how the relay reaches one cluster: as the portal's
+// ServiceAccount, the only identity the debug grants name.
+type Target struct {
+	Client client.Client
+	Kube   kubernetes.Interface
+	Config *rest.Config
+}
+
+// Notifier tells people about sessions.
+type Notifier interface {
+	Send(ctx context.Context, e notify.Event, s *v1alpha1.Session) error
+}
+
+// Options are what a Server is built from.
+type Options struct {
+	Config  *Config
+	Auth    *Authenticator
+	Targets map[string]Target
+	Store   recording.Store
+	Audit   *audit.Log
+	// Notifier may be nil: no notifications.
+	Notifier Notifier
+	Clock    clock.Clock
+	Log      logr.Logger
+}
+
+// Server is the relay's HTTP API.
+type Server struct {
+	cfg      *Config
+	auth     *Authenticator
+	clusters map[string]*target
+	store    recording.Store
+	audit    *audit.Log
+	notifier Notifier
+	clock    clock.Clock
+	log      logr.Logger
+	metrics  *metrics
+
+	mu   sync.Mutex
+	live map[sessionKey]*liveSession
+	// watchers runs each live session's limits; Close waits for them.
+	watchers sync.WaitGroup
+}
+
+type target struct {
+	Cluster
+	Target
+	runner *session.Runner
+}
+
+type sessionKey struct{ cluster, namespace, name string }
+
+func (k sessionKey) String() string { return k.cluster + "/" + k.namespace + "/" + k.name }
+
+// NewServer builds the API over the configured clusters.
+func NewServer(o Options) (*Server, error) {
+	if o.Config == nil || o.Auth == nil || o.Store == nil || o.Audit == nil {
+		return nil, errors.New("relay: config, authenticator, recording store and audit log are required")
+	}
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
+	}
+	s := &Server{cfg: o.Config, auth: o.Auth, clusters: map[string]*target{}, store: o.Store, audit: o.Audit,
+		notifier: o.Notifier, clock: o.Clock, log: o.Log, metrics: newMetrics(), live: map[sessionKey]*liveSession{}}
+	for _, c := range o.Config.Clusters {
+		t, ok := o.Targets[c.Name]
+		if !ok {
+			return nil, fmt.Errorf("relay: no credentials for cluster %s", c.Name)
+		}
+		s.clusters[c.Name] = &target{Cluster: c, Target: t, runner: &session.Runner{
+			Client: t.Client, Kube: t.Kube, Config: t.Config, Store: o.Store, Audit: o.Audit, Clock: o.Clock,
+			DebugImage: c.DebugImage, Grace: o.Config.Limits.Grace.Duration, Retention: o.Config.Recording.Retention.Duration,
+			MaxTTL: maxDuration,
+		}}
+	}
+	return s, nil
+}
+
+// Handler is the relay's whole HTTP surface.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	const one = "/api/v1/clusters/{cluster}/namespaces/{namespace}/sessions/{name}"
+	mux.HandleFunc("GET /api/v1/sessions", s.authed(s.list))
+	mux.HandleFunc("POST /api/v1/clusters/{cluster}/namespaces/{namespace}/sessions", s.authed(s.request))
+	mux.HandleFunc("GET "+one, s.authed(s.get))
+	mux.HandleFunc("POST "+one+"/approve", s.authed(s.approve))
+	mux.HandleFunc("POST "+one+"/deny", s.authed(s.deny))
+	mux.HandleFunc("POST "+one+"/start", s.authed(s.start))
+	mux.HandleFunc("POST "+one+"/end", s.authed(s.end))
+	mux.HandleFunc("POST "+one+"/review", s.authed(s.review))
+	mux.HandleFunc("GET "+one+"/terminal", s.authed(s.terminal))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
+	mux.HandleFunc("GET /readyz", s.ready)
+	mux.Handle("GET /metrics", promhttp.HandlerFor(s.metrics.registry, promhttp.HandlerOpts{}))
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, &apiError{http.StatusNotFound, "NotFound", fmt.Sprintf("no such endpoint: %s %s", r.Method, r.URL.Path)})
+	})
+	return mux
+}
+
+// ready says whether every cluster and the recording store answer: a relay
+// that cannot record must not take sessions.
+func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
+	var errs []error
+	if err := s.store.Check(r.Context()); err != nil {
+		errs = append(errs, fmt.Errorf("recording store: %w", err))
+	}
+	for name, t := range s.clusters {
+		if _, err := t.Kube.Discovery().ServerVersion(); err != nil {
+			errs = append(errs, fmt.Errorf("cluster %s: %w", name, err))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		http.Error(w, err.Error(), http.StatusServiceUnavailable)
+		return
+	}
+	_, _ = w.Write([]byte("ok"))
+}
+
+type handler func(w http.ResponseWriter, r *http.Request, c Caller) error
+
+// authed verifies the caller's token and turns a handler's error into a
+// JSON answer. Every refusal is audited.
+func (s *Server) authed(h handler) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		action := r.Pattern
+		raw, err := bearer(r)
+		var c Caller
+		if err == nil {
+			c, err = s.auth.Verify(r.Context(), raw)
+		}
+		if err != nil {
+			s.metrics.requests.WithLabelValues(action, "unauthenticated").Inc()
+			s.refused(r, "", err)
+			writeError(w, &apiError{http.StatusUnauthorized, "Unauthenticated", err.Error()})
+			return
+		}
+		err = h(w, r, c)
+		if err == nil {
+			s.metrics.requests.WithLabelValues(action, "ok").Inc()
+			return
+		}
+		var ae *apiError
+		if !errors.As(err, &ae) {
+			s.log.Error(err, "request failed", "caller", c.Name, "path", r.URL.Path)
+			ae = &apiError{http.StatusInternalServerError, "Internal", err.Error()}
+		}
+		s.metrics.requests.WithLabelValues(action, ae.Reason).Inc()
+		s.refused(r, c.Name, ae)
+		writeError(w, ae)
+	}
+}
+
+// refused audits a refusal: who asked for what, and why not.
+func (s *Server) refused(r *http.Request, who string, why error) {
+	if who == "" {
+		who = "unauthenticated"
+	}
+	_, err := s.audit.Record(context.WithoutCancel(r.Context()), audit.Event{Kind: "refusal", Actor: who,
+		Session: sessionPath(r), Reason: why.Error(), Details: map[string]string{"request": r.Method + " " + r.URL.Path}})
+	if err != nil {
+		s.log.Error(err, "auditing a refusal")
+	}
+}
+
+func sessionPath(r *http.Request) string {
+	if r.PathValue("name") == "" {
+		return ""
+	}
+	return r.PathValue("namespace") + "/" + r.PathValue("name")
+}
+
+// apiError is a refusal with its HTTP status, a stable reason and a message
+// for people.
+type apiError struct {
+	Status  int    `json:"-"`
+	Reason  string `json:"reason"`
+	Message string `json:"message"`
+}
+
+func (e *apiError) Error() string { return e.Message }
+
+func badRequest(format string, a ...any) error {
+	return &apiError{http.StatusBadRequest, "BadRequest", fmt.Sprintf(format, a...)}
+}
+
+func forbidden(format string, a ...any) error {
+	return &apiError{http.StatusForbidden, "Forbidden", fmt.Sprintf(format, a...)}
+}
+
+func conflict(format string, a ...any) error {
+	return &apiError{http.StatusConflict, "Conflict", fmt.Sprintf(format, a...)}
+}
+
+func notFound(format string, a ...any) error {
+	return &apiError{http.StatusNotFound, "NotFound", fmt.Sprintf(format, a...)}
+}
+
+func writeError(w http.ResponseWriter, e *apiError) {
+	writeJSON(w, e.Status, map[string]*apiError{"error": e})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// maxBody bounds a request body: every body is a small JSON object.
+const maxBody = 64 << 10
+
+// decode reads a JSON body strictly: unknown fields and trailing data are
+// refused, so a misspelt "keepPod" is an error, not a silent default.
+func decode(r *http.Request, v any) error {
+	if r.Body == nil {
+		return badRequest("a JSON body is required")
+	}
+	d := json.NewDecoder(http.MaxBytesReader(nil, r.Body, maxBody))
+	d.DisallowUnknownFields()
+	if err := d.Decode(v); err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return badRequest("the body is larger than %d bytes", maxBody)
+		}
+		return badRequest("the body is not the expected JSON: %v", err)
+	}
+	if d.More() {
+		return badRequest("the body has data after its JSON object")
+	}
+	return nil
+}
+
+type metrics struct {
+	registry *prometheus.Registry
+	requests *prometheus.CounterVec
+	live     prometheus.Gauge
+	bytes    *prometheus.CounterVec
+}
+
+func newMetrics() *metrics {
+	m := &metrics{
+		registry: prometheus.NewRegistry(),
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "breakglass_relay_requests_total",
+			Help: "API requests by endpoint and result."}, []string{"endpoint", "result"}),
+		live: prometheus.NewGauge(prometheus.GaugeOpts{Name: "breakglass_relay_live_sessions",
+			Help: "Sessions with a terminal open in this relay."}),
+		bytes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "breakglass_relay_terminal_bytes_total",
+			Help: "Terminal bytes relayed, by direction."}, []string{"direction"}),
+	}
+	m.registry.MustRegister(m.requests, m.live, m.bytes, prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
+	return m
+}

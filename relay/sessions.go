@@ -1,0 +1,373 @@
+package relay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/tower-dev/breakglass/api/v1alpha1"
+	"github.com/tower-dev/breakglass/relay/notify"
+)
+
+// SessionView is a session as the API shows it.
+type SessionView struct {
+	Cluster   string                 `json:"cluster"`
+	Namespace string                 `json:"namespace"`
+	Name      string                 `json:"name"`
+	Created   metav1.Time            `json:"created"`
+	Spec      v1alpha1.SessionSpec   `json:"spec"`
+	Status    v1alpha1.SessionStatus `json:"status"`
+}
+
+func view(cluster string, s *v1alpha1.Session) SessionView {
+	return SessionView{Cluster: cluster, Namespace: s.Namespace, Name: s.Name, Created: s.CreationTimestamp, Spec: s.Spec, Status: s.Status}
+}
+
+// Request is what a person asks for.
+type Request struct {
+	Pod           string               `json:"pod"`
+	Container     string               `json:"container,omitempty"`
+	Mode          v1alpha1.SessionMode `json:"mode"`
+	ProcessAccess bool                 `json:"processAccess,omitempty"`
+	Duration      string               `json:"duration"`
+	Reason        string               `json:"reason"`
+	KeepPod       bool                 `json:"keepPod,omitempty"`
+	// GlassBroken starts without approval, for whoever may break the glass;
+	// the session must be reviewed afterwards.
+	GlassBroken bool `json:"glassBroken,omitempty"`
+}
+
+// The bounds the chart installs; the cluster checks its own again.
+const (
+	minDuration = 15 * time.Minute
+	maxDuration = 75 * time.Minute
+	maxReason   = 1024
+)
+
+var goDuration = regexp.MustCompile(`^([0-9]+h)?([0-9]+m)?([0-9]+s)?$`)
+
+func (q *Request) check() (time.Duration, error) {
+	var errs []string
+	if msgs := validation.IsDNS1123Subdomain(q.Pod); q.Pod == "" || len(msgs) > 0 {
+		errs = append(errs, fmt.Sprintf("pod: %q is not a pod name", q.Pod))
+	}
+	if q.Container != "" && len(validation.IsDNS1123Label(q.Container)) > 0 {
+		errs = append(errs, fmt.Sprintf("container: %q is not a container name", q.Container))
+	}
+	switch q.Mode {
+	case v1alpha1.ModeLive:
+	case v1alpha1.ModeCopy, v1alpha1.ModeHeldCopy:
+		errs = append(errs, fmt.Sprintf("mode: %s is not supported by this relay yet; use live", q.Mode))
+	default:
+		errs = append(errs, fmt.Sprintf("mode: %q is not one of live, copy, heldCopy", q.Mode))
+	}
+	if q.ProcessAccess && q.Container == "" {
+		errs = append(errs, "container: process access names the app container whose processes it sees")
+	}
+	d, err := time.ParseDuration(q.Duration)
+	switch {
+	case err != nil || !goDuration.MatchString(q.Duration):
+		errs = append(errs, fmt.Sprintf("duration: %q is not a duration such as 30m", q.Duration))
+	case d < minDuration || d > maxDuration:
+		errs = append(errs, fmt.Sprintf("duration: a session lasts from %s to %s, not %s", minDuration, maxDuration, d))
+	}
+	if r := strings.TrimSpace(q.Reason); r == "" || len(q.Reason) > maxReason {
+		errs = append(errs, fmt.Sprintf("reason: say why, in 1 to %d characters", maxReason))
+	}
+	if len(errs) > 0 {
+		return 0, badRequest("%s", strings.Join(errs, "; "))
+	}
+	return d, nil
+}
+
+// targetOf finds the request's cluster and checks the caller may do a in
+// its namespace.
+func (s *Server) targetOf(r *http.Request, c Caller, a Action) (*target, string, error) {
+	t, ok := s.clusters[r.PathValue("cluster")]
+	if !ok {
+		return nil, "", notFound("no cluster %q is configured", r.PathValue("cluster"))
+	}
+	ns := r.PathValue("namespace")
+	if len(validation.IsDNS1123Label(ns)) > 0 {
+		return nil, "", badRequest("%q is not a namespace name", ns)
+	}
+	if a != "" && !s.cfg.can(c, a, t.Name, ns) {
+		return nil, "", forbidden("%s may not %s sessions in %s/%s", c.Name, a, t.Name, ns)
+	}
+	if a == "" && !s.cfg.sees(c, t.Name, ns) {
+		return nil, "", forbidden("%s has no permission in %s/%s", c.Name, t.Name, ns)
+	}
+	return t, ns, nil
+}
+
+func (s *Server) fetch(ctx context.Context, t *target, ns, name string) (*v1alpha1.Session, error) {
+	if len(validation.IsDNS1123Label(name)) > 0 {
+		return nil, badRequest("%q is not a session name", name)
+	}
+	sess := &v1alpha1.Session{}
+	if err := t.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, sess); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, notFound("no session %s in %s/%s", name, t.Name, ns)
+		}
+		return nil, err
+	}
+	return sess, nil
+}
+
+// clusterError turns the API server's refusal (an admission policy, a
+// conflict) into the API's; its message names the policy that refused.
+func clusterError(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case apierrors.IsConflict(err):
+		return conflict("the session changed meanwhile; reload it and try again")
+	case apierrors.IsInvalid(err), apierrors.IsForbidden(err):
+		return &apiError{http.StatusForbidden, "RefusedByCluster", err.Error()}
+	}
+	return err
+}
+
+func (s *Server) request(w http.ResponseWriter, r *http.Request, c Caller) error {
+	var q Request
+	if err := decode(r, &q); err != nil {
+		return err
+	}
+	d, err := q.check()
+	if err != nil {
+		return err
+	}
+	action := ActionRequest
+	if q.GlassBroken {
+		action = ActionBreakGlass
+	}
+	t, ns, err := s.targetOf(r, c, action)
+	if err != nil {
+		return err
+	}
+	ctx := r.Context()
+	sess := &v1alpha1.Session{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: "s-", Namespace: ns},
+		Spec: v1alpha1.SessionSpec{TargetPod: q.Pod, TargetContainer: q.Container, Mode: q.Mode, ProcessAccess: q.ProcessAccess,
+			Duration: metav1.Duration{Duration: d}, KeepPod: q.KeepPod, Reason: q.Reason, Requester: c.Name, GlassBroken: q.GlassBroken},
+	}
+	if err := t.Client.Create(ctx, sess); err != nil {
+		return clusterError(err)
+	}
+	now := metav1.NewTime(s.clock.Now())
+	sess.Status.Phase = v1alpha1.PhasePending
+	switch {
+	case q.GlassBroken:
+		// Nobody approved: the relay says so, and a review falls due.
+		sess.Status.Phase = v1alpha1.PhaseApproved
+		sess.Status.Approval = &v1alpha1.Approval{By: "glass broken by " + c.Name, At: now, Mode: q.Mode,
+			ProcessAccess: q.ProcessAccess, KeepPod: q.KeepPod}
+		due := metav1.NewTime(now.Add(s.cfg.Limits.ReviewWithin.Duration))
+		sess.Status.Review = &v1alpha1.Review{DueAt: &due}
+	case !t.NeedsApproval():
+		sess.Status.Phase = v1alpha1.PhaseApproved
+		sess.Status.Approval = &v1alpha1.Approval{By: "approval not required on " + t.Name, At: now, Mode: q.Mode,
+			ProcessAccess: q.ProcessAccess, KeepPod: q.KeepPod}
+	}
+	if err := t.Client.Status().Update(ctx, sess); err != nil {
+		// A Session without its status would be a half-written request.
+		_ = t.Client.Delete(context.WithoutCancel(ctx), sess)
+		return clusterError(err)
+	}
+	kind, note, to := "request", "request.new", "approvers"
+	if q.GlassBroken {
+		kind, note, to = "breakglass", "glass.broken", "everyone"
+	}
+	if err := t.runner.Step(ctx, kind, c.Name, sess, q.Reason); err != nil {
+		return err
+	}
+	s.notify(ctx, notify.Event{Kind: note, To: to}, sess)
+	writeJSON(w, http.StatusCreated, view(t.Name, sess))
+	return nil
+}
+
+// notify is best effort: a session is never held up by a chat webhook.
+func (s *Server) notify(ctx context.Context, e notify.Event, sess *v1alpha1.Session) {
+	if s.notifier == nil {
+		return
+	}
+	if err := s.notifier.Send(context.WithoutCancel(ctx), e, sess); err != nil {
+		s.log.Error(err, "notification failed", "kind", e.Kind, "session", sess.Namespace+"/"+sess.Name)
+	}
+}
+
+func (s *Server) list(w http.ResponseWriter, r *http.Request, c Caller) error {
+	wantCluster, wantNS := r.URL.Query().Get("cluster"), r.URL.Query().Get("namespace")
+	out := []SessionView{}
+	for name, t := range s.clusters {
+		if wantCluster != "" && wantCluster != name {
+			continue
+		}
+		var opts []client.ListOption
+		if wantNS != "" {
+			opts = append(opts, client.InNamespace(wantNS))
+		}
+		list := &v1alpha1.SessionList{}
+		if err := t.Client.List(r.Context(), list, opts...); err != nil {
+			return fmt.Errorf("listing sessions on %s: %w", name, err)
+		}
+		for i := range list.Items {
+			if s.cfg.sees(c, name, list.Items[i].Namespace) {
+				out = append(out, view(name, &list.Items[i]))
+			}
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Created.After(out[j].Created.Time) })
+	writeJSON(w, http.StatusOK, map[string][]SessionView{"sessions": out})
+	return nil
+}
+
+func (s *Server) get(w http.ResponseWriter, r *http.Request, c Caller) error {
+	t, ns, err := s.targetOf(r, c, "")
+	if err != nil {
+		return err
+	}
+	sess, err := s.fetch(r.Context(), t, ns, r.PathValue("name"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, view(t.Name, sess))
+	return nil
+}
+
+// Decision is an approver's answer.
+type Decision struct {
+	// KeepPod keeps the pod after the session instead of recycling it.
+	KeepPod bool `json:"keepPod,omitempty"`
+	// WithoutProcessAccess approves a session asked with process access
+	// without it.
+	WithoutProcessAccess bool   `json:"withoutProcessAccess,omitempty"`
+	Comment              string `json:"comment,omitempty"`
+	// Reason is why a session is denied.
+	Reason string `json:"reason,omitempty"`
+}
+
+func (s *Server) decide(r *http.Request, c Caller) (*target, *v1alpha1.Session, Decision, error) {
+	var d Decision
+	if err := decode(r, &d); err != nil {
+		return nil, nil, d, err
+	}
+	if len(d.Comment) > maxReason || len(d.Reason) > maxReason {
+		return nil, nil, d, badRequest("comment and reason are at most %d characters", maxReason)
+	}
+	t, ns, err := s.targetOf(r, c, ActionApprove)
+	if err != nil {
+		return nil, nil, d, err
+	}
+	sess, err := s.fetch(r.Context(), t, ns, r.PathValue("name"))
+	if err != nil {
+		return nil, nil, d, err
+	}
+	if sess.Spec.Requester == c.Name {
+		return nil, nil, d, forbidden("%s requested this session: another person decides on it", c.Name)
+	}
+	if sess.Status.Phase != v1alpha1.PhasePending {
+		return nil, nil, d, conflict("the session is %s, not Pending", sess.Status.Phase)
+	}
+	return t, sess, d, nil
+}
+
+func (s *Server) approve(w http.ResponseWriter, r *http.Request, c Caller) error {
+	t, sess, d, err := s.decide(r, c)
+	if err != nil {
+		return err
+	}
+	ctx := r.Context()
+	sess.Status.Phase = v1alpha1.PhaseApproved
+	sess.Status.Approval = &v1alpha1.Approval{By: c.Name, At: metav1.NewTime(s.clock.Now()), Mode: sess.Spec.Mode,
+		ProcessAccess: sess.Spec.ProcessAccess && !d.WithoutProcessAccess, KeepPod: d.KeepPod, Comment: d.Comment}
+	if err := t.Client.Status().Update(ctx, sess); err != nil {
+		return clusterError(err)
+	}
+	what := fmt.Sprintf("mode %s, process access %t, keep the pod %t", sess.Spec.Mode, sess.Status.Approval.ProcessAccess, d.KeepPod)
+	if err := t.runner.Step(ctx, "approve", c.Name, sess, what); err != nil {
+		return err
+	}
+	s.notify(ctx, notify.Event{Kind: "request.approved", To: sess.Spec.Requester}, sess)
+	writeJSON(w, http.StatusOK, view(t.Name, sess))
+	return nil
+}
+
+func (s *Server) deny(w http.ResponseWriter, r *http.Request, c Caller) error {
+	t, sess, d, err := s.decide(r, c)
+	if err != nil {
+		return err
+	}
+	ctx := r.Context()
+	sess.Status.Phase = v1alpha1.PhaseDenied
+	sess.Status.Denial = &v1alpha1.Denial{By: c.Name, At: metav1.NewTime(s.clock.Now()), Reason: d.Reason}
+	if err := t.Client.Status().Update(ctx, sess); err != nil {
+		return clusterError(err)
+	}
+	if err := t.runner.Step(ctx, "deny", c.Name, sess, d.Reason); err != nil {
+		return err
+	}
+	s.notify(ctx, notify.Event{Kind: "request.denied", To: sess.Spec.Requester}, sess)
+	writeJSON(w, http.StatusOK, view(t.Name, sess))
+	return nil
+}
+
+// Review is a reviewer's note on a session, due for every glass-broken one.
+type Review struct {
+	Comment string `json:"comment"`
+}
+
+func (s *Server) review(w http.ResponseWriter, r *http.Request, c Caller) error {
+	var q Review
+	if err := decode(r, &q); err != nil {
+		return err
+	}
+	if strings.TrimSpace(q.Comment) == "" || len(q.Comment) > maxReason {
+		return badRequest("comment: say what you found, in 1 to %d characters", maxReason)
+	}
+	t, ns, err := s.targetOf(r, c, ActionReview)
+	if err != nil {
+		return err
+	}
+	ctx := r.Context()
+	sess, err := s.fetch(ctx, t, ns, r.PathValue("name"))
+	if err != nil {
+		return err
+	}
+	if sess.Spec.Requester == c.Name {
+		return forbidden("%s requested this session: another person reviews it", c.Name)
+	}
+	switch {
+	case sess.Status.Phase != v1alpha1.PhaseEnded && sess.Status.Phase != v1alpha1.PhaseDenied:
+		return conflict("the session is %s: it is reviewed once it has ended", sess.Status.Phase)
+	case sess.Status.Review != nil && sess.Status.Review.By != "":
+		return conflict("the session was reviewed by %s already", sess.Status.Review.By)
+	}
+	if sess.Status.Review == nil {
+		sess.Status.Review = &v1alpha1.Review{}
+	}
+	at := metav1.NewTime(s.clock.Now())
+	sess.Status.Review.By, sess.Status.Review.At, sess.Status.Review.Comment = c.Name, &at, q.Comment
+	if err := t.Client.Status().Update(ctx, sess); err != nil {
+		return clusterError(err)
+	}
+	if err := t.runner.Step(ctx, "review", c.Name, sess, q.Comment); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, view(t.Name, sess))
+	return nil
+}
+
+// errNotHere is an Active session this relay does not hold, e.g. after a
+// restart: the sweeper ends it once its heartbeat is stale.
+var errNotHere = errors.New("the session is Active but not held by this relay; the sweeper ends it once its heartbeat goes stale")

@@ -1,0 +1,216 @@
+// Package terminal relays a session's terminal to a browser over a
+// WebSocket, in the shape xterm.js's attach addon speaks: binary frames
+// carry the bytes both ways; a text frame carries a small JSON control
+// message, {"type":"resize","cols":120,"rows":40}. The relay answers a bad
+// control message with {"type":"error","message":...} and carries on.
+package terminal
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/gorilla/websocket"
+)
+
+// Session is the terminal being relayed.
+type Session interface {
+	// Write sends the person's keystrokes.
+	Write(p []byte) (int, error)
+	Resize(ctx context.Context, cols, rows uint16) error
+	// Output is a new viewer of the output from now on; closing it leaves.
+	Output() io.ReadCloser
+}
+
+// Options shape one connection.
+type Options struct {
+	// ReadOnly connections watch: an approver sees the terminal, never types.
+	ReadOnly bool
+	// Subprotocol is answered to a client that offers it.
+	Subprotocol string
+	// CheckOrigin decides whether a browser origin may connect.
+	CheckOrigin func(r *http.Request) bool
+	// Count is told how many bytes went each way ("in", "out").
+	Count func(direction string, n int)
+}
+
+// MaxFrame bounds what the browser may send in one frame: keystrokes and
+// pastes are small; a larger frame closes the connection with 1009.
+const MaxFrame = 64 << 10
+
+// writeWait bounds one frame's write; a browser that takes longer is gone.
+const writeWait = 30 * time.Second
+
+// Control is a text frame's message.
+type Control struct {
+	Type    string `json:"type"`
+	Cols    uint16 `json:"cols,omitempty"`
+	Rows    uint16 `json:"rows,omitempty"`
+	Message string `json:"message,omitempty"`
+}
+
+// Close codes the relay ends a connection with, besides the standard ones.
+const (
+	// CloseEnded: the session ended; its reason is in the close message.
+	CloseEnded = websocket.CloseNormalClosure
+	// CloseTooSlow: the browser fell behind and was cut off; it may reconnect.
+	CloseTooSlow = websocket.CloseTryAgainLater
+)
+
+// Serve upgrades the request and relays until the session ends or the
+// browser leaves. The session goes on when a browser leaves: reconnecting
+// within the disconnect limit resumes it.
+func Serve(w http.ResponseWriter, r *http.Request, s Session, o Options) error {
+	up := websocket.Upgrader{
+		ReadBufferSize: 4096, WriteBufferSize: 32 << 10,
+		CheckOrigin: o.CheckOrigin,
+	}
+	if o.Subprotocol != "" {
+		up.Subprotocols = []string{o.Subprotocol}
+	}
+	conn, err := up.Upgrade(w, r, nil)
+	if err != nil {
+		return err // the upgrader answered the request
+	}
+	defer conn.Close()
+	conn.SetReadLimit(MaxFrame)
+	count := o.Count
+	if count == nil {
+		count = func(string, int) {}
+	}
+	out := s.Output()
+	writerDone := make(chan struct{})
+	// writes serializes frames: the output pump and the reader's error
+	// replies share one connection.
+	writes := make(chan func() error, 1)
+	go func() {
+		defer close(writerDone)
+		pumpOutput(conn, out, writes, count)
+	}()
+	err = readInput(r.Context(), conn, s, o.ReadOnly, writes, writerDone, count)
+	_ = out.Close()
+	<-writerDone
+	return err
+}
+
+func pumpOutput(conn *websocket.Conn, out io.Reader, writes <-chan func() error, count func(string, int)) {
+	chunks := make(chan []byte)
+	readErr := make(chan error, 1)
+	go func() {
+		buf := make([]byte, 32<<10)
+		for {
+			n, err := out.Read(buf)
+			if n > 0 {
+				chunks <- append([]byte(nil), buf[:n]...)
+			}
+			if err != nil {
+				readErr <- err
+				close(chunks)
+				return
+			}
+		}
+	}()
+	for {
+		select {
+		case chunk, ok := <-chunks:
+			if !ok {
+				closeFor(conn, <-readErr)
+				return
+			}
+			_ = conn.SetWriteDeadline(time.Now().Add(writeWait))
+			if err := conn.WriteMessage(websocket.BinaryMessage, chunk); err != nil {
+				drain(chunks)
+				return
+			}
+			count("out", len(chunk))
+		case write := <-writes:
+			if err := write(); err != nil {
+				drain(chunks)
+				return
+			}
+		}
+	}
+}
+
+// drain lets the output reader finish once the connection is gone.
+func drain(chunks <-chan []byte) {
+	go func() {
+		for range chunks {
+		}
+	}()
+}
+
+// closeFor tells the browser why its stream ended.
+func closeFor(conn *websocket.Conn, why error) {
+	code, text := CloseEnded, "the session has ended"
+	switch {
+	case errors.Is(why, io.EOF):
+	case errors.Is(why, io.ErrClosedPipe):
+		return // the browser left first
+	default:
+		code, text = CloseTooSlow, why.Error()
+	}
+	msg := websocket.FormatCloseMessage(code, truncate(text, 120))
+	_ = conn.WriteControl(websocket.CloseMessage, msg, time.Now().Add(time.Second))
+}
+
+// truncate keeps a close reason within a control frame's 125 bytes.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n]
+}
+
+func readInput(ctx context.Context, conn *websocket.Conn, s Session, readOnly bool, writes chan<- func() error, writerDone <-chan struct{}, count func(string, int)) error {
+	reply := func(c Control) {
+		b, _ := json.Marshal(c)
+		select {
+		case writes <- func() error {
+			_ = conn.SetWriteDeadline(time.Now().Add(writeWait))
+			return conn.WriteMessage(websocket.TextMessage, b)
+		}:
+		case <-writerDone:
+		}
+	}
+	for {
+		kind, p, err := conn.ReadMessage()
+		if err != nil {
+			if websocket.IsCloseError(err, websocket.CloseNormalClosure, websocket.CloseGoingAway) {
+				return nil
+			}
+			return err
+		}
+		switch kind {
+		case websocket.BinaryMessage:
+			if readOnly {
+				reply(Control{Type: "error", Message: "this terminal is read-only: only the requester types"})
+				continue
+			}
+			if _, err := s.Write(p); err != nil {
+				return err
+			}
+			count("in", len(p))
+		case websocket.TextMessage:
+			var c Control
+			if err := json.Unmarshal(p, &c); err != nil {
+				reply(Control{Type: "error", Message: "a text frame is a JSON control message: " + err.Error()})
+				continue
+			}
+			switch {
+			case c.Type != "resize":
+				reply(Control{Type: "error", Message: fmt.Sprintf("unknown control message type %q; the only one is resize", c.Type)})
+			case readOnly:
+				// The requester's terminal sets the size; a watcher's window does not.
+			default:
+				if err := s.Resize(ctx, c.Cols, c.Rows); err != nil {
+					reply(Control{Type: "error", Message: err.Error()})
+				}
+			}
+		}
+	}
+}
