@@ -25,7 +25,7 @@ type liveSession struct {
 }
 
 func (s *Server) start(w http.ResponseWriter, r *http.Request, c Caller) error {
-	t, ns, err := s.targetOf(r, c, ActionRequest)
+	t, ns, err := s.targetOf(r, c, "")
 	if err != nil {
 		return err
 	}
@@ -36,6 +36,14 @@ func (s *Server) start(w http.ResponseWriter, r *http.Request, c Caller) error {
 	}
 	if sess.Spec.Requester != c.Name {
 		return forbidden("only the requester, %s, starts this session", sess.Spec.Requester)
+	}
+	// Permissions taken away since the request take the start away too.
+	need := ActionRequest
+	if sess.Spec.GlassBroken {
+		need = ActionBreakGlass
+	}
+	if !s.cfg.can(c, need, t.Name, ns) {
+		return forbidden("%s may no longer %s sessions in %s/%s", c.Name, need, t.Name, ns)
 	}
 	if sess.Status.Phase != v1alpha1.PhaseApproved {
 		return conflict("the session is %s, not Approved", sess.Status.Phase)

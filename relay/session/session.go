@@ -324,7 +324,7 @@ func (l *Live) end(ctx context.Context, by string, reason v1alpha1.EndReason) er
 	}
 	// A merge patch: the heartbeat may have moved the resource version.
 	errs = append(errs, r.Client.Status().Patch(ctx, s, client.MergeFrom(before)))
-	errs = append(errs, r.record(ctx, "end", s, string(reason)+" by "+by))
+	errs = append(errs, r.Step(ctx, "end", by, s, string(reason)))
 	l.cancel()
 	return errors.Join(errs...)
 }

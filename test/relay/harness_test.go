@@ -1,0 +1,347 @@
+// Package relay_test drives whole sessions through the relay's HTTP API and
+// terminal WebSocket as two people (alice requests, bob approves), on the
+// real API server with the Flight policies and the virtual node, with tokens
+// from a real OIDC issuer on loopback.
+package relay_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/gorilla/websocket"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/tower-dev/breakglass/internal/oidcissuer"
+	"github.com/tower-dev/breakglass/policies"
+	"github.com/tower-dev/breakglass/relay"
+	"github.com/tower-dev/breakglass/relay/audit"
+	"github.com/tower-dev/breakglass/relay/notify"
+	"github.com/tower-dev/breakglass/relay/recording"
+	"github.com/tower-dev/breakglass/test/cluster"
+)
+
+const audience = "tower"
+
+var (
+	debugImage = "registry.example/breakglass/debug@sha256:" + strings.Repeat("d", 64)
+	cl         *cluster.Cluster
+	issuer     *oidcissuer.Issuer
+
+	alice = oidcissuer.Person{Email: "alice@example.com", Groups: []string{"shop-owners"}}
+	bob   = oidcissuer.Person{Email: "bob@example.com", Groups: []string{"sre"}}
+	carol = oidcissuer.Person{Email: "carol@example.com", Groups: []string{"shop-owners", "on-call"}}
+	eve   = oidcissuer.Person{Email: "eve@example.com", Groups: []string{"interns"}}
+)
+
+func TestMain(m *testing.M) { os.Exit(run(m)) }
+
+func run(m *testing.M) int {
+	log.SetLogger(logr.Discard())
+	var err error
+	if issuer, err = oidcissuer.Start(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer issuer.Close()
+	cl, err = cluster.Start(context.Background(), cluster.Options{Profile: policies.Flight, DebugImages: []string{debugImage}, VirtualNode: true})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer func() {
+		if err := cl.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+		}
+	}()
+	return m.Run()
+}
+
+// testRelay is a relay serving on loopback, with what it wrote.
+type testRelay struct {
+	url    string
+	store  *recording.Dir
+	audit  *syncBuffer
+	notes  *notes
+	server *relay.Server
+}
+
+func config() *relay.Config {
+	return &relay.Config{
+		Listen:         "127.0.0.1:0",
+		PortalURL:      "https://tower.example.com",
+		AllowedOrigins: []string{"https://tower.example.com"},
+		OIDC:           relay.OIDC{Issuer: issuer.URL, Audience: audience},
+		Clusters:       []relay.Cluster{{Name: "prod", Tier: relay.Flight, DebugImage: debugImage}},
+		Permissions: []relay.Permission{
+			{Groups: []string{"shop-owners"}, Namespaces: []string{"*"}, Actions: []relay.Action{relay.ActionRequest}},
+			{Groups: []string{"on-call"}, Namespaces: []string{"*"}, Actions: []relay.Action{relay.ActionBreakGlass}},
+			{Groups: []string{"sre"}, Namespaces: []string{"*"}, Actions: []relay.Action{relay.ActionApprove, relay.ActionEnd, relay.ActionReview}},
+		},
+		Recording: relay.Recording{Dir: "set-by-the-test"},
+	}
+}
+
+// startRelay serves a relay over the test cluster with clk as its clock.
+func startRelay(t testing.TB, cfg *relay.Config, clk clock.Clock) *testRelay {
+	t.Helper()
+	if err := cfg.Complete(); err != nil {
+		t.Fatal(err)
+	}
+	portal, err := cl.Portal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	auth, err := relay.NewAuthenticator(ctx, cfg.OIDC, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := &testRelay{store: &recording.Dir{Root: t.TempDir()}, audit: &syncBuffer{}, notes: &notes{}}
+	hook := httptest.NewServer(tr.notes)
+	srv, err := relay.NewServer(relay.Options{
+		Config: cfg, Auth: auth, Store: tr.store, Clock: clk,
+		Targets:  map[string]relay.Target{"prod": {Client: portal.Client, Kube: portal.Kube, Config: portal.Config}},
+		Audit:    audit.NewLog(audit.Event{}, nil, &audit.Writer{W: tr.audit}),
+		Notifier: &notify.Webhook{URL: hook.URL, PortalURL: cfg.PortalURL},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr.server = srv
+	api := httptest.NewServer(srv.Handler())
+	tr.url = api.URL
+	t.Cleanup(func() {
+		srv.Close(context.Background())
+		api.Close()
+		hook.Close()
+		cancel()
+	})
+	return tr
+}
+
+func token(t testing.TB, p oidcissuer.Person) string {
+	t.Helper()
+	tok, err := issuer.Token(p, audience, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok
+}
+
+// answer is an API response.
+type answer struct {
+	status int
+	body   []byte
+}
+
+func (a answer) session(t testing.TB) relay.SessionView {
+	t.Helper()
+	var v relay.SessionView
+	if err := json.Unmarshal(a.body, &v); err != nil {
+		t.Fatalf("not a session (%d): %s", a.status, a.body)
+	}
+	return v
+}
+
+// errorReason is the reason of a refusal's {"error": {...}}.
+func (a answer) errorReason() string {
+	var e struct {
+		Error struct{ Reason, Message string }
+	}
+	_ = json.Unmarshal(a.body, &e)
+	return e.Error.Reason
+}
+
+func (tr *testRelay) call(t testing.TB, tok, method, path, body string) answer {
+	t.Helper()
+	var r io.Reader
+	if body != "" {
+		r = strings.NewReader(body)
+	}
+	req, err := http.NewRequest(method, tr.url+path, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tok != "" {
+		req.Header.Set("Authorization", "Bearer "+tok)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return answer{resp.StatusCode, b}
+}
+
+func sessionPath(ns, name string) string {
+	return fmt.Sprintf("/api/v1/clusters/prod/namespaces/%s/sessions/%s", ns, name)
+}
+
+// must calls and fails the test unless the answer has status want.
+func (tr *testRelay) must(t testing.TB, want int, tok, method, path, body string) answer {
+	t.Helper()
+	a := tr.call(t, tok, method, path, body)
+	if a.status != want {
+		t.Fatalf("%s %s: %d %s, want %d", method, path, a.status, a.body, want)
+	}
+	return a
+}
+
+// request asks for a live session on pod and returns its name.
+func (tr *testRelay) request(t testing.TB, p oidcissuer.Person, ns, pod, extra string) relay.SessionView {
+	t.Helper()
+	body := fmt.Sprintf(`{"pod":%q,"mode":"live","duration":"30m","reason":"checkout returns 500s"%s}`, pod, extra)
+	return tr.must(t, http.StatusCreated, token(t, p), "POST", "/api/v1/clusters/prod/namespaces/"+ns+"/sessions", body).session(t)
+}
+
+// runningPod is an app pod on the virtual node.
+func runningPod(t testing.TB, ns, name string) {
+	t.Helper()
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{"app": "web"}},
+		Spec: corev1.PodSpec{NodeName: cluster.NodeName,
+			Containers: []corev1.Container{{Name: "web", Image: "registry.example/shop/web:1.2", Command: []string{"sleep", "3600"}}}},
+	}
+	if err := cl.Client.Create(context.Background(), pod); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// term is a browser's terminal connection.
+type term struct {
+	conn     *websocket.Conn
+	mu       sync.Mutex
+	out      bytes.Buffer
+	controls chan string
+	closed   chan error
+}
+
+func (tr *testRelay) dial(t testing.TB, p oidcissuer.Person, ns, name string, header http.Header) (*term, *http.Response, error) {
+	t.Helper()
+	d := websocket.Dialer{Subprotocols: []string{relay.TerminalProtocol, relay.BearerProtocolPrefix + token(t, p)}}
+	u := "ws" + strings.TrimPrefix(tr.url, "http") + sessionPath(ns, name) + "/terminal"
+	conn, resp, err := d.Dial(u, header)
+	if err != nil {
+		return nil, resp, err
+	}
+	tm := &term{conn: conn, controls: make(chan string, 16), closed: make(chan error, 1)}
+	go func() {
+		for {
+			kind, b, err := conn.ReadMessage()
+			if err != nil {
+				tm.closed <- err
+				return
+			}
+			if kind == websocket.TextMessage {
+				tm.controls <- string(b)
+				continue
+			}
+			tm.mu.Lock()
+			tm.out.Write(b)
+			tm.mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() { _ = conn.Close() })
+	return tm, resp, nil
+}
+
+func (tm *term) send(t testing.TB, s string) {
+	t.Helper()
+	if err := tm.conn.WriteMessage(websocket.BinaryMessage, []byte(s)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (tm *term) control(t testing.TB, s string) {
+	t.Helper()
+	if err := tm.conn.WriteMessage(websocket.TextMessage, []byte(s)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitFor waits until the output holds want.
+func (tm *term) waitFor(t testing.TB, want string) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		tm.mu.Lock()
+		got := tm.out.String()
+		tm.mu.Unlock()
+		if strings.Contains(got, want) {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	tm.mu.Lock()
+	defer tm.mu.Unlock()
+	t.Fatalf("no %q in the terminal within 20s; got %q", want, tm.out.String())
+}
+
+func (tm *term) output() string {
+	tm.mu.Lock()
+	defer tm.mu.Unlock()
+	return tm.out.String()
+}
+
+// syncBuffer is a buffer the relay's goroutines write and the test reads.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// notes collects the notification webhook's events.
+type notes struct {
+	mu     sync.Mutex
+	events []notify.Event
+}
+
+func (n *notes) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	var e notify.Event
+	if err := json.NewDecoder(r.Body).Decode(&e); err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	n.mu.Lock()
+	n.events = append(n.events, e)
+	n.mu.Unlock()
+}
+
+// kinds lists the notifications about session name: "kind to".
+func (n *notes) kinds(name string) []string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	var out []string
+	for _, e := range n.events {
+		if e.Session == name {
+			out = append(out, e.Kind+" "+e.To)
+		}
+	}
+	return out
+}
