@@ -197,7 +197,7 @@ func (c *Config) Complete() error {
 		if cl.Tier != Ground && cl.Tier != Flight {
 			errs = append(errs, fmt.Errorf("%s.tier: %q is neither ground nor flight", at, cl.Tier))
 		}
-		if cl.Tier == Flight && !cl.NeedsApproval() {
+		if cl.Tier == Flight && cl.RequireApproval != nil && !*cl.RequireApproval {
 			errs = append(errs, fmt.Errorf("%s.requireApproval: a Flight cluster always requires approval", at))
 		}
 		if cl.DebugImage == "" {

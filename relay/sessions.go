@@ -139,6 +139,10 @@ func clusterError(err error) error {
 }
 
 func (s *Server) request(w http.ResponseWriter, r *http.Request, c Caller) error {
+	t, ns, err := s.targetOf(r, c, "")
+	if err != nil {
+		return err
+	}
 	var q Request
 	if err := decode(r, &q); err != nil {
 		return err
@@ -151,9 +155,8 @@ func (s *Server) request(w http.ResponseWriter, r *http.Request, c Caller) error
 	if q.GlassBroken {
 		action = ActionBreakGlass
 	}
-	t, ns, err := s.targetOf(r, c, action)
-	if err != nil {
-		return err
+	if !s.cfg.can(c, action, t.Name, ns) {
+		return forbidden("%s may not %s sessions in %s/%s", c.Name, action, t.Name, ns)
 	}
 	ctx := r.Context()
 	sess := &v1alpha1.Session{

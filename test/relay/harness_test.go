@@ -158,12 +158,15 @@ func (a answer) session(t testing.TB) relay.SessionView {
 }
 
 // errorReason is the reason of a refusal's {"error": {...}}.
-func (a answer) errorReason() string {
+func (a answer) errorReason() string { r, _ := a.refusal(); return r }
+
+// refusal is the reason and message of {"error": {...}}.
+func (a answer) refusal() (string, string) {
 	var e struct {
 		Error struct{ Reason, Message string }
 	}
 	_ = json.Unmarshal(a.body, &e)
-	return e.Error.Reason
+	return e.Error.Reason, e.Error.Message
 }
 
 func (tr *testRelay) call(t testing.TB, tok, method, path, body string) answer {

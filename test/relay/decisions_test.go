@@ -1,0 +1,229 @@
+package relay_test
+
+import (
+	"context"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/utils/clock"
+	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/tower-dev/breakglass/api/v1alpha1"
+	"github.com/tower-dev/breakglass/relay"
+)
+
+// TestDeny: bob denies; the session never starts and nothing is granted.
+func TestDeny(t *testing.T) {
+	ns := cl.Namespace(t, "relay-deny")
+	runningPod(t, ns, "web-1")
+	tr := startRelay(t, config(), clock.RealClock{})
+	s := tr.request(t, alice, ns, "web-1", "")
+	path := sessionPath(ns, s.Name)
+	denied := tr.must(t, http.StatusOK, token(t, bob), "POST", path+"/deny", `{"reason":"use the logs"}`).session(t)
+	if denied.Status.Phase != v1alpha1.PhaseDenied || denied.Status.Denial.By != bob.Email || denied.Status.Denial.Reason != "use the logs" {
+		t.Fatalf("the denial: %+v", denied.Status)
+	}
+	tr.must(t, http.StatusConflict, token(t, alice), "POST", path+"/start", "")
+	tr.must(t, http.StatusConflict, token(t, bob), "POST", path+"/approve", `{}`)
+	assertNothingLeft(t, ns, s.Name, "web-1", true)
+	if !slices.Contains(tr.notes.kinds(s.Name), "request.denied "+alice.Email) {
+		t.Fatalf("alice was not told: %v", tr.notes.kinds(s.Name))
+	}
+}
+
+// TestApproverEndsAndKeepsThePod: bob approves with "keep the pod" and
+// process access withheld, then ends the session himself.
+func TestApproverEndsAndKeepsThePod(t *testing.T) {
+	ns := cl.Namespace(t, "relay-keep")
+	runningPod(t, ns, "web-1")
+	tr := startRelay(t, config(), clock.RealClock{})
+	s := tr.request(t, alice, ns, "web-1", `,"container":"web","processAccess":true`)
+	path := sessionPath(ns, s.Name)
+	approved := tr.must(t, http.StatusOK, token(t, bob), "POST", path+"/approve", `{"keepPod":true,"withoutProcessAccess":true}`).session(t)
+	if a := approved.Status.Approval; !a.KeepPod || a.ProcessAccess {
+		t.Fatalf("what bob approved: %+v", a)
+	}
+	started := tr.must(t, http.StatusOK, token(t, alice), "POST", path+"/start", "").session(t)
+	if started.Status.Grant.Role != v1alpha1.DebugRole {
+		t.Fatalf("process access was withheld, yet the grant is %s", started.Status.Grant.Role)
+	}
+	tr.must(t, http.StatusForbidden, token(t, eve), "POST", path+"/end", "")
+	ended := tr.must(t, http.StatusOK, token(t, bob), "POST", path+"/end", `{"reason":"enough"}`).session(t)
+	if ended.Status.End.Reason != v1alpha1.EndApprover || ended.Status.End.By != bob.Email {
+		t.Fatalf("the end: %+v", ended.Status.End)
+	}
+	tr.must(t, http.StatusConflict, token(t, bob), "POST", path+"/end", "")
+	assertNothingLeft(t, ns, s.Name, "web-1", true)
+}
+
+// TestProcessAccessApproved: asked for and approved, process access is the
+// process role's grant and the debug container targets the app container.
+func TestProcessAccessApproved(t *testing.T) {
+	ns := cl.Namespace(t, "relay-process")
+	runningPod(t, ns, "web-1")
+	tr := startRelay(t, config(), clock.RealClock{})
+	s := tr.request(t, alice, ns, "web-1", `,"container":"web","processAccess":true`)
+	path := sessionPath(ns, s.Name)
+	tr.must(t, http.StatusOK, token(t, bob), "POST", path+"/approve", `{}`)
+	started := tr.must(t, http.StatusOK, token(t, alice), "POST", path+"/start", "").session(t)
+	if started.Status.Grant.Role != v1alpha1.DebugProcessRole || !started.Status.Approval.ProcessAccess {
+		t.Fatalf("the grant: %+v", started.Status)
+	}
+	tr.must(t, http.StatusOK, token(t, alice), "POST", path+"/end", "")
+	assertNothingLeft(t, ns, s.Name, "web-1", false)
+}
+
+// TestGlassBroken: carol, on call, breaks the glass: no approval, everyone
+// told, a review due; she cannot review herself, bob does.
+func TestGlassBroken(t *testing.T) {
+	ns := cl.Namespace(t, "relay-glass")
+	runningPod(t, ns, "web-1")
+	tr := startRelay(t, config(), clock.RealClock{})
+	tr.must(t, http.StatusForbidden, token(t, alice), "POST", "/api/v1/clusters/prod/namespaces/"+ns+"/sessions",
+		`{"pod":"web-1","mode":"live","duration":"30m","reason":"down","glassBroken":true}`)
+	s := tr.request(t, carol, ns, "web-1", `,"glassBroken":true`)
+	if s.Status.Phase != v1alpha1.PhaseApproved || !strings.HasPrefix(s.Status.Approval.By, "glass broken by") ||
+		s.Status.Review == nil || s.Status.Review.DueAt == nil {
+		t.Fatalf("the glass-broken session: %+v", s.Status)
+	}
+	path := sessionPath(ns, s.Name)
+	tr.must(t, http.StatusOK, token(t, carol), "POST", path+"/start", "")
+	tr.must(t, http.StatusConflict, token(t, bob), "POST", path+"/review", `{"comment":"fine"}`)
+	tr.must(t, http.StatusOK, token(t, carol), "POST", path+"/end", "")
+	tr.must(t, http.StatusForbidden, token(t, carol), "POST", path+"/review", `{"comment":"all good"}`)
+	reviewed := tr.must(t, http.StatusOK, token(t, bob), "POST", path+"/review", `{"comment":"justified: checkout was down"}`).session(t)
+	if r := reviewed.Status.Review; r.By != bob.Email || r.At == nil || r.Comment == "" {
+		t.Fatalf("the review: %+v", r)
+	}
+	tr.must(t, http.StatusConflict, token(t, bob), "POST", path+"/review", `{"comment":"again"}`)
+	if !slices.Contains(tr.notes.kinds(s.Name), "glass.broken everyone") {
+		t.Fatalf("nobody was told the glass was broken: %v", tr.notes.kinds(s.Name))
+	}
+	assertNothingLeft(t, ns, s.Name, "web-1", false)
+}
+
+// TestGroundWithoutApproval: a Ground cluster configured so starts at once;
+// a Flight cluster cannot be configured so.
+func TestGroundWithoutApproval(t *testing.T) {
+	no := false
+	cfg := config()
+	cfg.Clusters[0].RequireApproval = &no
+	if err := cfg.Complete(); err == nil || !strings.Contains(err.Error(), "always requires approval") {
+		t.Fatalf("a Flight cluster without approval: %v", err)
+	}
+	cfg.Clusters[0].Tier = relay.Ground
+	ns := cl.Namespace(t, "relay-ground")
+	runningPod(t, ns, "web-1")
+	tr := startRelay(t, cfg, clock.RealClock{})
+	s := tr.request(t, alice, ns, "web-1", "")
+	if s.Status.Phase != v1alpha1.PhaseApproved || !strings.Contains(s.Status.Approval.By, "approval not required") {
+		t.Fatalf("the request on Ground: %+v", s.Status)
+	}
+	path := sessionPath(ns, s.Name)
+	tr.must(t, http.StatusOK, token(t, alice), "POST", path+"/start", "")
+	tr.must(t, http.StatusOK, token(t, alice), "POST", path+"/end", "")
+	assertNothingLeft(t, ns, s.Name, "web-1", false)
+}
+
+// TestLimitsThroughTheRelay: with the relay's clock moved, a session nobody
+// watches ends at the disconnect limit; a browser that reconnects within it
+// resumes the session; a session nobody types in ends at the idle limit.
+func TestLimitsThroughTheRelay(t *testing.T) {
+	ns := cl.Namespace(t, "relay-limits")
+	runningPod(t, ns, "web-1")
+	runningPod(t, ns, "web-2")
+	fake := clocktesting.NewFakeClock(time.Now())
+	tr := startRelay(t, config(), fake)
+	ctx := context.Background()
+
+	start := func(pod string) string {
+		s := tr.request(t, alice, ns, pod, "")
+		path := sessionPath(ns, s.Name)
+		tr.must(t, http.StatusOK, token(t, bob), "POST", path+"/approve", `{}`)
+		tr.must(t, http.StatusOK, token(t, alice), "POST", path+"/start", "")
+		return s.Name
+	}
+	// step moves the clock a second at a time, as the relay's watcher waits
+	// for it; it stops early once nothing waits (the session has ended).
+	step := func(d time.Duration) {
+		for i := time.Duration(0); i < d; i += time.Second {
+			deadline := time.Now().Add(2 * time.Second)
+			for !fake.HasWaiters() {
+				if time.Now().After(deadline) {
+					return
+				}
+				time.Sleep(2 * time.Millisecond)
+			}
+			fake.Step(time.Second)
+		}
+	}
+	phase := func(name string) *v1alpha1.Session {
+		s := &v1alpha1.Session{}
+		if err := cl.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, s); err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+
+	// Disconnect: alice opens the terminal, leaves, comes back within the
+	// limit and finds her shell; then leaves for good.
+	first := start("web-1")
+	tm, _, err := tr.dial(t, alice, ns, first, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tm.send(t, "export MARK=resumed-$((40+2))\n")
+	tm.waitFor(t, "resumed-")
+	_ = tm.conn.Close()
+	step(90 * time.Second)
+	again, _, err := tr.dial(t, alice, ns, first, nil)
+	if err != nil {
+		t.Fatalf("reconnecting within the disconnect limit: %v", err)
+	}
+	again.send(t, "echo $MARK\n")
+	again.waitFor(t, "resumed-42")
+	_ = again.conn.Close()
+	step(2*time.Minute + 5*time.Second)
+	waitEnded(t, func() *v1alpha1.Session { return phase(first) }, v1alpha1.EndDisconnect)
+	assertNothingLeft(t, ns, first, "web-1", false)
+
+	// Idle: bob watches (so nobody is disconnected), alice never types.
+	second := start("web-2")
+	watcher, _, err := tr.dial(t, bob, ns, second, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	step(10*time.Minute + 5*time.Second)
+	waitEnded(t, func() *v1alpha1.Session { return phase(second) }, v1alpha1.EndIdle)
+	select {
+	case <-watcher.closed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the watcher's terminal stayed open after the idle end")
+	}
+	if s := phase(second); s.Status.Heartbeat == nil || !s.Status.Heartbeat.After(s.Status.StartedAt.Time) {
+		t.Fatalf("no heartbeat was kept: %+v", s.Status)
+	}
+	assertNothingLeft(t, ns, second, "web-2", false)
+}
+
+func waitEnded(t testing.TB, get func() *v1alpha1.Session, want v1alpha1.EndReason) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		s := get()
+		if s.Status.Phase == v1alpha1.PhaseEnded {
+			if s.Status.End.Reason != want {
+				t.Fatalf("ended by %s, want %s", s.Status.End.Reason, want)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not ended by %s: %s", want, s.Status.Phase)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
