@@ -81,12 +81,19 @@ func (c Cluster) NeedsApproval() bool {
 // Action is something a person may do to sessions.
 type Action string
 
+// The actions; each is granted per cluster and namespace.
 const (
-	ActionRequest       Action = "request"
-	ActionApprove       Action = "approve"
-	ActionBreakGlass    Action = "breakGlass"
-	ActionEnd           Action = "end"
-	ActionReview        Action = "review"
+	// ActionRequest asks for sessions and starts one's own.
+	ActionRequest Action = "request"
+	// ActionApprove approves or denies others' sessions, and watches them.
+	ActionApprove Action = "approve"
+	// ActionBreakGlass starts a session without approval; it is reviewed after.
+	ActionBreakGlass Action = "breakGlass"
+	// ActionEnd ends others' sessions.
+	ActionEnd Action = "end"
+	// ActionReview reviews others' ended sessions.
+	ActionReview Action = "review"
+	// ActionViewSensitive plays recordings of process-access sessions.
 	ActionViewSensitive Action = "viewSensitive"
 )
 

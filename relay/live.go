@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
@@ -66,8 +67,8 @@ func (s *Server) start(w http.ResponseWriter, r *http.Request, c Caller) error {
 		s.mu.Lock()
 		delete(s.live, key)
 		s.mu.Unlock()
-		if ce := clusterError(err); ce != err {
-			return ce
+		if apierrors.IsInvalid(err) || apierrors.IsForbidden(err) {
+			return clusterError(err)
 		}
 		return &apiError{http.StatusServiceUnavailable, "StartFailed", err.Error()}
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -101,22 +102,38 @@ func NewServer(o Options) (*Server, error) {
 	return s, nil
 }
 
+// route is one endpoint; relay/openapi.yaml describes each (a test holds
+// them together).
+type route struct {
+	method, path string
+	handler      http.Handler
+}
+
+func (s *Server) routes() []route {
+	const many = "/api/v1/clusters/{cluster}/namespaces/{namespace}/sessions"
+	const one = many + "/{name}"
+	return []route{
+		{"GET", "/api/v1/sessions", s.authed(s.list)},
+		{"POST", many, s.authed(s.request)},
+		{"GET", one, s.authed(s.get)},
+		{"POST", one + "/approve", s.authed(s.approve)},
+		{"POST", one + "/deny", s.authed(s.deny)},
+		{"POST", one + "/start", s.authed(s.start)},
+		{"POST", one + "/end", s.authed(s.end)},
+		{"POST", one + "/review", s.authed(s.review)},
+		{"GET", one + "/terminal", s.authed(s.terminal)},
+		{"GET", "/healthz", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })},
+		{"GET", "/readyz", http.HandlerFunc(s.ready)},
+		{"GET", "/metrics", promhttp.HandlerFor(s.metrics.registry, promhttp.HandlerOpts{})},
+	}
+}
+
 // Handler is the relay's whole HTTP surface.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
-	const one = "/api/v1/clusters/{cluster}/namespaces/{namespace}/sessions/{name}"
-	mux.HandleFunc("GET /api/v1/sessions", s.authed(s.list))
-	mux.HandleFunc("POST /api/v1/clusters/{cluster}/namespaces/{namespace}/sessions", s.authed(s.request))
-	mux.HandleFunc("GET "+one, s.authed(s.get))
-	mux.HandleFunc("POST "+one+"/approve", s.authed(s.approve))
-	mux.HandleFunc("POST "+one+"/deny", s.authed(s.deny))
-	mux.HandleFunc("POST "+one+"/start", s.authed(s.start))
-	mux.HandleFunc("POST "+one+"/end", s.authed(s.end))
-	mux.HandleFunc("POST "+one+"/review", s.authed(s.review))
-	mux.HandleFunc("GET "+one+"/terminal", s.authed(s.terminal))
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
-	mux.HandleFunc("GET /readyz", s.ready)
-	mux.Handle("GET /metrics", promhttp.HandlerFor(s.metrics.registry, promhttp.HandlerOpts{}))
+	for _, r := range s.routes() {
+		mux.Handle(r.method+" "+r.path, r.handler)
+	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, &apiError{http.StatusNotFound, "NotFound", fmt.Sprintf("no such endpoint: %s %s", r.Method, r.URL.Path)})
 	})
@@ -275,6 +292,6 @@ func newMetrics() *metrics {
 		bytes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "breakglass_relay_terminal_bytes_total",
 			Help: "Terminal bytes relayed, by direction."}, []string{"direction"}),
 	}
-	m.registry.MustRegister(m.requests, m.live, m.bytes, prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
+	m.registry.MustRegister(m.requests, m.live, m.bytes, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

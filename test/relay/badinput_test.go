@@ -150,23 +150,23 @@ func TestBadTerminalInput(t *testing.T) {
 	tr := startRelay(t, config(), clock.RealClock{})
 	s := tr.request(t, alice, ns, "web-1", "")
 	path := sessionPath(ns, s.Name)
-	if _, resp, err := tr.dial(t, alice, ns, s.Name, nil); err == nil || resp.StatusCode != http.StatusConflict {
-		t.Fatalf("a terminal before the start: %v %v", resp, err)
+	if _, hs, err := tr.dial(t, alice, ns, s.Name, nil); err == nil || hs.status != http.StatusConflict {
+		t.Fatalf("a terminal before the start: %d %v", hs.status, err)
 	}
 	tr.must(t, http.StatusOK, token(t, bob), "POST", path+"/approve", `{}`)
 	tr.must(t, http.StatusOK, token(t, alice), "POST", path+"/start", "")
 
-	if _, resp, err := tr.dial(t, alice, ns, s.Name, http.Header{"Origin": {"https://evil.example"}}); err == nil || resp.StatusCode != http.StatusForbidden {
-		t.Fatalf("a foreign origin: %v %v", resp, err)
+	if _, hs, err := tr.dial(t, alice, ns, s.Name, http.Header{"Origin": {"https://evil.example"}}); err == nil || hs.status != http.StatusForbidden {
+		t.Fatalf("a foreign origin: %d %v", hs.status, err)
 	}
-	if _, resp, err := tr.dial(t, eve, ns, s.Name, nil); err == nil || resp.StatusCode != http.StatusForbidden {
-		t.Fatalf("a stranger's terminal: %v %v", resp, err)
+	if _, hs, err := tr.dial(t, eve, ns, s.Name, nil); err == nil || hs.status != http.StatusForbidden {
+		t.Fatalf("a stranger's terminal: %d %v", hs.status, err)
 	}
-	tm, resp, err := tr.dial(t, alice, ns, s.Name, nil)
+	tm, hs, err := tr.dial(t, alice, ns, s.Name, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := resp.Header.Get("Sec-WebSocket-Protocol"); got != "breakglass.terminal.v1" {
+	if got := hs.protocol; got != "breakglass.terminal.v1" {
 		t.Fatalf("the relay answered the subprotocol %q (it must never echo the token)", got)
 	}
 	for _, bad := range []string{`{"type":"resize"`, `{"type":"paste","data":"rm -rf /"}`, `{"type":"resize","cols":0,"rows":0}`, `{"type":"resize","cols":99999,"rows":1}`} {

@@ -8,12 +8,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gorilla/websocket"
 	"k8s.io/utils/clock"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
 	"github.com/tower-dev/breakglass/relay"
+	"github.com/tower-dev/breakglass/relay/terminal"
 )
 
 // TestDeny: bob denies; the session never starts and nothing is granted.
@@ -200,7 +202,10 @@ func TestLimitsThroughTheRelay(t *testing.T) {
 	step(10*time.Minute + 5*time.Second)
 	waitEnded(t, func() *v1alpha1.Session { return phase(second) }, v1alpha1.EndIdle)
 	select {
-	case <-watcher.closed:
+	case err := <-watcher.closed:
+		if !websocket.IsCloseError(err, terminal.CloseEnded) {
+			t.Fatalf("the watcher's terminal closed with %v, want the session's end", err)
+		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("the watcher's terminal stayed open after the idle end")
 	}

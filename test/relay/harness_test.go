@@ -234,13 +234,24 @@ type term struct {
 	closed   chan error
 }
 
-func (tr *testRelay) dial(t testing.TB, p oidcissuer.Person, ns, name string, header http.Header) (*term, *http.Response, error) {
+// handshake is the HTTP side of a terminal's opening.
+type handshake struct {
+	status   int
+	protocol string
+}
+
+func (tr *testRelay) dial(t testing.TB, p oidcissuer.Person, ns, name string, header http.Header) (*term, handshake, error) {
 	t.Helper()
 	d := websocket.Dialer{Subprotocols: []string{relay.TerminalProtocol, relay.BearerProtocolPrefix + token(t, p)}}
 	u := "ws" + strings.TrimPrefix(tr.url, "http") + sessionPath(ns, name) + "/terminal"
 	conn, resp, err := d.Dial(u, header)
+	var hs handshake
+	if resp != nil {
+		hs = handshake{resp.StatusCode, resp.Header.Get("Sec-WebSocket-Protocol")}
+		_ = resp.Body.Close()
+	}
 	if err != nil {
-		return nil, resp, err
+		return nil, hs, err
 	}
 	tm := &term{conn: conn, controls: make(chan string, 16), closed: make(chan error, 1)}
 	go func() {
@@ -260,7 +271,7 @@ func (tr *testRelay) dial(t testing.TB, p oidcissuer.Person, ns, name string, he
 		}
 	}()
 	t.Cleanup(func() { _ = conn.Close() })
-	return tm, resp, nil
+	return tm, hs, nil
 }
 
 func (tm *term) send(t testing.TB, s string) {

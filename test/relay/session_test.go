@@ -85,8 +85,8 @@ func TestTwoPersonSession(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, resp, err := tr.dial(t, alice, ns, s.Name, nil); err == nil || resp == nil || resp.StatusCode != http.StatusConflict {
-		t.Fatalf("a second terminal for alice: %v %v", resp, err)
+	if _, hs, err := tr.dial(t, alice, ns, s.Name, nil); err == nil || hs.status != http.StatusConflict {
+		t.Fatalf("a second terminal for alice: %d %v", hs.status, err)
 	}
 	aliceTerm.control(t, `{"type":"resize","cols":101,"rows":33}`)
 	typed := "stty size; echo relay-$((6*7)) as $(id -u)\n"

@@ -1,0 +1,176 @@
+package relay
+
+import (
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"sigs.k8s.io/yaml"
+)
+
+// TestOpenAPIDescribesEveryRoute: the document a portal codes against names
+// exactly the endpoints the relay serves.
+func TestOpenAPIDescribesEveryRoute(t *testing.T) {
+	raw, err := os.ReadFile("openapi.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Paths map[string]map[string]any `json:"paths"`
+	}
+	if err := yaml.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	var documented, served []string
+	for path, ops := range doc.Paths {
+		for method := range ops {
+			if method != "parameters" {
+				documented = append(documented, strings.ToUpper(method)+" "+path)
+			}
+		}
+	}
+	for _, r := range (&Server{metrics: newMetrics()}).routes() {
+		served = append(served, r.method+" "+r.path)
+	}
+	slices.Sort(documented)
+	slices.Sort(served)
+	if !slices.Equal(documented, served) {
+		t.Fatalf("openapi.yaml documents\n  %s\nthe relay serves\n  %s", strings.Join(documented, "\n  "), strings.Join(served, "\n  "))
+	}
+}
+
+const goodConfig = `
+listen: ":8443"
+oidc: {issuer: "https://idp.example.com", audience: tower}
+clusters:
+- {name: prod, tier: flight, debugImage: "r.example/debug@sha256:aa"}
+- {name: dev, tier: ground, debugImage: "r.example/debug@sha256:aa", requireApproval: false}
+permissions:
+- {groups: [shop], namespaces: [shop], actions: [request]}
+- {groups: [sre], clusters: [prod], namespaces: ["*"], actions: [approve, end]}
+recording: {dir: /var/lib/breakglass}
+`
+
+func writeConfig(t *testing.T, text string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "relay.yaml")
+	if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestLoadConfig(t *testing.T) {
+	c, err := LoadConfig(writeConfig(t, goodConfig))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Limits.Idle.Duration != 10*time.Minute || c.Limits.Disconnect.Duration != 2*time.Minute || c.OIDC.UsernameClaim != "email" ||
+		c.Recording.Retention.Duration != 365*24*time.Hour {
+		t.Fatalf("defaults: %+v %+v", c.Limits, c.OIDC)
+	}
+	if !c.Clusters[0].NeedsApproval() || c.Clusters[1].NeedsApproval() {
+		t.Fatal("approval: Flight always, this Ground cluster not")
+	}
+	for _, tc := range []struct{ name, edit, want string }{
+		{"unknown field", "idleLimit: 5m\n", "unknown field"},
+		{"flight without approval", "clusters:\n- {name: prod, tier: flight, debugImage: x, requireApproval: false}\n", "always requires approval"},
+		{"bad tier", "clusters:\n- {name: prod, tier: sky, debugImage: x}\n", "neither ground nor flight"},
+		{"twice", "clusters:\n- {name: a, tier: ground, debugImage: x}\n- {name: a, tier: ground, debugImage: x}\n", "listed twice"},
+		{"no image", "clusters:\n- {name: a, tier: ground}\n", "debugImage"},
+		{"bad action", "permissions:\n- {groups: [g], namespaces: [n], actions: [exec]}\n", `"exec" is not one of`},
+		{"both stores", "recording: {dir: /x, s3: {bucket: b}}\n", "exactly one of dir and s3"},
+		{"no store", "recording: {}\n", "no store, no session"},
+		{"bad origin", "allowedOrigins: [\"tower.example.com/path\"]\n", "not an origin"},
+		{"heartbeat", "limits: {heartbeat: 5m, disconnect: 1m}\n", "shorter than limits.disconnect"},
+		{"no issuer", "oidc: {audience: tower}\n", "oidc.issuer"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := LoadConfig(writeConfig(t, replaceKeys(goodConfig, tc.edit)))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("%v, want an error saying %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// replaceKeys swaps the top-level keys edit sets for edit's lines.
+func replaceKeys(base, edit string) string {
+	keys := map[string]bool{}
+	for _, l := range strings.Split(edit, "\n") {
+		if k, _, ok := strings.Cut(l, ":"); ok && !strings.HasPrefix(l, " ") && !strings.HasPrefix(l, "-") {
+			keys[k] = true
+		}
+	}
+	var out []string
+	skipping := false
+	for _, l := range strings.Split(base, "\n") {
+		if k, _, ok := strings.Cut(l, ":"); ok && !strings.HasPrefix(l, " ") && !strings.HasPrefix(l, "-") {
+			skipping = keys[k]
+		}
+		if !skipping {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n") + "\n" + edit
+}
+
+func TestPermissions(t *testing.T) {
+	c, err := LoadConfig(writeConfig(t, goodConfig))
+	if err != nil {
+		t.Fatal(err)
+	}
+	owner := Caller{Name: "alice", Groups: []string{"shop"}}
+	sre := Caller{Name: "bob", Groups: []string{"sre"}}
+	for _, tc := range []struct {
+		who         Caller
+		a           Action
+		cluster, ns string
+		want        bool
+	}{
+		{owner, ActionRequest, "prod", "shop", true},
+		{owner, ActionRequest, "prod", "payments", false},
+		{owner, ActionApprove, "prod", "shop", false},
+		{sre, ActionApprove, "prod", "payments", true},
+		{sre, ActionApprove, "dev", "payments", false},
+		{sre, ActionReview, "prod", "payments", false},
+		{Caller{Name: "x"}, ActionRequest, "prod", "shop", false},
+	} {
+		if got := c.can(tc.who, tc.a, tc.cluster, tc.ns); got != tc.want {
+			t.Errorf("%s %s in %s/%s: %t, want %t", tc.who.Name, tc.a, tc.cluster, tc.ns, got, tc.want)
+		}
+	}
+	if !c.sees(sre, "prod", "shop") || c.sees(sre, "dev", "shop") {
+		t.Error("sees: any permission in the namespace, nothing else")
+	}
+}
+
+func TestBearer(t *testing.T) {
+	for _, tc := range []struct {
+		header, protocols, want string
+		ok                      bool
+	}{
+		{"Bearer abc", "", "abc", true},
+		{"bearer abc", "", "", false},
+		{"Bearer ", "", "", false},
+		{"", TerminalProtocol + ", " + BearerProtocolPrefix + "xyz", "xyz", true},
+		{"", TerminalProtocol, "", false},
+		{"", "", "", false},
+	} {
+		r, _ := http.NewRequest("GET", "/", nil)
+		if tc.header != "" {
+			r.Header.Set("Authorization", tc.header)
+		}
+		if tc.protocols != "" {
+			r.Header.Set("Sec-WebSocket-Protocol", tc.protocols)
+		}
+		got, err := bearer(r)
+		if (err == nil) != tc.ok || got != tc.want {
+			t.Errorf("%q %q: %q %v", tc.header, tc.protocols, got, err)
+		}
+	}
+}
