@@ -65,9 +65,7 @@ func (q *Request) check() (time.Duration, error) {
 		errs = append(errs, fmt.Sprintf("container: %q is not a container name", q.Container))
 	}
 	switch q.Mode {
-	case v1alpha1.ModeLive:
-	case v1alpha1.ModeCopy, v1alpha1.ModeHeldCopy:
-		errs = append(errs, fmt.Sprintf("mode: %s is not supported by this relay yet; use live", q.Mode))
+	case v1alpha1.ModeLive, v1alpha1.ModeCopy, v1alpha1.ModeHeldCopy:
 	default:
 		errs = append(errs, fmt.Sprintf("mode: %q is not one of live, copy, heldCopy", q.Mode))
 	}

@@ -80,8 +80,10 @@ func (r *Runner) Start(ctx context.Context, s *v1alpha1.Session) (_ *Live, err e
 	if s.Status.Phase != v1alpha1.PhaseApproved {
 		return nil, fmt.Errorf("session %s is %s, not Approved", s.Name, s.Status.Phase)
 	}
-	if s.Spec.Mode != v1alpha1.ModeLive {
-		return nil, fmt.Errorf("mode %s is not supported yet", s.Spec.Mode)
+	switch s.Spec.Mode {
+	case v1alpha1.ModeLive, v1alpha1.ModeCopy, v1alpha1.ModeHeldCopy:
+	default:
+		return nil, fmt.Errorf("mode %q is not one of live, copy, heldCopy", s.Spec.Mode)
 	}
 	now := r.Clock.Now()
 	rec, err := recording.New(ctx, r.Store, recording.Prefix(s.Namespace, s.Name), recording.Options{
@@ -90,8 +92,9 @@ func (r *Runner) Start(ctx context.Context, s *v1alpha1.Session) (_ *Live, err e
 		_ = r.record(ctx, "refusal", s, "no recording store: "+err.Error())
 		return nil, fmt.Errorf("the session cannot be recorded, so it does not start: %w", err)
 	}
+	processAccess := s.Status.Approval != nil && s.Status.Approval.ProcessAccess
 	role := v1alpha1.DebugRole
-	if s.Status.Approval != nil && s.Status.Approval.ProcessAccess {
+	if processAccess {
 		role = v1alpha1.DebugProcessRole
 	}
 	ttl := min(s.Spec.Duration.Duration+r.Grace, r.MaxTTL)
@@ -110,23 +113,36 @@ func (r *Runner) Start(ctx context.Context, s *v1alpha1.Session) (_ *Live, err e
 	if err := r.waitAllowed(ctx, s.Namespace); err != nil {
 		return nil, err
 	}
-	container := "breakglass-" + s.Name
-	if err := r.addDebugContainer(ctx, s, container); err != nil {
+	container := v1alpha1.DebugContainerPrefix + s.Name
+	pod := s.Spec.TargetPod
+	if s.Spec.Mode == v1alpha1.ModeLive {
+		err = r.addDebugContainer(ctx, s, container)
+	} else {
+		// The copy is named after its debug container: one per session.
+		pod = container
+		err = r.createCopy(ctx, s, container, processAccess, ttl)
+		defer func() {
+			if err != nil {
+				_ = r.Kube.CoreV1().Pods(s.Namespace).Delete(context.Background(), pod, metav1.DeleteOptions{})
+			}
+		}()
+	}
+	if err != nil {
 		return nil, err
 	}
-	if err := r.waitRunning(ctx, s, container); err != nil {
+	if err := r.waitRunning(ctx, s.Namespace, pod, container); err != nil {
 		return nil, err
 	}
 	deadline := metav1.NewTime(now.Add(s.Spec.Duration.Duration))
 	start := metav1.NewTime(now)
 	s.Status.Phase = v1alpha1.PhaseActive
 	s.Status.Grant = &v1alpha1.Grant{RoleBinding: grant.Name, Role: role, ExpiresAt: metav1.NewTime(now.Add(ttl))}
-	s.Status.DebugContainer = &v1alpha1.DebugContainer{Pod: s.Spec.TargetPod, Name: container, Image: r.DebugImage}
+	s.Status.DebugContainer = &v1alpha1.DebugContainer{Pod: pod, Name: container, Image: r.DebugImage}
 	s.Status.StartedAt, s.Status.Deadline, s.Status.Heartbeat = &start, &deadline, &start
 	if err := r.Client.Status().Update(ctx, s); err != nil {
 		return nil, fmt.Errorf("recording the start: %w", err)
 	}
-	live, err := r.attach(ctx, s, container, rec)
+	live, err := r.attach(s, pod, container, rec)
 	if err != nil {
 		return nil, err
 	}
@@ -183,13 +199,13 @@ func (r *Runner) addDebugContainer(ctx context.Context, s *v1alpha1.Session, nam
 	return nil
 }
 
-func (r *Runner) waitRunning(ctx context.Context, s *v1alpha1.Session, container string) error {
+func (r *Runner) waitRunning(ctx context.Context, ns, pod, container string) error {
 	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-		pod, err := r.Kube.CoreV1().Pods(s.Namespace).Get(ctx, s.Spec.TargetPod, metav1.GetOptions{})
+		p, err := r.Kube.CoreV1().Pods(ns).Get(ctx, pod, metav1.GetOptions{})
 		if err != nil {
 			return false, nil
 		}
-		for _, st := range pod.Status.EphemeralContainerStatuses {
+		for _, st := range append(p.Status.EphemeralContainerStatuses, p.Status.ContainerStatuses...) {
 			if st.Name == container && st.State.Running != nil {
 				return true, nil
 			}
@@ -205,8 +221,8 @@ func (r *Runner) waitRunning(ctx context.Context, s *v1alpha1.Session, container
 // attach opens the debug container's terminal through the API server,
 // WebSocket first with SPDY as the fallback, and tees both directions into
 // the recording.
-func (r *Runner) attach(ctx context.Context, s *v1alpha1.Session, container string, rec *recording.Recorder) (*Live, error) {
-	req := r.Kube.CoreV1().RESTClient().Post().Resource("pods").Namespace(s.Namespace).Name(s.Spec.TargetPod).SubResource("attach").
+func (r *Runner) attach(s *v1alpha1.Session, pod, container string, rec *recording.Recorder) (*Live, error) {
+	req := r.Kube.CoreV1().RESTClient().Post().Resource("pods").Namespace(s.Namespace).Name(pod).SubResource("attach").
 		VersionedParams(&corev1.PodAttachOptions{Container: container, Stdin: true, Stdout: true, TTY: true}, scheme.ParameterCodec)
 	ws, err := remotecommand.NewWebSocketExecutor(r.Config, "GET", req.URL().String())
 	if err != nil {
@@ -300,9 +316,12 @@ func (l *Live) end(ctx context.Context, by string, reason v1alpha1.EndReason) er
 	}
 	_, body, err := l.rec.Close(ctx, s.Namespace+"/"+s.Name)
 	errs = append(errs, err)
-	keep := s.Status.Approval != nil && s.Status.Approval.KeepPod
+	// A live session's pod carries the debug container: recycled unless the
+	// approver chose to keep it. A copy is always deleted; its original was
+	// never touched.
+	keep := s.Spec.Mode == v1alpha1.ModeLive && s.Status.Approval != nil && s.Status.Approval.KeepPod
 	if !keep {
-		err := r.Kube.CoreV1().Pods(s.Namespace).Delete(ctx, s.Spec.TargetPod, metav1.DeleteOptions{})
+		err := r.Kube.CoreV1().Pods(s.Namespace).Delete(ctx, s.Status.DebugContainer.Pod, metav1.DeleteOptions{})
 		if !apierrors.IsNotFound(err) {
 			errs = append(errs, err)
 		}

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/clock"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -16,6 +18,7 @@ import (
 	"github.com/tower-dev/breakglass/api/v1alpha1"
 	"github.com/tower-dev/breakglass/relay"
 	"github.com/tower-dev/breakglass/relay/terminal"
+	"github.com/tower-dev/breakglass/test/cluster"
 )
 
 // TestDeny: bob denies; the session never starts and nothing is granted.
@@ -230,5 +233,64 @@ func waitEnded(t testing.TB, get func() *v1alpha1.Session, want v1alpha1.EndReas
 			t.Fatalf("not ended by %s: %s", want, s.Status.Phase)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestCopies: a copy and a held copy of a crash-looping pod. The original
+// is never touched; the copy takes no traffic, holds no token, runs the
+// debug container beside the app (held: sleeping instead of its
+// entrypoint), and is deleted at the end.
+func TestCopies(t *testing.T) {
+	ns := cl.Namespace(t, "relay-copies")
+	tr := startRelay(t, config(), clock.RealClock{})
+	ctx := context.Background()
+	crashing := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "web-1", Namespace: ns, Labels: map[string]string{"app": "web"}},
+		Spec: corev1.PodSpec{NodeName: cluster.NodeName, Containers: []corev1.Container{{
+			Name: "web", Image: "registry.example/shop/web:1.2", Command: []string{"sh", "-c", "echo boom; sleep 3600"},
+			LivenessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"true"}}}},
+		}}},
+	}
+	if err := cl.Client.Create(ctx, crashing); err != nil {
+		t.Fatal(err)
+	}
+	for _, mode := range []v1alpha1.SessionMode{v1alpha1.ModeCopy, v1alpha1.ModeHeldCopy} {
+		t.Run(string(mode), func(t *testing.T) {
+			s := tr.request(t, alice, ns, "web-1", `,"mode":"`+string(mode)+`"`)
+			path := sessionPath(ns, s.Name)
+			tr.must(t, http.StatusOK, token(t, bob), "POST", path+"/approve", `{}`)
+			started := tr.must(t, http.StatusOK, token(t, alice), "POST", path+"/start", "").session(t)
+			copyName := started.Status.DebugContainer.Pod
+			if copyName == "web-1" {
+				t.Fatal("a copy session debugs the original pod")
+			}
+			cp := &corev1.Pod{}
+			if err := cl.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: copyName}, cp); err != nil {
+				t.Fatal(err)
+			}
+			if len(cp.Labels) != 1 || cp.Labels[v1alpha1.SessionLabel] != s.Name {
+				t.Fatalf("the copy's labels %v: only the session's, so no Service routes to it", cp.Labels)
+			}
+			app := cp.Spec.Containers[0]
+			held := strings.Join(app.Command, " ")
+			if (mode == v1alpha1.ModeHeldCopy) != strings.HasPrefix(held, "sleep ") || app.LivenessProbe != nil {
+				t.Fatalf("the copy's app container: command %q, probe %v", held, app.LivenessProbe)
+			}
+			if cp.Spec.AutomountServiceAccountToken == nil || *cp.Spec.AutomountServiceAccountToken {
+				t.Fatal("the copy mounts the app's API token")
+			}
+			tm, _, err := tr.dial(t, alice, ns, s.Name, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tm.send(t, "echo in-the-copy-$((3*3))\n")
+			tm.waitFor(t, "in-the-copy-9")
+			tr.must(t, http.StatusOK, token(t, alice), "POST", path+"/end", "")
+			assertNothingLeft(t, ns, s.Name, copyName, false)
+			orig := &corev1.Pod{}
+			if err := cl.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web-1"}, orig); err != nil || orig.DeletionTimestamp != nil || len(orig.Spec.EphemeralContainers) != 0 {
+				t.Fatalf("the original pod was touched: %v", err)
+			}
+		})
 	}
 }

@@ -208,7 +208,10 @@ func (tr *testRelay) must(t testing.TB, want int, tok, method, path, body string
 // request asks for a live session on pod and returns its name.
 func (tr *testRelay) request(t testing.TB, p oidcissuer.Person, ns, pod, extra string) relay.SessionView {
 	t.Helper()
-	body := fmt.Sprintf(`{"pod":%q,"mode":"live","duration":"30m","reason":"checkout returns 500s"%s}`, pod, extra)
+	body := fmt.Sprintf(`{"pod":%q,"duration":"30m","reason":"checkout returns 500s"%s}`, pod, extra)
+	if !strings.Contains(extra, `"mode"`) {
+		body = strings.Replace(body, `{`, `{"mode":"live",`, 1)
+	}
 	return tr.must(t, http.StatusCreated, token(t, p), "POST", "/api/v1/clusters/prod/namespaces/"+ns+"/sessions", body).session(t)
 }
 
