@@ -122,6 +122,7 @@ func (s *Server) routes() []route {
 		{"POST", one + "/end", s.authed(s.end)},
 		{"POST", one + "/review", s.authed(s.review)},
 		{"GET", one + "/terminal", s.authed(s.terminal)},
+		{"GET", one + "/recording", s.authed(s.recording)},
 		{"GET", "/healthz", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })},
 		{"GET", "/readyz", http.HandlerFunc(s.ready)},
 		{"GET", "/metrics", promhttp.HandlerFor(s.metrics.registry, promhttp.HandlerOpts{})},

@@ -119,6 +119,10 @@ func (s *S3) Put(ctx context.Context, key string, data []byte, retainUntil time.
 // Get reads an object.
 func (s *S3) Get(ctx context.Context, key string) ([]byte, error) {
 	out, err := s.Client.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(s.Bucket), Key: aws.String(key)})
+	var missing *types.NoSuchKey
+	if errors.As(err, &missing) {
+		return nil, fmt.Errorf("%s: %w", key, ErrNotFound)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", key, err)
 	}

@@ -33,6 +33,9 @@ type Store interface {
 // ErrExists is returned by Put for a key already written.
 var ErrExists = errors.New("evidence object exists: evidence is written once")
 
+// ErrNotFound is returned by Get for a key never written.
+var ErrNotFound = errors.New("evidence object not found")
+
 // ErrRetained is returned when deleting an object before its retention date.
 var ErrRetained = errors.New("evidence object is under retention")
 
@@ -87,7 +90,11 @@ func (d *Dir) Get(_ context.Context, key string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return os.ReadFile(p)
+	b, err := os.ReadFile(p)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("%s: %w", key, ErrNotFound)
+	}
+	return b, err
 }
 
 // List returns the keys under prefix.

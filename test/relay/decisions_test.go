@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
+	"github.com/tower-dev/breakglass/internal/oidcissuer"
 	"github.com/tower-dev/breakglass/relay"
 	"github.com/tower-dev/breakglass/relay/terminal"
 	"github.com/tower-dev/breakglass/test/cluster"
@@ -78,8 +79,26 @@ func TestProcessAccessApproved(t *testing.T) {
 	if started.Status.Grant.Role != v1alpha1.DebugProcessRole || !started.Status.Approval.ProcessAccess {
 		t.Fatalf("the grant: %+v", started.Status)
 	}
+	tr.must(t, http.StatusConflict, token(t, dana), "GET", path+"/recording", "")
 	tr.must(t, http.StatusOK, token(t, alice), "POST", path+"/end", "")
 	assertNothingLeft(t, ns, s.Name, "web-1", false)
+
+	// The recording may show the app's memory: sensitive, refused to
+	// whoever lacks viewSensitive, the requester and the approver included.
+	for _, p := range []oidcissuer.Person{alice, bob, eve} {
+		if a := tr.must(t, http.StatusForbidden, token(t, p), "GET", path+"/recording", ""); p.Email != eve.Email && !strings.Contains(string(a.body), "sensitive") {
+			t.Fatalf("%s: %s", p.Email, a.body)
+		}
+	}
+	cast := tr.must(t, http.StatusOK, token(t, dana), "GET", path+"/recording", "")
+	if !strings.Contains(strings.SplitN(string(cast.body), "\n", 2)[0], `"version":2`) {
+		t.Fatalf("not an asciicast: %.80s", cast.body)
+	}
+	tr.must(t, http.StatusOK, token(t, dana), "GET", path+"/recording?file=manifest", "")
+	tr.must(t, http.StatusBadRequest, token(t, dana), "GET", path+"/recording?file=../../etc/passwd", "")
+	if n := strings.Count(tr.audit.String(), `"kind":"play","actor":"dana@`); n != 2 {
+		t.Fatalf("%d plays audited, want 2", n)
+	}
 }
 
 // TestGlassBroken: carol, on call, breaks the glass: no approval, everyone

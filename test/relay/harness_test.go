@@ -45,6 +45,7 @@ var (
 	bob   = oidcissuer.Person{Email: "bob@example.com", Groups: []string{"sre"}}
 	carol = oidcissuer.Person{Email: "carol@example.com", Groups: []string{"shop-owners", "on-call"}}
 	eve   = oidcissuer.Person{Email: "eve@example.com", Groups: []string{"interns"}}
+	dana  = oidcissuer.Person{Email: "dana@example.com", Groups: []string{"security"}}
 )
 
 func TestMain(m *testing.M) { os.Exit(run(m)) }
@@ -90,6 +91,7 @@ func config() *relay.Config {
 			{Groups: []string{"shop-owners"}, Namespaces: []string{"*"}, Actions: []relay.Action{relay.ActionRequest}},
 			{Groups: []string{"on-call"}, Namespaces: []string{"*"}, Actions: []relay.Action{relay.ActionBreakGlass}},
 			{Groups: []string{"sre"}, Namespaces: []string{"*"}, Actions: []relay.Action{relay.ActionApprove, relay.ActionEnd, relay.ActionReview}},
+			{Groups: []string{"security"}, Namespaces: []string{"*"}, Actions: []relay.Action{relay.ActionReview, relay.ActionViewSensitive}},
 		},
 		Recording: relay.Recording{Dir: "set-by-the-test"},
 	}

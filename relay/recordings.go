@@ -1,0 +1,68 @@
+package relay
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/tower-dev/breakglass/api/v1alpha1"
+	"github.com/tower-dev/breakglass/relay/recording"
+)
+
+// recordingFiles are what may be fetched, by the name the API uses.
+var recordingFiles = map[string]struct{ key, contentType string }{
+	"cast":       {recording.CastFile, "application/x-asciicast"},
+	"transcript": {recording.TranscriptFile, "application/octet-stream"},
+	"manifest":   {recording.ManifestFile, "application/json"},
+}
+
+// recording serves an ended session's evidence to a permitted person: its
+// approvers and reviewers, and its requester; a recording of a
+// process-access session is sensitive (it may show the app's memory and
+// environment) and needs viewSensitive, whoever asks, the requester
+// included. Every play is audited.
+func (s *Server) recording(w http.ResponseWriter, r *http.Request, c Caller) error {
+	file := r.URL.Query().Get("file")
+	if file == "" {
+		file = "cast"
+	}
+	f, ok := recordingFiles[file]
+	if !ok {
+		return badRequest("file: %q is not one of cast, transcript, manifest", file)
+	}
+	t, ns, err := s.targetOf(r, c, "")
+	if err != nil {
+		return err
+	}
+	ctx := r.Context()
+	sess, err := s.fetch(ctx, t, ns, r.PathValue("name"))
+	if err != nil {
+		return err
+	}
+	sensitive := sess.Status.Approval != nil && sess.Status.Approval.ProcessAccess
+	switch {
+	case sensitive && !s.cfg.can(c, ActionViewSensitive, t.Name, ns):
+		return forbidden("the recording of a process-access session is sensitive: %s may not view sensitive recordings in %s/%s", c.Name, t.Name, ns)
+	case sess.Spec.Requester == c.Name, s.cfg.can(c, ActionApprove, t.Name, ns), s.cfg.can(c, ActionReview, t.Name, ns):
+	default:
+		return forbidden("only the requester, approvers and reviewers play a session's recording")
+	}
+	if sess.Status.Phase != v1alpha1.PhaseEnded || sess.Status.Evidence == nil {
+		return conflict("the session is %s: its recording is served once it has ended and been finalized", sess.Status.Phase)
+	}
+	body, err := s.store.Get(ctx, recording.Prefix(ns, sess.Name)+f.key)
+	if err != nil {
+		if errors.Is(err, recording.ErrNotFound) {
+			return notFound("the recording's %s is not in the store", file)
+		}
+		return fmt.Errorf("reading the recording: %w", err)
+	}
+	if err := t.runner.Step(ctx, "play", c.Name, sess, file); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", f.contentType)
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("X-Manifest-SHA256", sess.Status.Evidence.ManifestSHA256)
+	_, _ = w.Write(body)
+	return nil
+}
