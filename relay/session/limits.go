@@ -13,14 +13,16 @@ import (
 // Limits end a session: the hard stop is its duration; Idle is how long
 // nobody may type; Disconnect is how long nobody may watch. Heartbeat is how
 // often the relay tells the cluster it is alive (the sweeper ends a session
-// whose heartbeat goes stale).
+// whose heartbeat goes stale). Flush is how often what was recorded since
+// the last segment is written as a segment (default 5s): a relay that dies
+// loses at most that much.
 type Limits struct {
-	Idle, Disconnect, Heartbeat time.Duration
+	Idle, Disconnect, Heartbeat, Flush time.Duration
 }
 
 // DefaultLimits are the spec's: 10 minutes idle, 2 minutes without a viewer,
-// a heartbeat every 15 seconds.
-var DefaultLimits = Limits{Idle: 10 * time.Minute, Disconnect: 2 * time.Minute, Heartbeat: 15 * time.Second}
+// a heartbeat every 15 seconds, a segment every 5 seconds.
+var DefaultLimits = Limits{Idle: 10 * time.Minute, Disconnect: 2 * time.Minute, Heartbeat: 15 * time.Second, Flush: 5 * time.Second}
 
 // Relay is who the relay says ended a session on a limit.
 const Relay = "breakglass-relay"
@@ -30,7 +32,10 @@ const Relay = "breakglass-relay"
 // time instead of sleeping.
 func (l *Live) Watch(ctx context.Context, limits Limits) (v1alpha1.EndReason, error) {
 	r, s := l.r, l.Session
-	lastBeat := r.Clock.Now()
+	if limits.Flush <= 0 {
+		limits.Flush = 5 * time.Second
+	}
+	lastBeat, lastFlush := r.Clock.Now(), r.Clock.Now()
 	for {
 		select {
 		case <-ctx.Done():
@@ -50,6 +55,13 @@ func (l *Live) Watch(ctx context.Context, limits Limits) (v1alpha1.EndReason, er
 		}
 		if reason != "" {
 			return reason, l.End(ctx, Relay, reason)
+		}
+		if now.Sub(lastFlush) >= limits.Flush {
+			// A failed segment is written with the next one; a recording that
+			// cannot be written at all ends the terminal stream (Output fails).
+			if err := l.rec.Flush(ctx); err == nil {
+				lastFlush = now
+			}
 		}
 		if now.Sub(lastBeat) >= limits.Heartbeat {
 			if err := l.heartbeat(ctx, now); err == nil {

@@ -63,6 +63,8 @@ type Live struct {
 	stdin   *io.PipeWriter
 	out     *fanout
 	done    chan error
+	// ctx lives as long as the terminal stream; cancel ends it.
+	ctx     context.Context
 	cancel  context.CancelFunc
 	endOnce sync.Once
 	// mu guards Session's status between the heartbeat and the end.
@@ -239,25 +241,33 @@ func (r *Runner) attach(s *v1alpha1.Session, pod, container string, rec *recordi
 	if err != nil {
 		return nil, err
 	}
+	l, stdin, stdout := r.newLive(s, rec)
+	go func() {
+		l.done <- exec.StreamWithContext(l.ctx, remotecommand.StreamOptions{
+			Stdin: stdin, Stdout: stdout, Tty: true, TerminalSizeQueue: l.sizes})
+		l.out.close()
+	}()
+	return l, nil
+}
+
+// newLive wires a session's terminal: what the person types and what the
+// terminal shows are recorded before they go anywhere, and a byte that
+// cannot be recorded goes nowhere (the stream ends).
+func (r *Runner) newLive(s *v1alpha1.Session, rec *recording.Recorder) (l *Live, stdin io.Reader, stdout io.Writer) {
 	inR, inW := io.Pipe()
-	sctx, cancel := context.WithCancel(context.Background())
-	l := &Live{Session: s, r: r, rec: rec, stdin: inW, out: newFanout(r.Clock.Now()), done: make(chan error, 1), cancel: cancel,
+	ctx, cancel := context.WithCancel(context.Background())
+	l = &Live{Session: s, r: r, rec: rec, stdin: inW, out: newFanout(r.Clock.Now()), done: make(chan error, 1), ctx: ctx, cancel: cancel,
 		sizes: newSizeQueue(), ended: make(chan struct{})}
 	l.lastInput.Store(r.Clock.Now().UnixNano())
-	recordedIn := &teeReader{r: inR, record: func(p []byte) { _ = rec.Input(sctx, p) }}
-	recordedOut := writerFunc(func(p []byte) (int, error) {
-		if err := rec.Output(sctx, p); err != nil {
+	stdin = &teeReader{r: inR, record: func(p []byte) error { return rec.Input(ctx, p) }}
+	stdout = writerFunc(func(p []byte) (int, error) {
+		if err := rec.Output(ctx, p); err != nil {
 			return 0, err
 		}
 		l.out.write(p)
 		return len(p), nil
 	})
-	go func() {
-		l.done <- exec.StreamWithContext(sctx, remotecommand.StreamOptions{
-			Stdin: recordedIn, Stdout: recordedOut, Tty: true, TerminalSizeQueue: l.sizes})
-		l.out.close()
-	}()
-	return l, nil
+	return l, stdin, stdout
 }
 
 // Write sends the person's keystrokes to the terminal.

@@ -133,16 +133,19 @@ func (f *fanout) close() {
 	f.closed = true
 }
 
-// teeReader records what is read through it.
+// teeReader records what is read through it; what cannot be recorded is
+// not passed on.
 type teeReader struct {
 	r      io.Reader
-	record func([]byte)
+	record func([]byte) error
 }
 
 func (t *teeReader) Read(p []byte) (int, error) {
 	n, err := t.r.Read(p)
 	if n > 0 {
-		t.record(p[:n])
+		if rerr := t.record(p[:n]); rerr != nil {
+			return 0, rerr
+		}
 	}
 	return n, err
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/tower-dev/breakglass/api/v1alpha1"
 	"github.com/tower-dev/breakglass/internal/oidcissuer"
 	"github.com/tower-dev/breakglass/relay"
+	"github.com/tower-dev/breakglass/relay/recording"
 	"github.com/tower-dev/breakglass/relay/terminal"
 	"github.com/tower-dev/breakglass/test/cluster"
 )
@@ -202,8 +203,18 @@ func TestLimitsThroughTheRelay(t *testing.T) {
 	}
 	tm.send(t, "export MARK=resumed-$((40+2))\n")
 	tm.waitFor(t, "resumed-")
+	// Streamed as it goes: within seconds, what was typed is in a locked
+	// segment, so a relay that dies now loses nothing of it.
+	step(6 * time.Second)
+	segments, err := tr.store.List(ctx, recording.Prefix(ns, first))
+	if err != nil || len(segments) == 0 {
+		t.Fatalf("no segment streamed after 6s: %v %v", segments, err)
+	}
+	if raw, err := tr.store.Get(ctx, segments[len(segments)-1]); err != nil || !strings.Contains(string(raw), "export MARK") {
+		t.Fatalf("the last segment %s does not hold what was typed: %v", segments[len(segments)-1], err)
+	}
 	_ = tm.conn.Close()
-	step(90 * time.Second)
+	step(84 * time.Second)
 	again, _, err := tr.dial(t, alice, ns, first, nil)
 	if err != nil {
 		t.Fatalf("reconnecting within the disconnect limit: %v", err)
