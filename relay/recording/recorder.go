@@ -6,7 +6,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
-	"strings"
+	"strconv"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -105,11 +105,11 @@ func (r *Recorder) record(ctx context.Context, kind byte, p []byte) error {
 	t := max(r.opts.Clock.Since(r.start), r.last)
 	r.last = t
 	writeRecord(&r.raw, kind, t, p)
-	text := string(p)
+	text := p
 	if kind != KindResize {
 		text = r.decode(kind, p, false)
 	}
-	if text != "" {
+	if len(text) > 0 {
 		writeCastEvent(&r.cast, t, kind, text)
 	}
 	if r.cast.Len() >= r.opts.SegmentBytes {
@@ -121,13 +121,16 @@ func (r *Recorder) record(ctx context.Context, kind byte, p []byte) error {
 // decode turns p into text for the cast, holding back a UTF-8 sequence cut
 // at the end of p until the next chunk completes it. Bytes that are not
 // UTF-8 become U+FFFD in the cast; the transcript keeps them exactly.
-func (r *Recorder) decode(kind byte, p []byte, final bool) string {
+func (r *Recorder) decode(kind byte, p []byte, final bool) []byte {
 	i := 0
 	if kind == KindInput {
 		i = 1
 	}
-	b := append(append([]byte(nil), r.partial[i]...), p...)
-	r.partial[i] = nil
+	b := p
+	if len(r.partial[i]) > 0 {
+		b = append(append(make([]byte, 0, len(r.partial[i])+len(p)), r.partial[i]...), p...)
+		r.partial[i] = nil
+	}
 	if !final {
 		// Hold back at most the last 3 bytes if they start a sequence not yet complete.
 		for k := 1; k <= 3 && k <= len(b); k++ {
@@ -141,14 +144,49 @@ func (r *Recorder) decode(kind byte, p []byte, final bool) string {
 			}
 		}
 	}
-	return strings.ToValidUTF8(string(b), "\uFFFD")
+	if utf8.Valid(b) {
+		return b
+	}
+	return bytes.ToValidUTF8(b, []byte("\uFFFD"))
 }
 
-func writeCastEvent(w *bytes.Buffer, t time.Duration, kind byte, text string) {
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	// Encode writes the trailing newline asciicast wants.
-	_ = enc.Encode([]any{json.Number(fmt.Sprintf("%.6f", t.Seconds())), string(kind), text})
+// writeCastEvent appends [time, kind, text] and a newline. text is valid
+// UTF-8; it is escaped as JSON by hand because this is the relay's hottest
+// loop: runs of bytes that need no escape are copied whole.
+func writeCastEvent(w *bytes.Buffer, t time.Duration, kind byte, text []byte) {
+	var num [32]byte
+	w.WriteByte('[')
+	w.Write(strconv.AppendFloat(num[:0], t.Seconds(), 'f', 6, 64))
+	w.WriteString(`,"`)
+	w.WriteByte(kind)
+	w.WriteString(`","`)
+	start := 0
+	for i, c := range text {
+		if c >= 0x20 && c != '"' && c != '\\' {
+			continue
+		}
+		w.Write(text[start:i])
+		switch c {
+		case '"':
+			w.WriteString(`\"`)
+		case '\\':
+			w.WriteString(`\\`)
+		case '\n':
+			w.WriteString(`\n`)
+		case '\r':
+			w.WriteString(`\r`)
+		case '\t':
+			w.WriteString(`\t`)
+		default:
+			const hex = "0123456789abcdef"
+			w.WriteString(`\u00`)
+			w.WriteByte(hex[c>>4])
+			w.WriteByte(hex[c&0xf])
+		}
+		start = i + 1
+	}
+	w.Write(text[start:])
+	w.WriteString("\"]\n")
 }
 
 // writeRecord appends one transcript record: the kind, the time since the

@@ -217,3 +217,22 @@ func TestReadTranscriptRefusesGarbage(t *testing.T) {
 		}
 	}
 }
+
+// TestCastEventEscaping: the hand-written JSON escaping round-trips every
+// control character, quote, backslash and multibyte character.
+func TestCastEventEscaping(t *testing.T) {
+	var text []byte
+	for c := 0; c < 0x80; c++ {
+		text = append(text, byte(c))
+	}
+	text = append(text, "é€😀\u2028\\\"<>&"...)
+	var buf bytes.Buffer
+	writeCastEvent(&buf, 1500*time.Millisecond, KindOutput, text)
+	var ev []any
+	if err := json.Unmarshal(buf.Bytes(), &ev); err != nil {
+		t.Fatalf("%v: %q", err, buf.String())
+	}
+	if len(ev) != 3 || ev[0].(float64) != 1.5 || ev[1] != "o" || ev[2] != string(text) || !bytes.HasSuffix(buf.Bytes(), []byte("\n")) {
+		t.Fatalf("decoded %q", ev)
+	}
+}
