@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"runtime"
 	"testing"
 	"time"
 
@@ -11,7 +12,9 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/remotecommand"
 
+	"github.com/tower-dev/breakglass/api/v1alpha1"
 	"github.com/tower-dev/breakglass/relay/recording"
+	"github.com/tower-dev/breakglass/relay/session"
 )
 
 // echoer sends one key and waits for the terminal to echo it back. Both
@@ -106,4 +109,45 @@ func BenchmarkKeystrokeEcho(b *testing.B) {
 	b.ReportMetric(float64(tRelay.Microseconds())/float64(b.N), "µs/key-relay")
 	b.ReportMetric(float64(tDirect.Microseconds())/float64(b.N), "µs/key-direct")
 	b.ReportMetric(float64(tRelay)/float64(tDirect), "ratio")
+}
+
+// BenchmarkIdleSessionAttached: what an idle session with one viewer costs,
+// measured on real sessions attached through the API server. The virtual
+// node runs in this process too, so its share (a pty, the streaming
+// server's buffers) is counted: an upper bound on the relay's own cost.
+func BenchmarkIdleSessionAttached(b *testing.B) {
+	const n = 20
+	for i := 0; b.Loop(); i++ {
+		r := runner(b, &recording.Dir{Root: b.TempDir()}, nil)
+		ctx := context.Background()
+		sessions := make([]*v1alpha1.Session, n)
+		for k := range sessions {
+			ns := cl.Namespace(b, fmt.Sprintf("idle-bench-%d-%d-%d", i, k, time.Now().UnixNano()%1000000))
+			sessions[k] = approvedSession(b, ns, true)
+		}
+		before := heapInUse()
+		lives := make([]*session.Live, n)
+		for k, s := range sessions {
+			live, err := r.Start(ctx, s)
+			if err != nil {
+				b.Fatal(err)
+			}
+			v := live.Output()
+			go func() { _, _ = io.Copy(io.Discard, v) }()
+			lives[k] = live
+		}
+		time.Sleep(200 * time.Millisecond) // the streams settle
+		b.ReportMetric(float64(heapInUse()-before)/n, "B/idle-session")
+		for _, l := range lives {
+			_ = l.End(ctx, "bench", v1alpha1.EndUser)
+		}
+	}
+}
+
+func heapInUse() uint64 {
+	runtime.GC()
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapInuse + m.StackInuse
 }
