@@ -1,5 +1,6 @@
 // Command kubectl-breakglass is the break-glass plane's user CLI, a kubectl
-// plugin: render and test the admission policies offline.
+// plugin: drive debug sessions through the relay, render and test the
+// admission policies offline, verify recordings and the audit log.
 package main
 
 import (
@@ -7,6 +8,8 @@ import (
 	"os"
 
 	"github.com/spf13/cobra"
+
+	"github.com/tower-dev/breakglass/cmd/kubectl-breakglass/session"
 )
 
 func main() {
@@ -23,6 +26,6 @@ func newRootCommand() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newPolicyCommand(), newAuditCommand(), newRecordingCommand())
+	root.AddCommand(newPolicyCommand(), newAuditCommand(), newRecordingCommand(), session.New())
 	return root
 }

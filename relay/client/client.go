@@ -1,0 +1,173 @@
+// Package client calls the relay's session API and opens session terminals,
+// for the kubectl-breakglass CLI and for tests. It speaks what
+// relay/openapi.yaml describes.
+package client
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/tower-dev/breakglass/relay"
+)
+
+// Client calls one relay as one person.
+type Client struct {
+	// BaseURL is the relay's address, e.g. https://breakglass-relay.example.com.
+	BaseURL string
+	// Token is the person's OIDC ID token.
+	Token string
+	HTTP  *http.Client
+}
+
+// Error is the relay's refusal.
+type Error struct {
+	Status  int
+	Reason  string
+	Message string
+}
+
+func (e *Error) Error() string { return fmt.Sprintf("%s (%d %s)", e.Message, e.Status, e.Reason) }
+
+// Target names a session: cluster, namespace and (but for Request) name.
+type Target struct {
+	Cluster, Namespace, Name string
+}
+
+func (t Target) path() string {
+	p := "/api/v1/clusters/" + url.PathEscape(t.Cluster) + "/namespaces/" + url.PathEscape(t.Namespace) + "/sessions"
+	if t.Name != "" {
+		p += "/" + url.PathEscape(t.Name)
+	}
+	return p
+}
+
+func (c *Client) do(ctx context.Context, method, path string, body, out any) error {
+	var r io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return err
+		}
+		r = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, strings.TrimSuffix(c.BaseURL, "/")+path, r)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+c.Token)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	hc := c.HTTP
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode >= 300 {
+		var e struct {
+			Error struct{ Reason, Message string } `json:"error"`
+		}
+		if json.Unmarshal(raw, &e) != nil || e.Error.Message == "" {
+			return &Error{Status: resp.StatusCode, Reason: http.StatusText(resp.StatusCode), Message: strings.TrimSpace(string(raw))}
+		}
+		return &Error{Status: resp.StatusCode, Reason: e.Error.Reason, Message: e.Error.Message}
+	}
+	if out == nil {
+		return nil
+	}
+	if b, ok := out.(*[]byte); ok {
+		*b = raw
+		return nil
+	}
+	if err := json.Unmarshal(raw, out); err != nil {
+		return fmt.Errorf("the relay's answer is not the expected JSON: %w", err)
+	}
+	return nil
+}
+
+// Request asks for a session on t's cluster and namespace.
+func (c *Client) Request(ctx context.Context, t Target, q relay.Request) (relay.SessionView, error) {
+	var v relay.SessionView
+	t.Name = ""
+	err := c.do(ctx, http.MethodPost, t.path(), q, &v)
+	return v, err
+}
+
+// List lists the sessions the caller may see; empty cluster or namespace means all.
+func (c *Client) List(ctx context.Context, cluster, namespace string) ([]relay.SessionView, error) {
+	q := url.Values{}
+	if cluster != "" {
+		q.Set("cluster", cluster)
+	}
+	if namespace != "" {
+		q.Set("namespace", namespace)
+	}
+	var out struct {
+		Sessions []relay.SessionView `json:"sessions"`
+	}
+	err := c.do(ctx, http.MethodGet, "/api/v1/sessions?"+q.Encode(), nil, &out)
+	return out.Sessions, err
+}
+
+// Get reads one session.
+func (c *Client) Get(ctx context.Context, t Target) (relay.SessionView, error) {
+	var v relay.SessionView
+	err := c.do(ctx, http.MethodGet, t.path(), nil, &v)
+	return v, err
+}
+
+func (c *Client) post(ctx context.Context, t Target, verb string, body any) (relay.SessionView, error) {
+	if t.Name == "" {
+		return relay.SessionView{}, errors.New("a session name is required")
+	}
+	var v relay.SessionView
+	err := c.do(ctx, http.MethodPost, t.path()+"/"+verb, body, &v)
+	return v, err
+}
+
+// Approve approves t as decided.
+func (c *Client) Approve(ctx context.Context, t Target, d relay.Decision) (relay.SessionView, error) {
+	return c.post(ctx, t, "approve", d)
+}
+
+// Deny denies t, saying why.
+func (c *Client) Deny(ctx context.Context, t Target, reason string) (relay.SessionView, error) {
+	return c.post(ctx, t, "deny", relay.Decision{Reason: reason})
+}
+
+// Start starts an approved session.
+func (c *Client) Start(ctx context.Context, t Target) (relay.SessionView, error) {
+	return c.post(ctx, t, "start", nil)
+}
+
+// End ends a session.
+func (c *Client) End(ctx context.Context, t Target, reason string) (relay.SessionView, error) {
+	return c.post(ctx, t, "end", relay.EndRequest{Reason: reason})
+}
+
+// Review reviews an ended session.
+func (c *Client) Review(ctx context.Context, t Target, comment string) (relay.SessionView, error) {
+	return c.post(ctx, t, "review", relay.Review{Comment: comment})
+}
+
+// Recording fetches an ended session's file: cast, transcript or manifest.
+func (c *Client) Recording(ctx context.Context, t Target, file string) ([]byte, error) {
+	var b []byte
+	err := c.do(ctx, http.MethodGet, t.path()+"/recording?file="+url.QueryEscape(file), nil, &b)
+	return b, err
+}
