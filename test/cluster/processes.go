@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/creack/pty"
+	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/cri-streaming/pkg/streaming/remotecommand"
 )
@@ -27,6 +28,7 @@ type processes struct {
 type process struct {
 	cmd  *exec.Cmd
 	pty  *os.File
+	size *sizer
 	uid  *int64
 	mu   sync.Mutex
 	subs map[io.Writer]chan struct{}
@@ -55,7 +57,7 @@ func (p *processes) start(pod *corev1.Pod, container string, command []string, s
 	if err != nil {
 		return false, fmt.Errorf("starting %s: %w", key, err)
 	}
-	proc := &process{cmd: cmd, pty: f, uid: uid, subs: map[io.Writer]chan struct{}{}, done: make(chan struct{})}
+	proc := &process{cmd: cmd, pty: f, size: newSizer(f), uid: uid, subs: map[io.Writer]chan struct{}{}, done: make(chan struct{})}
 	p.procs[key] = proc
 	go proc.pump()
 	return true, nil
@@ -135,7 +137,7 @@ func (p *processes) AttachContainer(ctx context.Context, name, _ string, contain
 			proc.mu.Unlock()
 		}()
 	}
-	go resizeLoop(proc.pty, resize)
+	go proc.size.loop(resize)
 	detached := make(chan struct{})
 	if in != nil {
 		go func() {
@@ -166,8 +168,9 @@ func (p *processes) ExecInContainer(ctx context.Context, name, _ string, contain
 	if err != nil {
 		return err
 	}
-	defer f.Close()
-	go resizeLoop(f, resize)
+	size := newSizer(f)
+	defer size.close()
+	go size.loop(resize)
 	if in != nil {
 		go func() { _, _ = io.Copy(f, in) }()
 	}
@@ -186,10 +189,33 @@ func (p *processes) ExecInContainer(ctx context.Context, name, _ string, contain
 	}
 }
 
-func resizeLoop(f *os.File, resize <-chan remotecommand.TerminalSize) {
+// sizer sets a pty's size from an attach's resize stream. It keeps the fd
+// number from before any concurrency (os.File.Fd must not race with Close)
+// and never touches it once the pty is closed, when the number may be reused.
+type sizer struct {
+	mu     sync.Mutex
+	f      *os.File
+	fd     int
+	closed bool
+}
+
+func newSizer(f *os.File) *sizer { return &sizer{f: f, fd: int(f.Fd())} }
+
+func (s *sizer) loop(resize <-chan remotecommand.TerminalSize) {
 	for size := range resize {
-		_ = pty.Setsize(f, &pty.Winsize{Rows: size.Height, Cols: size.Width})
+		s.mu.Lock()
+		if !s.closed {
+			_ = unix.IoctlSetWinsize(s.fd, unix.TIOCSWINSZ, &unix.Winsize{Row: size.Height, Col: size.Width})
+		}
+		s.mu.Unlock()
 	}
+}
+
+func (s *sizer) close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = true
+	_ = s.f.Close()
 }
 
 func (p *processes) stopPod(namespace, pod string) {
@@ -199,7 +225,7 @@ func (p *processes) stopPod(namespace, pod string) {
 	for key, proc := range p.procs {
 		if len(key) > len(prefix) && key[:len(prefix)] == prefix {
 			_ = proc.cmd.Process.Kill()
-			_ = proc.pty.Close()
+			proc.size.close()
 			delete(p.procs, key)
 		}
 	}
@@ -210,7 +236,7 @@ func (p *processes) stopAll() {
 	defer p.mu.Unlock()
 	for key, proc := range p.procs {
 		_ = proc.cmd.Process.Kill()
-		_ = proc.pty.Close()
+		proc.size.close()
 		delete(p.procs, key)
 	}
 }

@@ -88,15 +88,24 @@ func TestTwoPersonSession(t *testing.T) {
 	if _, hs, err := tr.dial(t, alice, ns, s.Name, nil); err == nil || hs.status != http.StatusConflict {
 		t.Fatalf("a second terminal for alice: %d %v", hs.status, err)
 	}
+	// The resize and the keystrokes travel on separate streams to the
+	// node: ask for the size until the new one has arrived.
 	aliceTerm.control(t, `{"type":"resize","cols":101,"rows":33}`)
-	typed := "stty size; echo relay-$((6*7)) as $(id -u)\n"
-	aliceTerm.send(t, typed)
+	typed := ""
+	for deadline := time.Now().Add(20 * time.Second); !strings.Contains(aliceTerm.output(), "33 101"); time.Sleep(300 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the resize never reached the terminal: %q", aliceTerm.output())
+		}
+		aliceTerm.send(t, "stty size\n")
+		typed += "stty size\n"
+	}
+	aliceTerm.send(t, "echo relay-$((6*7)) as $(id -u)\n")
+	typed += "echo relay-$((6*7)) as $(id -u)\n"
 	uid := v1alpha1.DebugUserID
 	if os.Geteuid() != 0 {
 		uid = int64(os.Geteuid())
 	}
 	want := "relay-42 as " + strconv.FormatInt(uid, 10)
-	aliceTerm.waitFor(t, "33 101")
 	aliceTerm.waitFor(t, want)
 	bobTerm.waitFor(t, want)
 	bobTerm.send(t, "echo bob-was-here\n")
