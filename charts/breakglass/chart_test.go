@@ -1,0 +1,173 @@
+package chart_test
+
+import (
+	"bufio"
+	"bytes"
+	"flag"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/chart/loader"
+	"helm.sh/helm/v3/pkg/chartutil"
+	kubefake "helm.sh/helm/v3/pkg/kube/fake"
+	"helm.sh/helm/v3/pkg/lint"
+	"helm.sh/helm/v3/pkg/lint/support"
+	"helm.sh/helm/v3/pkg/storage"
+	"helm.sh/helm/v3/pkg/storage/driver"
+	appsv1 "k8s.io/api/apps/v1"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/yaml"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files")
+
+const namespace = "breakglass-system"
+
+var kube137 = &chartutil.KubeVersion{Version: "v1.37.2", Major: "1", Minor: "37"}
+
+func valuesFile(t *testing.T, name string) map[string]any {
+	t.Helper()
+	v, err := chartutil.ReadValuesFile(filepath.Join("testdata", "values", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// Render renders the chart as `helm template` would, in namespace ns.
+func Render(values map[string]any, ns string) (string, error) {
+	chrt, err := loader.Load(".")
+	if err != nil {
+		return "", err
+	}
+	cfg := &action.Configuration{Releases: storage.Init(driver.NewMemory()), KubeClient: &kubefake.PrintingKubeClient{Out: io.Discard},
+		Capabilities: chartutil.DefaultCapabilities, Log: func(string, ...any) {}}
+	inst := action.NewInstall(cfg)
+	inst.DryRun, inst.ClientOnly, inst.Replace = true, true, true
+	inst.ReleaseName, inst.Namespace, inst.KubeVersion = "breakglass", ns, kube137
+	inst.IncludeCRDs = true
+	rel, err := inst.Run(chrt, values)
+	if err != nil {
+		return "", err
+	}
+	return rel.Manifest, nil
+}
+
+var valueFiles = []string{"flight-defaults.yaml", "ground-cert-manager.yaml", "flight-with-relay.yaml"}
+
+// TestLint: helm lint finds nothing to warn about, for every values file.
+func TestLint(t *testing.T) {
+	for _, f := range valueFiles {
+		t.Run(f, func(t *testing.T) {
+			linter := lint.AllWithKubeVersion(".", valuesFile(t, f), namespace, kube137)
+			for _, m := range linter.Messages {
+				if m.Severity >= support.WarningSev {
+					t.Errorf("%s", m)
+				}
+			}
+		})
+	}
+}
+
+// TestGolden: the rendered chart for each values file is what was reviewed
+// (go test ./charts/breakglass -update rewrites the golden files).
+func TestGolden(t *testing.T) {
+	for _, f := range valueFiles {
+		t.Run(f, func(t *testing.T) {
+			got, err := Render(valuesFile(t, f), namespace)
+			if err != nil {
+				t.Fatal(err)
+			}
+			golden := filepath.Join("testdata", "golden", f)
+			if *update {
+				if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != string(want) {
+				t.Fatalf("the chart renders differently from %s; run go test ./charts/breakglass -update and review the diff", golden)
+			}
+		})
+	}
+}
+
+// TestHardenedPods: every Deployment the chart renders runs non-root, on a
+// read-only root, without privilege escalation or capabilities, with
+// requests and limits.
+func TestHardenedPods(t *testing.T) {
+	out, err := Render(valuesFile(t, "flight-with-relay.yaml"), namespace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec := utilyaml.NewYAMLReader(bufio.NewReader(strings.NewReader(out)))
+	deployments := 0
+	for {
+		doc, err := dec.Read()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Contains(doc, []byte("kind: Deployment")) {
+			continue
+		}
+		d := &appsv1.Deployment{}
+		if err := yaml.Unmarshal(doc, d); err != nil {
+			t.Fatal(err)
+		}
+		deployments++
+		ps := d.Spec.Template.Spec.SecurityContext
+		if ps == nil || ps.RunAsNonRoot == nil || !*ps.RunAsNonRoot || ps.SeccompProfile == nil {
+			t.Errorf("%s: pod security context %+v", d.Name, ps)
+		}
+		for _, c := range d.Spec.Template.Spec.Containers {
+			sc := c.SecurityContext
+			if sc == nil || sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem || sc.AllowPrivilegeEscalation == nil ||
+				*sc.AllowPrivilegeEscalation || sc.Capabilities == nil || len(sc.Capabilities.Drop) != 1 || sc.Capabilities.Drop[0] != "ALL" {
+				t.Errorf("%s/%s: container security context %+v", d.Name, c.Name, sc)
+			}
+			if c.Resources.Requests.Memory().IsZero() || c.Resources.Limits.Memory().IsZero() || c.Resources.Limits.Cpu().IsZero() {
+				t.Errorf("%s/%s: no requests and limits", d.Name, c.Name)
+			}
+		}
+	}
+	if deployments != 3 {
+		t.Fatalf("%d Deployments, want the webhook, the sweeper and the relay", deployments)
+	}
+}
+
+// TestBadValues: a bad value fails the install with a message naming it.
+func TestBadValues(t *testing.T) {
+	for _, tc := range []struct {
+		name, values, ns, want string
+	}{
+		{"unknown profile", "profile: prod\n", namespace, "profile"},
+		{"misspelt key", "webhook:\n  replica: 3\n", namespace, "replica"},
+		{"unpinned image", "params:\n  debugImages: [registry.example/debug:latest]\n", namespace, "debugImages"},
+		{"bad certificates", "webhook:\n  certificates: vault\n", namespace, "certificates"},
+		{"wrong namespace", "", "default", "install the chart into the namespace breakglass-system"},
+		{"relay without a store", "relay:\n  enabled: true\n  config: {listen: ':8443'}\n", namespace, "no store, no session"},
+		{"zero replicas", "sweeper:\n  replicas: 0\n", namespace, "replicas"},
+		{"slow deadline", "webhook:\n  deadline: 7s\n", namespace, "deadline"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v, err := chartutil.ReadValues([]byte(tc.values))
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = Render(v, tc.ns)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("%v, want an error naming %q", err, tc.want)
+			}
+		})
+	}
+}
