@@ -3,6 +3,7 @@ package chart_test
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"flag"
 	"io"
 	"os"
@@ -111,7 +112,7 @@ func TestHardenedPods(t *testing.T) {
 	deployments := 0
 	for {
 		doc, err := dec.Read()
-		if err == io.EOF {
+		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {
