@@ -7,7 +7,7 @@ ETCD_VERSION := v3.6.16
 
 export KUBEBUILDER_ASSETS := $(BIN)
 
-.PHONY: all build test test-unit test-integration bench generate verify-generate lint tools clean
+.PHONY: all build image test test-unit test-integration bench generate verify-generate lint tools clean
 
 all: build
 
@@ -54,6 +54,11 @@ generate: $(BIN)/controller-gen
 verify-generate: generate
 	@git diff --exit-code -- api charts || { echo "generated files are stale: run make generate and commit"; exit 1; }
 	@test -z "$$(git status --porcelain --untracked-files=all -- api charts)" || { git status --porcelain -- api charts; echo "generated files are not committed"; exit 1; }
+
+## image: the server image as a tarball (bin/breakglass-image.tar), no Docker engine needed.
+image:
+	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 $(GO) build -trimpath -o $(BIN)/linux/breakglass ./cmd/breakglass
+	$(GO) run ./internal/image/build -binary $(BIN)/linux/breakglass -o $(BIN)/breakglass-image.tar
 
 lint: $(BIN)/golangci-lint
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt: files above need formatting"; exit 1; }
