@@ -7,7 +7,7 @@ ETCD_VERSION := v3.6.16
 
 export KUBEBUILDER_ASSETS := $(BIN)
 
-.PHONY: all build image test test-unit test-integration bench generate verify-generate lint tools clean
+.PHONY: all build dev image test test-unit test-integration bench generate verify-generate lint tools clean
 
 all: build
 
@@ -55,6 +55,11 @@ verify-generate: generate
 	@git diff --exit-code -- api charts || { echo "generated files are stale: run make generate and commit"; exit 1; }
 	@test -z "$$(git status --porcelain --untracked-files=all -- api charts)" || { git status --porcelain -- api charts; echo "generated files are not committed"; exit 1; }
 
+## dev: the whole plane on this machine (kubectl breakglass dev up); Ctrl-C stops it.
+dev: $(BIN)/kube-apiserver $(BIN)/etcd
+	$(GO) build -o $(BIN)/kubectl-breakglass ./cmd/kubectl-breakglass
+	$(BIN)/kubectl-breakglass dev up
+
 ## image: the server image as a tarball (bin/breakglass-image.tar), no Docker engine needed.
 image:
 	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 $(GO) build -trimpath -o $(BIN)/linux/breakglass ./cmd/breakglass
@@ -74,7 +79,7 @@ test-unit:
 test-integration: $(BIN)/kube-apiserver $(BIN)/etcd $(BIN)/versitygw
 	$(GO) test -count=1 -timeout 20m ./test/integration/... ./test/evidence/...
 	$(GO) test -count=1 -timeout 20m -race ./test/sweeper/... ./test/cluster/... ./test/session/... ./test/relay/...
-	$(GO) test -count=1 -timeout 20m ./test/webhook/... ./test/chart/...
+	$(GO) test -count=1 -timeout 20m ./test/webhook/... ./test/chart/... ./test/dev/...
 
 ## test: everything CI runs.
 test: tools verify-generate lint test-unit test-integration

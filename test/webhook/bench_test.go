@@ -26,7 +26,7 @@ import (
 
 func benchVerifier(b *testing.B, ttl time.Duration) *webhook.Verifier {
 	v, err := webhook.NewVerifier(context.Background(), webhook.Config{Policies: []webhook.ImagePolicy{
-		{Name: "debug-images", Repository: reg.host + "/breakglass/*", Key: keyFile},
+		{Name: "debug-images", Repository: reg.Host + "/breakglass/*", Key: keyFile},
 	}}, webhook.VerifierOptions{Deadline: 3 * time.Second, CacheTTL: ttl, NameOptions: []name.Option{name.Insecure}})
 	if err != nil {
 		b.Fatal(err)

@@ -19,16 +19,17 @@ import (
 	"github.com/tower-dev/breakglass/manifests"
 	"github.com/tower-dev/breakglass/policies"
 	"github.com/tower-dev/breakglass/test/cluster"
+	"github.com/tower-dev/breakglass/test/registry"
 	"github.com/tower-dev/breakglass/webhook"
 )
 
 // The test bed, set up once.
 var (
 	cl  *cluster.Cluster
-	reg *testRegistry
+	reg *registry.Registry
 	// Images, all on the plane's allowlist so that only the webhook decides.
 	signed, signedLate, unsigned, wrongKey, otherRepo name.Digest
-	good                                              *signer
+	good                                              *registry.Signer
 	keyFile                                           string
 	webhookPort                                       int
 )
@@ -53,23 +54,23 @@ func tearDown() {
 		}
 	}
 	if reg != nil {
-		reg.srv.Close()
+		reg.Close()
 	}
 }
 
 func setUp() error {
-	reg = newRegistry()
+	reg = registry.Start()
 	var err error
-	if good, err = newSigner(); err != nil {
+	if good, err = registry.NewSigner(); err != nil {
 		return err
 	}
-	bad, err := newSigner()
+	bad, err := registry.NewSigner()
 	if err != nil {
 		return err
 	}
 	images := map[*name.Digest]struct {
 		repo, tag string
-		by        *signer
+		by        *registry.Signer
 	}{
 		&signed:     {"breakglass/debug", "signed", good},
 		&signedLate: {"breakglass/debug", "signed-late", good},
@@ -79,11 +80,11 @@ func setUp() error {
 	}
 	var allow []string
 	for ref, img := range images {
-		if *ref, err = reg.push(img.repo, img.tag); err != nil {
+		if *ref, err = reg.Push(img.repo, img.tag); err != nil {
 			return err
 		}
 		if img.by != nil {
-			if err := img.by.sign(*ref); err != nil {
+			if err := img.by.Sign(*ref); err != nil {
 				return err
 			}
 		}
@@ -93,7 +94,7 @@ func setUp() error {
 	if err != nil {
 		return err
 	}
-	if keyFile, err = good.writePublicKey(dir, "cosign.pub"); err != nil {
+	if keyFile, err = good.WritePublicKey(dir, "cosign.pub"); err != nil {
 		return err
 	}
 	if cl, err = cluster.Start(context.Background(), cluster.Options{Profile: policies.Flight, DebugImages: allow}); err != nil {

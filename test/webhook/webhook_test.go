@@ -40,7 +40,7 @@ func startWebhook(t testing.TB, deadline time.Duration) (stop func()) {
 		t.Fatal(err)
 	}
 	verifier, err := webhook.NewVerifier(ctx, webhook.Config{Policies: []webhook.ImagePolicy{
-		{Name: "debug-images", Repository: reg.host + "/breakglass/*", Key: keyFile},
+		{Name: "debug-images", Repository: reg.Host + "/breakglass/*", Key: keyFile},
 	}}, webhook.VerifierOptions{Deadline: deadline, NameOptions: []name.Option{name.Insecure}})
 	if err != nil {
 		t.Fatal(err)
@@ -184,7 +184,7 @@ func TestWebhookDown(t *testing.T) {
 func TestSlowRegistry(t *testing.T) {
 	startWebhook(t, time.Second)
 	portal := session(t, "slow")
-	reg.slow.Store(true)
-	defer reg.slow.Store(false)
+	reg.Slow.Store(true)
+	defer reg.Slow.Store(false)
 	wantRefused(t, addDebugContainer(t, portal, "slow", signedLate), "signature check did not finish in time")
 }

@@ -1,4 +1,7 @@
-package webhook_test
+// Package registry is a real OCI registry on loopback (go-containerregistry's)
+// and a cosign signer with a key made at run time, for tests and the local
+// demo: images are pushed and signed as `crane push` and `cosign sign` would.
+package registry
 
 import (
 	"bytes"
@@ -28,30 +31,35 @@ import (
 	"github.com/sigstore/sigstore/pkg/signature/payload"
 )
 
-// testRegistry is a real OCI registry (go-containerregistry's) on loopback,
-// which can be told to answer slowly.
-type testRegistry struct {
-	srv  *httptest.Server
-	host string
-	slow atomic.Bool
+// Registry is a real OCI registry on loopback, which can be told to answer
+// slowly (Slow), to test deadlines.
+type Registry struct {
+	srv *httptest.Server
+	// Host is host:port, the registry part of its image references.
+	Host string
+	Slow atomic.Bool
 }
 
-func newRegistry() *testRegistry {
-	r := &testRegistry{}
+// Start serves a new, empty registry.
+func Start() *Registry {
+	r := &Registry{}
 	reg := registry.New(registry.Logger(log.New(io.Discard, "", 0)))
 	r.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		if r.slow.Load() {
+		if r.Slow.Load() {
 			time.Sleep(4 * time.Second)
 		}
 		reg.ServeHTTP(w, req)
 	}))
-	r.host = r.srv.Listener.Addr().String()
+	r.Host = r.srv.Listener.Addr().String()
 	return r
 }
 
-// push writes a random image to repo:tag and returns its digest reference.
-func (r *testRegistry) push(repo, tag string) (name.Digest, error) {
-	ref, err := name.NewTag(r.host+"/"+repo+":"+tag, name.Insecure)
+// Close stops serving.
+func (r *Registry) Close() { r.srv.Close() }
+
+// Push writes a random image to repo:tag and returns its digest reference.
+func (r *Registry) Push(repo, tag string) (name.Digest, error) {
+	ref, err := name.NewTag(r.Host+"/"+repo+":"+tag, name.Insecure)
 	if err != nil {
 		return name.Digest{}, err
 	}
@@ -69,13 +77,14 @@ func (r *testRegistry) push(repo, tag string) (name.Digest, error) {
 	return name.NewDigest(ref.Context().Name()+"@"+h.String(), name.Insecure)
 }
 
-// signer is a cosign key made at test time: nothing committed expires.
-type signer struct {
+// Signer is a cosign key made at run time: nothing committed expires.
+type Signer struct {
 	priv *ecdsa.PrivateKey
 	sv   signature.SignerVerifier
 }
 
-func newSigner() (*signer, error) {
+// NewSigner makes a new key.
+func NewSigner() (*Signer, error) {
 	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, err
@@ -84,11 +93,11 @@ func newSigner() (*signer, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &signer{priv: priv, sv: sv}, nil
+	return &Signer{priv: priv, sv: sv}, nil
 }
 
-// sign attaches a cosign signature of ref to the registry, as `cosign sign` does.
-func (s *signer) sign(ref name.Digest) error {
+// Sign attaches a cosign signature of ref to the registry, as `cosign sign` does.
+func (s *Signer) Sign(ref name.Digest) error {
 	body, err := (&payload.Cosign{Image: ref}).MarshalJSON()
 	if err != nil {
 		return err
@@ -112,8 +121,8 @@ func (s *signer) sign(ref name.Digest) error {
 	return ociremote.WriteSignatures(ref.Repository, signed)
 }
 
-// writePublicKey writes the public key as PEM into dir.
-func (s *signer) writePublicKey(dir, file string) (string, error) {
+// WritePublicKey writes the public key as PEM into dir/file.
+func (s *Signer) WritePublicKey(dir, file string) (string, error) {
 	pem, err := cryptoutils.MarshalPublicKeyToPEM(s.priv.Public())
 	if err != nil {
 		return "", err

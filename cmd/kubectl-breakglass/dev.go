@@ -1,0 +1,79 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tower-dev/breakglass/internal/dev"
+	"github.com/tower-dev/breakglass/policies"
+)
+
+func newDevCommand() *cobra.Command {
+	cmd := &cobra.Command{Use: "dev", Short: "Run the whole plane on this machine, for trying it out"}
+	var profile, addr, dir string
+	up := &cobra.Command{
+		Use:   "up",
+		Short: "Start the API server, the virtual node, the plane, the webhook, the sweeper, the relay and a demo app; Ctrl-C stops all",
+		Long: `Needs kube-apiserver and etcd in $KUBEBUILDER_ASSETS or bin/ (make dev builds them).
+Everything runs on loopback and stops, leaving nothing behind, on Ctrl-C.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			p := policies.Profile(profile)
+			if p != policies.Flight && p != policies.Ground {
+				return fmt.Errorf("--profile: %q is neither flight nor ground", profile)
+			}
+			if dir == "" {
+				var err error
+				if dir, err = os.MkdirTemp("", "breakglass-dev-"); err != nil {
+					return err
+				}
+			} else if err := os.MkdirAll(dir, 0o700); err != nil {
+				return err
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			out := cmd.OutOrStdout()
+			return dev.Up(ctx, dev.Options{Profile: p, RelayAddr: addr, Dir: dir, Ready: func(i dev.Info) { printWelcome(out, i) }}, cmd.ErrOrStderr())
+		},
+	}
+	up.Flags().StringVar(&profile, "profile", "flight", "flight (production rules) or ground")
+	up.Flags().StringVar(&addr, "relay-addr", "127.0.0.1:8443", "where the relay listens")
+	up.Flags().StringVar(&dir, "dir", "", "where the kubeconfig, tokens and recordings go (a new temporary folder by default; removed at the end)")
+	cmd.AddCommand(up)
+	return cmd
+}
+
+func printWelcome(w io.Writer, i dev.Info) {
+	alice, bob := i.Tokens[dev.Alice.Email], i.Tokens[dev.Bob.Email]
+	fmt.Fprintf(w, `
+The break-glass plane is up (%.1fs).
+
+  kubeconfig   %s   (cluster admin; namespace %s, where the demo app runs)
+  demo pod     %s   (recycled after a session; its replacement has a new name)
+  relay        %s   (cluster %q)
+  debug image  %s   (signed; the webhook checks it)
+  alice        app owner, may request in %s:   token in %s
+  bob          approver:                         token in %s
+
+Terminal 1, as alice:
+  export BREAKGLASS_RELAY=%s BREAKGLASS_CLUSTER=%s
+  kubectl breakglass session request %s -n %s --token-file %s --reason "checkout returns 500s"
+
+Terminal 2, as bob (same two exports):
+  kubectl breakglass session list --token-file %s
+  kubectl breakglass session approve SESSION -n %s --token-file %s
+
+Terminal 1 again:
+  kubectl breakglass session start SESSION -n %s --token-file %s
+  kubectl breakglass session attach SESSION -n %s --token-file %s
+  kubectl breakglass session end SESSION -n %s --token-file %s
+
+Ctrl-C stops everything.
+`, i.Started.Seconds(), i.Kubeconfig, i.Namespace, i.Pod, i.RelayURL, i.Cluster, i.DebugImage, i.Namespace, alice, bob,
+		i.RelayURL, i.Cluster, i.Pod, i.Namespace, alice, bob, i.Namespace, bob, i.Namespace, alice, i.Namespace, alice, i.Namespace, alice)
+}

@@ -1,0 +1,125 @@
+// Package dev_test runs `make dev`'s plane in-process and walks the
+// README's two-person session through it, then stops it and checks that
+// nothing is left behind.
+package dev_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tower-dev/breakglass/api/v1alpha1"
+	"github.com/tower-dev/breakglass/internal/dev"
+	"github.com/tower-dev/breakglass/policies"
+	"github.com/tower-dev/breakglass/relay"
+	"github.com/tower-dev/breakglass/relay/client"
+)
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+func TestDevWalkthrough(t *testing.T) {
+	dir := t.TempDir()
+	state := filepath.Join(dir, "state")
+	if err := os.Mkdir(state, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	ready := make(chan dev.Info, 1)
+	var logs lockedBuffer
+	done := make(chan error, 1)
+	go func() {
+		done <- dev.Up(ctx, dev.Options{Profile: policies.Flight, RelayAddr: "127.0.0.1:0", Dir: state, Ready: func(i dev.Info) { ready <- i }}, &logs)
+	}()
+	var info dev.Info
+	select {
+	case info = <-ready:
+	case err := <-done:
+		t.Fatalf("dev up: %v\n%s", err, logs.String())
+	case <-time.After(2 * time.Minute):
+		t.Fatalf("not up within 2 minutes:\n%s", logs.String())
+	}
+	t.Logf("up in %s", info.Started)
+
+	as := func(who string) *client.Client {
+		tok, err := os.ReadFile(info.Tokens[who])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &client.Client{BaseURL: info.RelayURL, Token: strings.TrimSpace(string(tok))}
+	}
+	alice, bob := as(dev.Alice.Email), as(dev.Bob.Email)
+	target := client.Target{Cluster: info.Cluster, Namespace: info.Namespace}
+	s, err := alice.Request(ctx, target, relay.Request{Pod: info.Pod, Mode: v1alpha1.ModeLive, Duration: "20m", Reason: "trying the demo"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	target.Name = s.Name
+	if _, err := bob.Approve(ctx, target, relay.Decision{}); err != nil {
+		t.Fatal(err)
+	}
+	// The start adds the signed debug image: the webhook verifies it.
+	if _, err := alice.Start(ctx, target); err != nil {
+		t.Fatal(err)
+	}
+	in, typed := io.Pipe()
+	var screen lockedBuffer
+	attached := make(chan error, 1)
+	go func() { attached <- alice.Attach(ctx, target, in, &screen, io.Discard, nil) }()
+	if _, err := typed.Write([]byte("echo demo-$((40+2))\n")); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(20 * time.Second); !strings.Contains(screen.String(), "demo-42"); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no demo-42 on the screen: %q", screen.String())
+		}
+	}
+	ended, err := alice.End(ctx, target, "")
+	if err != nil || ended.Status.Evidence == nil {
+		t.Fatalf("end: %v %+v", err, ended.Status)
+	}
+	var closed *client.Ended
+	if err := <-attached; !errors.As(err, &closed) || closed.Code != 1000 {
+		t.Fatalf("the terminal: %v", err)
+	}
+
+	stop()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("stopping: %v", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("did not stop within a minute")
+	}
+	if _, err := os.Stat(state); !os.IsNotExist(err) {
+		t.Fatalf("the state folder is left behind: %v", err)
+	}
+	if c, err := net.DialTimeout("tcp", strings.TrimPrefix(info.RelayURL, "http://"), time.Second); err == nil {
+		_ = c.Close()
+		t.Fatal("the relay still listens")
+	}
+}
