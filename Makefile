@@ -1,4 +1,4 @@
-# breakglass: `make dev` runs the plane locally (issue 6); `make test` runs everything CI runs.
+# breakglass: `make dev` runs the plane locally; `make test` runs everything CI runs.
 SHELL := /usr/bin/env bash -o pipefail
 BIN := $(CURDIR)/bin
 GO ?= go
