@@ -26,15 +26,12 @@ type liveSession struct {
 }
 
 func (s *Server) start(w http.ResponseWriter, r *http.Request, c Caller) error {
-	t, ns, err := s.targetOf(r, c, "")
-	if err != nil {
-		return err
-	}
 	ctx := r.Context()
-	sess, err := s.fetch(ctx, t, ns, r.PathValue("name"))
+	t, sess, err := s.sessionFor(r, c, "")
 	if err != nil {
 		return err
 	}
+	ns := sess.Namespace
 	if sess.Spec.Requester != c.Name {
 		return forbidden("only the requester, %s, starts this session", sess.Spec.Requester)
 	}
@@ -120,15 +117,12 @@ func (s *Server) end(w http.ResponseWriter, r *http.Request, c Caller) error {
 			return err
 		}
 	}
-	t, ns, err := s.targetOf(r, c, "")
-	if err != nil {
-		return err
-	}
 	ctx := r.Context()
-	sess, err := s.fetch(ctx, t, ns, r.PathValue("name"))
+	t, sess, err := s.sessionFor(r, c, "")
 	if err != nil {
 		return err
 	}
+	ns := sess.Namespace
 	reason := v1alpha1.EndUser
 	if sess.Spec.Requester != c.Name {
 		if !s.cfg.can(c, ActionEnd, t.Name, ns) {
@@ -179,14 +173,11 @@ func (s *Server) terminal(w http.ResponseWriter, r *http.Request, c Caller) erro
 	if !s.originAllowed(r) {
 		return forbidden("origin %q may not open a terminal", r.Header.Get("Origin"))
 	}
-	t, ns, err := s.targetOf(r, c, "")
+	t, sess, err := s.sessionFor(r, c, "")
 	if err != nil {
 		return err
 	}
-	sess, err := s.fetch(r.Context(), t, ns, r.PathValue("name"))
-	if err != nil {
-		return err
-	}
+	ns := sess.Namespace
 	readOnly := sess.Spec.Requester != c.Name
 	if readOnly && !s.cfg.can(c, ActionApprove, t.Name, ns) {
 		return forbidden("only the requester, or an approver watching, opens this terminal")

@@ -30,15 +30,12 @@ func (s *Server) recording(w http.ResponseWriter, r *http.Request, c Caller) err
 	if !ok {
 		return badRequest("file: %q is not one of cast, transcript, manifest", file)
 	}
-	t, ns, err := s.targetOf(r, c, "")
-	if err != nil {
-		return err
-	}
 	ctx := r.Context()
-	sess, err := s.fetch(ctx, t, ns, r.PathValue("name"))
+	t, sess, err := s.sessionFor(r, c, "")
 	if err != nil {
 		return err
 	}
+	ns := sess.Namespace
 	sensitive := sess.Status.Approval != nil && sess.Status.Approval.ProcessAccess
 	switch {
 	case sensitive && !s.cfg.can(c, ActionViewSensitive, t.Name, ns):

@@ -108,18 +108,25 @@ func (s *Server) targetOf(r *http.Request, c Caller, a Action) (*target, string,
 	return t, ns, nil
 }
 
-func (s *Server) fetch(ctx context.Context, t *target, ns, name string) (*v1alpha1.Session, error) {
+// sessionFor is the session the request's path names, for a caller who
+// may do a in its namespace ("" for any permission there).
+func (s *Server) sessionFor(r *http.Request, c Caller, a Action) (*target, *v1alpha1.Session, error) {
+	t, ns, err := s.targetOf(r, c, a)
+	if err != nil {
+		return nil, nil, err
+	}
+	name := r.PathValue("name")
 	if len(validation.IsDNS1123Label(name)) > 0 {
-		return nil, badRequest("%q is not a session name", name)
+		return nil, nil, badRequest("%q is not a session name", name)
 	}
 	sess := &v1alpha1.Session{}
-	if err := t.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, sess); err != nil {
+	if err := t.Client.Get(r.Context(), client.ObjectKey{Namespace: ns, Name: name}, sess); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, notFound("no session %s in %s/%s", name, t.Name, ns)
+			return nil, nil, notFound("no session %s in %s/%s", name, t.Name, ns)
 		}
-		return nil, err
+		return nil, nil, err
 	}
-	return sess, nil
+	return t, sess, nil
 }
 
 // clusterError turns the API server's refusal (an admission policy, a
@@ -234,11 +241,7 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, c Caller) error {
 }
 
 func (s *Server) get(w http.ResponseWriter, r *http.Request, c Caller) error {
-	t, ns, err := s.targetOf(r, c, "")
-	if err != nil {
-		return err
-	}
-	sess, err := s.fetch(r.Context(), t, ns, r.PathValue("name"))
+	t, sess, err := s.sessionFor(r, c, "")
 	if err != nil {
 		return err
 	}
@@ -266,11 +269,7 @@ func (s *Server) decide(r *http.Request, c Caller) (*target, *v1alpha1.Session, 
 	if len(d.Comment) > maxReason || len(d.Reason) > maxReason {
 		return nil, nil, d, badRequest("comment and reason are at most %d characters", maxReason)
 	}
-	t, ns, err := s.targetOf(r, c, ActionApprove)
-	if err != nil {
-		return nil, nil, d, err
-	}
-	sess, err := s.fetch(r.Context(), t, ns, r.PathValue("name"))
+	t, sess, err := s.sessionFor(r, c, ActionApprove)
 	if err != nil {
 		return nil, nil, d, err
 	}
@@ -336,12 +335,8 @@ func (s *Server) review(w http.ResponseWriter, r *http.Request, c Caller) error 
 	if strings.TrimSpace(q.Comment) == "" || len(q.Comment) > maxReason {
 		return badRequest("comment: say what you found, in 1 to %d characters", maxReason)
 	}
-	t, ns, err := s.targetOf(r, c, ActionReview)
-	if err != nil {
-		return err
-	}
 	ctx := r.Context()
-	sess, err := s.fetch(ctx, t, ns, r.PathValue("name"))
+	t, sess, err := s.sessionFor(r, c, ActionReview)
 	if err != nil {
 		return err
 	}

@@ -284,7 +284,7 @@ func (l *Live) Resize(ctx context.Context, cols, rows uint16) error {
 	if err := l.rec.Resize(ctx, int(cols), int(rows)); err != nil {
 		return err
 	}
-	l.lastInput.Store(l.r.Clock.Now().UnixNano())
+	// A resize is not typing: it never holds off the idle limit.
 	l.sizes.push(remotecommand.TerminalSize{Width: cols, Height: rows})
 	return nil
 }
