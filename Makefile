@@ -7,7 +7,7 @@ ETCD_VERSION := v3.6.16
 
 export KUBEBUILDER_ASSETS := $(BIN)
 
-.PHONY: all build dev image test test-unit test-integration bench generate verify-generate lint tools clean
+.PHONY: all build dev image rekor test test-unit test-integration bench generate verify-generate lint tools clean
 
 all: build
 
@@ -17,7 +17,7 @@ build:
 	$(GO) build -o $(BIN)/breakglass ./cmd/breakglass
 
 ## tools: build the external programs the tests and generators use, once, into bin/.
-tools: $(BIN)/kube-apiserver $(BIN)/etcd $(BIN)/versitygw $(BIN)/controller-gen $(BIN)/golangci-lint
+tools: $(BIN)/kube-apiserver $(BIN)/etcd $(BIN)/versitygw $(BIN)/controller-gen $(BIN)/golangci-lint rekor
 
 $(BIN)/kube-apiserver: tools/apiserver/go.mod tools/apiserver/go.sum
 	@echo ">> building kube-apiserver $(KUBE_VERSION) from module sources (about 4 minutes the first time)"
@@ -36,6 +36,16 @@ $(BIN)/etcd: tools/etcd/go.mod tools/etcd/go.sum tools/etcd/main.go
 $(BIN)/versitygw: tools/versitygw/go.mod tools/versitygw/go.sum
 	@echo ">> building versitygw from module sources"
 	cd tools/versitygw && $(GO) build -o $@ github.com/versity/versitygw/cmd/versitygw
+
+# Rekor on Trillian (PostgreSQL comes from Debian): the transparency log recordings are anchored in.
+REKOR_BINS := $(BIN)/rekor-server $(BIN)/trillian_log_server $(BIN)/trillian_log_signer $(BIN)/createtree
+rekor: $(REKOR_BINS)
+$(REKOR_BINS) &: tools/rekor/go.mod tools/rekor/go.sum
+	@echo ">> building rekor-server and Trillian from module sources (about 5 minutes the first time)"
+	cd tools/rekor && $(GO) build -o $(BIN)/rekor-server github.com/sigstore/rekor/cmd/rekor-server
+	cd tools/rekor && $(GO) build -o $(BIN)/trillian_log_server github.com/google/trillian/cmd/trillian_log_server
+	cd tools/rekor && $(GO) build -o $(BIN)/trillian_log_signer github.com/google/trillian/cmd/trillian_log_signer
+	cd tools/rekor && $(GO) build -o $(BIN)/createtree github.com/google/trillian/cmd/createtree
 
 $(BIN)/controller-gen: tools/dev/go.mod tools/dev/go.sum
 	cd tools/dev && $(GO) build -o $@ sigs.k8s.io/controller-tools/cmd/controller-gen
@@ -76,8 +86,8 @@ test-unit:
 	$(GO) test -race ./sweeper/... ./webhook/... ./relay/...
 
 # On the real kube-apiserver and etcd; the sweeper's with -race.
-test-integration: $(BIN)/kube-apiserver $(BIN)/etcd $(BIN)/versitygw
-	$(GO) test -count=1 -timeout 20m ./test/integration/... ./test/evidence/...
+test-integration: $(BIN)/kube-apiserver $(BIN)/etcd $(BIN)/versitygw rekor
+	$(GO) test -count=1 -timeout 20m ./test/integration/... ./test/evidence/... ./test/tlog/...
 	$(GO) test -count=1 -timeout 20m -race ./test/sweeper/... ./test/cluster/... ./test/session/... ./test/relay/...
 	$(GO) test -count=1 -timeout 20m ./test/webhook/... ./test/chart/... ./test/dev/...
 

@@ -34,7 +34,9 @@ type Config struct {
 	Permissions    []Permission `json:"permissions"`
 	Limits         Limits       `json:"limits,omitempty"`
 	Recording      Recording    `json:"recording"`
-	Audit          AuditSinks   `json:"audit,omitempty"`
+	// Rekor, when set, anchors every recording in a transparency log.
+	Rekor *Rekor     `json:"rekor,omitempty"`
+	Audit AuditSinks `json:"audit,omitempty"`
 	// NotifyURL receives notifications as JSON POSTs.
 	NotifyURL string `json:"notifyURL,omitempty"`
 }
@@ -131,6 +133,15 @@ type Recording struct {
 	Retention metav1.Duration `json:"retention,omitempty"`
 }
 
+// Rekor is the transparency log recordings are anchored in.
+type Rekor struct {
+	// URL is the log, e.g. https://rekor.sigstore.dev or a private instance.
+	URL string `json:"url"`
+	// KeyFile is the relay's signing key (PEM, unencrypted or with the
+	// password in $BREAKGLASS_REKOR_KEY_PASSWORD).
+	KeyFile string `json:"keyFile"`
+}
+
 // AuditSinks are where audit events go besides stdout.
 type AuditSinks struct {
 	File string `json:"file,omitempty"`
@@ -224,6 +235,14 @@ func (c *Config) Complete() error {
 	}
 	if (c.Recording.Dir == "") == (c.Recording.S3 == nil) {
 		errs = append(errs, errors.New("recording: exactly one of dir and s3 is required: no store, no session"))
+	}
+	if r := c.Rekor; r != nil {
+		if u, err := url.Parse(r.URL); err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") {
+			errs = append(errs, fmt.Errorf("rekor.url: %q is not the log's http(s) URL", r.URL))
+		}
+		if r.KeyFile == "" {
+			errs = append(errs, errors.New("rekor.keyFile: the relay's signing key is required"))
+		}
 	}
 	if c.Limits.Heartbeat.Duration >= c.Limits.Disconnect.Duration {
 		errs = append(errs, errors.New("limits.heartbeat: must be shorter than limits.disconnect"))

@@ -22,6 +22,7 @@ import (
 	"github.com/tower-dev/breakglass/relay/notify"
 	"github.com/tower-dev/breakglass/relay/recording"
 	"github.com/tower-dev/breakglass/relay/session"
+	"github.com/tower-dev/breakglass/relay/tlog"
 )
 
 // Target is how the relay reaches one cluster: as the portal's
@@ -46,6 +47,8 @@ type Options struct {
 	Audit   *audit.Log
 	// Notifier may be nil: no notifications.
 	Notifier Notifier
+	// Anchorer may be nil: recordings are not anchored.
+	Anchorer *tlog.Anchorer
 	Clock    clock.Clock
 	Log      logr.Logger
 }
@@ -96,7 +99,7 @@ func NewServer(o Options) (*Server, error) {
 		s.clusters[c.Name] = &target{Cluster: c, Target: t, runner: &session.Runner{
 			Client: t.Client, Kube: t.Kube, Config: t.Config, Store: o.Store, Audit: o.Audit, Clock: o.Clock,
 			DebugImage: c.DebugImage, Grace: o.Config.Limits.Grace.Duration, Retention: o.Config.Recording.Retention.Duration,
-			MaxTTL: maxDuration,
+			MaxTTL: maxDuration, Anchorer: o.Anchorer, Log: o.Log,
 		}}
 	}
 	return s, nil

@@ -2,12 +2,14 @@ package main
 
 import (
 	"context"
+	"crypto"
 	"errors"
 	"fmt"
 	"net/http"
 	"os"
 	"time"
 
+	"github.com/sigstore/sigstore/pkg/signature"
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -20,6 +22,7 @@ import (
 	"github.com/tower-dev/breakglass/relay/audit"
 	"github.com/tower-dev/breakglass/relay/notify"
 	"github.com/tower-dev/breakglass/relay/recording"
+	"github.com/tower-dev/breakglass/relay/tlog"
 	"github.com/tower-dev/breakglass/sweeper"
 )
 
@@ -139,8 +142,18 @@ func buildRelay(ctx context.Context, cfg *relay.Config) (*relay.Server, func(), 
 	if cfg.NotifyURL != "" {
 		notifier = &notify.Webhook{URL: cfg.NotifyURL, PortalURL: cfg.PortalURL}
 	}
+	var anchorer *tlog.Anchorer
+	if r := cfg.Rekor; r != nil {
+		sv, err := signature.LoadSignerVerifierFromPEMFile(r.KeyFile, crypto.SHA256, func(bool) ([]byte, error) {
+			return []byte(os.Getenv("BREAKGLASS_REKOR_KEY_PASSWORD")), nil
+		})
+		if err != nil {
+			return fail(fmt.Errorf("rekor.keyFile: %w", err))
+		}
+		anchorer = &tlog.Anchorer{URL: r.URL, Signer: sv}
+	}
 	srv, err := relay.NewServer(relay.Options{Config: cfg, Auth: auth, Targets: targets, Store: store,
-		Audit: audit.NewLog(last, nil, sinks...), Notifier: notifier, Log: ctrl.Log.WithName("relay")})
+		Audit: audit.NewLog(last, nil, sinks...), Notifier: notifier, Anchorer: anchorer, Log: ctrl.Log.WithName("relay")})
 	if err != nil {
 		return fail(err)
 	}

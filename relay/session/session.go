@@ -17,6 +17,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/go-logr/logr"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -35,6 +36,7 @@ import (
 	"github.com/tower-dev/breakglass/manifests"
 	"github.com/tower-dev/breakglass/relay/audit"
 	"github.com/tower-dev/breakglass/relay/recording"
+	"github.com/tower-dev/breakglass/relay/tlog"
 )
 
 // Runner starts and ends sessions on one cluster, as the portal.
@@ -53,6 +55,11 @@ type Runner struct {
 	Retention time.Duration
 	// MaxTTL is the largest TTL the policies allow.
 	MaxTTL time.Duration
+	// Anchorer, when set, anchors each recording's manifest in Rekor after
+	// the session ends, off its critical path.
+	Anchorer *tlog.Anchorer
+	// Log tells of anchors pending and failing.
+	Log logr.Logger
 }
 
 // Live is a running session: its terminal and its recording.
@@ -348,13 +355,16 @@ func (l *Live) end(ctx context.Context, by string, reason v1alpha1.EndReason) er
 	if body != nil {
 		sum := sha256.Sum256(body)
 		prefix := recording.Prefix(s.Namespace, s.Name)
-		s.Status.Evidence = &v1alpha1.Evidence{ManifestSHA256: hex.EncodeToString(sum[:]), AnchorPending: true,
+		s.Status.Evidence = &v1alpha1.Evidence{ManifestSHA256: hex.EncodeToString(sum[:]), AnchorPending: r.Anchorer != nil,
 			URIs: []string{prefix + recording.CastFile, prefix + recording.TranscriptFile, prefix + recording.ManifestFile}}
 	}
 	// A merge patch: the heartbeat may have moved the resource version.
 	errs = append(errs, r.Client.Status().Patch(ctx, s, client.MergeFrom(before)))
 	errs = append(errs, r.Step(ctx, "end", by, s, string(reason)))
 	l.cancel()
+	if body != nil && r.Anchorer != nil {
+		go r.anchor(s.DeepCopy(), body)
+	}
 	return errors.Join(errs...)
 }
 

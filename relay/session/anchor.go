@@ -1,0 +1,54 @@
+package session
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/tower-dev/breakglass/api/v1alpha1"
+	"github.com/tower-dev/breakglass/relay/recording"
+	"github.com/tower-dev/breakglass/relay/tlog"
+)
+
+// anchor puts the manifest in the transparency log, retrying while the log
+// is down (the Session says "anchor pending" meanwhile), then keeps the
+// bundle beside the recording and names the entry in the Session.
+func (r *Runner) anchor(s *v1alpha1.Session, manifest []byte) {
+	ctx := context.Background()
+	b, err := r.Anchorer.AnchorWithRetry(ctx, manifest, func(err error) {
+		r.Log.Info("the recording's anchor is pending", "session", s.Namespace+"/"+s.Name, "error", err.Error())
+	})
+	if err != nil {
+		r.Log.Error(err, "the recording was not anchored", "session", s.Namespace+"/"+s.Name)
+		return
+	}
+	if err := r.keepBundle(ctx, s, b); err != nil {
+		r.Log.Error(err, "keeping the anchor", "session", s.Namespace+"/"+s.Name)
+	}
+}
+
+func (r *Runner) keepBundle(ctx context.Context, s *v1alpha1.Session, b *tlog.Bundle) error {
+	raw, err := json.MarshalIndent(b, "", "  ")
+	if err != nil {
+		return err
+	}
+	key := recording.Prefix(s.Namespace, s.Name) + tlog.BundleFile
+	if err := r.Store.Put(ctx, key, raw, r.Clock.Now().Add(r.Retention)); err != nil {
+		return err
+	}
+	before := s.DeepCopy()
+	ev := s.Status.Evidence
+	ev.AnchorPending, ev.EntryID, ev.LogIndex = false, b.UUID, b.Entry.LogIndex
+	ev.URIs = append(ev.URIs, key)
+	// Retried: the API server may be briefly away too.
+	var last error
+	for i := 0; i < 10; i++ {
+		if last = r.Client.Status().Patch(ctx, s, client.MergeFrom(before)); last == nil {
+			return r.Step(ctx, "anchor", PortalIdentity, s, b.UUID)
+		}
+		time.Sleep(time.Second)
+	}
+	return last
+}

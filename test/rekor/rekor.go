@@ -1,0 +1,279 @@
+// Package rekor runs a real transparency log for tests: rekor-server on
+// Trillian's log server and signer, on PostgreSQL, all on loopback, all
+// stopped (by PID) and removed at the end.
+package rekor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/tower-dev/breakglass/test/cluster"
+)
+
+// Log is a running Rekor.
+type Log struct {
+	// URL is Rekor's address.
+	URL   string
+	dir   string
+	pg    string // PostgreSQL's bin folder
+	procs []*exec.Cmd
+	port  int
+	stops []func() error
+}
+
+// Binaries are what `make rekor` builds into bin/.
+var Binaries = []string{"rekor-server", "trillian_log_server", "trillian_log_signer", "createtree"}
+
+// Available says why a Rekor cannot be started here, or nil.
+func Available() error {
+	for _, b := range Binaries {
+		if _, err := os.Stat(filepath.Join(cluster.AssetsDir(), b)); err != nil {
+			return fmt.Errorf("%s not in %s: run make rekor", b, cluster.AssetsDir())
+		}
+	}
+	if _, err := postgresBin(); err != nil {
+		return err
+	}
+	return nil
+}
+
+func postgresBin() (string, error) {
+	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
+	for _, d := range dirs {
+		if _, err := os.Stat(filepath.Join(d, "initdb")); err == nil {
+			return d, nil
+		}
+	}
+	return "", errors.New("PostgreSQL is not installed (apt-get install -y postgresql)")
+}
+
+// Start starts PostgreSQL, Trillian and Rekor.
+func Start(ctx context.Context) (_ *Log, err error) {
+	if err := Available(); err != nil {
+		return nil, err
+	}
+	pg, _ := postgresBin()
+	dir, err := os.MkdirTemp("", "breakglass-rekor-")
+	if err != nil {
+		return nil, err
+	}
+	l := &Log{dir: dir, pg: pg}
+	defer func() {
+		if err != nil {
+			_ = l.Stop()
+		}
+	}()
+	pgPort, err := l.startPostgres(ctx)
+	if err != nil {
+		return nil, err
+	}
+	uri := fmt.Sprintf("postgresql:///trillian?host=127.0.0.1&port=%d&user=postgres&sslmode=disable", pgPort)
+	storage := []string{"--storage_system=postgresql", "--quota_system=postgresql", "--postgresql_uri=" + uri}
+	rpc, err := l.startTrillian(ctx, "trillian_log_server", storage)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := l.startTrillian(ctx, "trillian_log_signer", append(storage, "--force_master", "--election_system=noop", "--sequencer_interval=50ms")); err != nil {
+		return nil, err
+	}
+	out, err := exec.CommandContext(ctx, filepath.Join(cluster.AssetsDir(), "createtree"), "--admin_server="+rpc).Output()
+	if err != nil {
+		return nil, fmt.Errorf("creating the Trillian tree: %w", err)
+	}
+	tree := strings.TrimSpace(string(out))
+	if l.port, err = cluster.FreePort(); err != nil {
+		return nil, err
+	}
+	host, rpcPort, _ := strings.Cut(rpc, ":")
+	if err := l.start(ctx, "rekor-server", "serve", "--rekor_server.address=127.0.0.1", "--port="+strconv.Itoa(l.port),
+		"--trillian_log_server.address="+host, "--trillian_log_server.port="+rpcPort, "--trillian_log_server.tlog_id="+tree,
+		"--enable_retrieve_api=false", "--rekor_server.signer=memory", "--rekor_server.hostname=rekor.local",
+		"--enabled_api_endpoints=getLogInfo,getPublicKey,getLogProof,createLogEntry,getLogEntryByIndex,getLogEntryByUUID,searchLogQuery"); err != nil {
+		return nil, err
+	}
+	l.URL = "http://127.0.0.1:" + strconv.Itoa(l.port)
+	if err := waitHTTP(ctx, l.URL+"/api/v1/log"); err != nil {
+		return nil, fmt.Errorf("rekor-server: %w", err)
+	}
+	return l, nil
+}
+
+func (l *Log) start(ctx context.Context, bin string, args ...string) error {
+	cmd := exec.Command(filepath.Join(cluster.AssetsDir(), bin), args...)
+	logFile, err := os.Create(filepath.Join(l.dir, bin+".log"))
+	if err != nil {
+		return err
+	}
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	l.procs = append(l.procs, cmd)
+	return nil
+}
+
+// startTrillian starts a Trillian binary and waits for its /healthz; it
+// returns its gRPC address.
+func (l *Log) startTrillian(ctx context.Context, bin string, args []string) (string, error) {
+	rpcPort, err := cluster.FreePort()
+	if err != nil {
+		return "", err
+	}
+	httpPort, err := cluster.FreePort()
+	if err != nil {
+		return "", err
+	}
+	rpc := "127.0.0.1:" + strconv.Itoa(rpcPort)
+	args = append(args, "--rpc_endpoint="+rpc, "--http_endpoint=127.0.0.1:"+strconv.Itoa(httpPort))
+	if err := l.start(ctx, bin, args...); err != nil {
+		return "", err
+	}
+	if err := waitHTTP(ctx, fmt.Sprintf("http://127.0.0.1:%d/healthz", httpPort)); err != nil {
+		return "", fmt.Errorf("%s: %w", bin, err)
+	}
+	return rpc, nil
+}
+
+// startPostgres initializes a throwaway cluster (as the postgres user when
+// running as root: PostgreSQL refuses root), loads Trillian's schema and
+// returns its port.
+func (l *Log) startPostgres(ctx context.Context) (int, error) {
+	data, sock := filepath.Join(l.dir, "pgdata"), filepath.Join(l.dir, "pgsock")
+	for _, d := range []string{data, sock} {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			return 0, err
+		}
+	}
+	asPostgres := func(name string, args ...string) *exec.Cmd {
+		bin := filepath.Join(l.pg, name)
+		if os.Geteuid() == 0 {
+			return exec.CommandContext(ctx, "runuser", append([]string{"-u", "postgres", "--", bin}, args...)...)
+		}
+		return exec.CommandContext(ctx, bin, args...)
+	}
+	if os.Geteuid() == 0 {
+		pgUser, err := user.Lookup("postgres")
+		if err != nil {
+			return 0, err
+		}
+		uid, _ := strconv.Atoi(pgUser.Uid)
+		gid, _ := strconv.Atoi(pgUser.Gid)
+		for _, d := range []string{l.dir, data, sock} {
+			if err := os.Chown(d, uid, gid); err != nil {
+				return 0, err
+			}
+		}
+	}
+	if out, err := asPostgres("initdb", "-D", data, "-A", "trust", "-U", "postgres").CombinedOutput(); err != nil {
+		return 0, fmt.Errorf("initdb: %w\n%s", err, out)
+	}
+	port, err := cluster.FreePort()
+	if err != nil {
+		return 0, err
+	}
+	opts := fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 -c fsync=off", port, sock)
+	if out, err := asPostgres("pg_ctl", "-D", data, "-o", opts, "-l", filepath.Join(data, "log"), "-w", "start").CombinedOutput(); err != nil {
+		return 0, fmt.Errorf("starting PostgreSQL: %w\n%s", err, out)
+	}
+	l.stops = append(l.stops, func() error {
+		out, err := asPostgres("pg_ctl", "-D", data, "-m", "immediate", "-w", "stop").CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("stopping PostgreSQL: %w\n%s", err, out)
+		}
+		return nil
+	})
+	psql := func(args ...string) error {
+		base := []string{"-h", "127.0.0.1", "-p", strconv.Itoa(port), "-U", "postgres", "-v", "ON_ERROR_STOP=1", "-q"}
+		if out, err := exec.CommandContext(ctx, filepath.Join(l.pg, "psql"), append(base, args...)...).CombinedOutput(); err != nil {
+			return fmt.Errorf("psql %v: %w\n%s", args, err, out)
+		}
+		return nil
+	}
+	if err := psql("-c", "CREATE DATABASE trillian"); err != nil {
+		return 0, err
+	}
+	schema, err := trillianSchema()
+	if err != nil {
+		return 0, err
+	}
+	if err := psql("-d", "trillian", "-f", schema); err != nil {
+		return 0, err
+	}
+	return port, nil
+}
+
+// trillianSchema is the PostgreSQL schema in the Trillian module that
+// tools/rekor builds (downloaded with it).
+func trillianSchema() (string, error) {
+	cmd := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/google/trillian")
+	cmd.Dir = filepath.Join(filepath.Dir(cluster.AssetsDir()), "tools", "rekor")
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("finding Trillian's module: %w", err)
+	}
+	return filepath.Join(strings.TrimSpace(string(out)), "storage", "postgresql", "schema", "storage.sql"), nil
+}
+
+func waitHTTP(ctx context.Context, url string) error {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			_ = resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+			err = fmt.Errorf("%s answered %d", url, resp.StatusCode)
+		}
+		if time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// Pause stops Rekor (SIGSTOP) so that calls to it time out; Resume lets it go on.
+func (l *Log) Pause() error { return l.signalRekor(syscall.SIGSTOP) }
+
+// Resume undoes Pause.
+func (l *Log) Resume() error { return l.signalRekor(syscall.SIGCONT) }
+
+func (l *Log) signalRekor(sig syscall.Signal) error {
+	for _, p := range l.procs {
+		if filepath.Base(p.Path) == "rekor-server" {
+			return p.Process.Signal(sig)
+		}
+	}
+	return errors.New("rekor-server is not running")
+}
+
+// Stop kills what Start started, by PID, newest first, and removes its files.
+func (l *Log) Stop() error {
+	var errs []error
+	for i := len(l.procs) - 1; i >= 0; i-- {
+		p := l.procs[i]
+		_ = p.Process.Signal(syscall.SIGCONT)
+		_ = p.Process.Kill()
+		_ = p.Wait()
+	}
+	for i := len(l.stops) - 1; i >= 0; i-- {
+		errs = append(errs, l.stops[i]())
+	}
+	errs = append(errs, os.RemoveAll(l.dir))
+	return errors.Join(errs...)
+}
