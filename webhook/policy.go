@@ -21,7 +21,26 @@ type ImagePolicy struct {
 	Repository string `json:"repository"`
 	// Key is a cosign key reference: a PEM file, k8s://namespace/secret, or a
 	// KMS URI (awskms://, gcpkms://, azurekms://, hashivault://).
-	Key string `json:"key"`
+	Key string `json:"key,omitempty"`
+	// Keyless, instead of Key, accepts a signature by a short-lived
+	// certificate (Fulcio's) for one OIDC identity, logged in Rekor.
+	Keyless *Keyless `json:"keyless,omitempty"`
+}
+
+// Keyless names who may sign, and what to trust to know it was them.
+type Keyless struct {
+	// Issuer is the OIDC issuer of the signer's identity, e.g.
+	// https://token.actions.githubusercontent.com.
+	Issuer string `json:"issuer"`
+	// Subject is the identity (an email or a URI); SubjectRegExp matches one.
+	Subject       string `json:"subject,omitempty"`
+	SubjectRegExp string `json:"subjectRegExp,omitempty"`
+	// Roots is a PEM file of the certificate authority's root and
+	// intermediates (Fulcio's, public or private).
+	Roots string `json:"roots"`
+	// RekorPublicKey is a PEM file of the transparency log's key: the
+	// signature's log entry (its signed entry timestamp) must verify with it.
+	RekorPublicKey string `json:"rekorPublicKey"`
 }
 
 // Config is the webhook's policy file.
@@ -61,8 +80,12 @@ func (c Config) Check() error {
 			return fmt.Errorf("policies[%d].repository: %q must be a repository or a prefix ending in /*", i, p.Repository)
 		case strings.ContainsAny(p.Repository, "@:") && !strings.Contains(strings.SplitN(p.Repository, "/", 2)[0], ":"):
 			return fmt.Errorf("policies[%d].repository: %q names a tag or digest; name the repository only", i, p.Repository)
-		case p.Key == "":
-			return fmt.Errorf("policies[%d].key: required (a key file, k8s://namespace/secret or a KMS URI)", i)
+		case (p.Key == "") == (p.Keyless == nil):
+			return fmt.Errorf("policies[%d]: exactly one of key (a key file, k8s://namespace/secret or a KMS URI) and keyless", i)
+		case p.Keyless != nil && (p.Keyless.Issuer == "" || (p.Keyless.Subject == "") == (p.Keyless.SubjectRegExp == "")):
+			return fmt.Errorf("policies[%d].keyless: an issuer and exactly one of subject and subjectRegExp", i)
+		case p.Keyless != nil && (p.Keyless.Roots == "" || p.Keyless.RekorPublicKey == ""):
+			return fmt.Errorf("policies[%d].keyless: roots and rekorPublicKey (PEM files) say whom to trust", i)
 		}
 		names[p.Name] = true
 	}

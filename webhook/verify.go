@@ -38,6 +38,7 @@ type VerifierOptions struct {
 type Verifier struct {
 	config    Config
 	verifiers map[string]signature.Verifier
+	keyless   map[string]*cosign.CheckOpts
 	cache     *successCache
 	opts      VerifierOptions
 }
@@ -59,9 +60,17 @@ func NewVerifier(ctx context.Context, cfg Config, opts VerifierOptions) (*Verifi
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
 	}
-	v := &Verifier{config: cfg, verifiers: map[string]signature.Verifier{}, opts: opts,
+	v := &Verifier{config: cfg, verifiers: map[string]signature.Verifier{}, keyless: map[string]*cosign.CheckOpts{}, opts: opts,
 		cache: newSuccessCache(opts.CacheSize, opts.CacheTTL, opts.Clock)}
 	for _, p := range cfg.Policies {
+		if p.Keyless != nil {
+			co, err := keylessOpts(p.Keyless)
+			if err != nil {
+				return nil, fmt.Errorf("policy %s: %w", p.Name, err)
+			}
+			v.keyless[p.Name] = co
+			continue
+		}
 		pk, err := sigs.PublicKeyFromKeyRef(ctx, p.Key)
 		if err != nil {
 			return nil, fmt.Errorf("policy %s: loading its key: %w", p.Name, err)
@@ -97,14 +106,19 @@ func (v *Verifier) Verify(ctx context.Context, image string) error {
 	ctx, cancel := context.WithTimeout(ctx, v.opts.Deadline)
 	defer cancel()
 	registry := append([]remote.Option{remote.WithContext(ctx), remote.WithAuthFromKeychain(authn.DefaultKeychain)}, v.opts.Registry...)
-	_, _, err = cosign.VerifyImageSignatures(ctx, ref, &cosign.CheckOpts{
-		SigVerifier:        v.verifiers[policy.Name],
-		ClaimVerifier:      cosign.SimpleClaimVerifier,
-		RegistryClientOpts: []ociremote.Option{ociremote.WithRemoteOptions(registry...)},
+	co := &cosign.CheckOpts{
+		SigVerifier: v.verifiers[policy.Name],
 		// Key-based policies: the signature is checked against the key alone.
 		IgnoreTlog: true,
 		IgnoreSCT:  true,
-	})
+	}
+	if k, ok := v.keyless[policy.Name]; ok {
+		copied := *k
+		co = &copied
+	}
+	co.ClaimVerifier = cosign.SimpleClaimVerifier
+	co.RegistryClientOpts = []ociremote.Option{ociremote.WithRemoteOptions(registry...)}
+	_, _, err = cosign.VerifyImageSignatures(ctx, ref, co)
 	if ctx.Err() != nil {
 		return fmt.Errorf("%s: %w (%s)", image, ErrDeadline, v.opts.Deadline)
 	}

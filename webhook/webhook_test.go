@@ -32,7 +32,10 @@ func TestConfigCheck(t *testing.T) {
 		{"twice", Config{Policies: []ImagePolicy{ok, ok}}, `"p" used twice`},
 		{"wildcard inside", Config{Policies: []ImagePolicy{{Name: "p", Repository: "registry.example/*/debug", Key: "k"}}}, "must be a repository or a prefix"},
 		{"a tag", Config{Policies: []ImagePolicy{{Name: "p", Repository: "registry.example/debug:1", Key: "k"}}}, "names a tag or digest"},
-		{"no key", Config{Policies: []ImagePolicy{{Name: "p", Repository: "r"}}}, "policies[0].key: required"},
+		{"no key", Config{Policies: []ImagePolicy{{Name: "p", Repository: "r"}}}, "exactly one of key"},
+		{"key and keyless", Config{Policies: []ImagePolicy{{Name: "p", Repository: "r", Key: "k", Keyless: &Keyless{}}}}, "exactly one of key"},
+		{"keyless without identity", Config{Policies: []ImagePolicy{{Name: "p", Repository: "r", Keyless: &Keyless{Issuer: "https://i"}}}}, "exactly one of subject"},
+		{"keyless without roots", Config{Policies: []ImagePolicy{{Name: "p", Repository: "r", Keyless: &Keyless{Issuer: "https://i", Subject: "a@b"}}}}, "roots and rekorPublicKey"},
 	} {
 		if err := tc.c.Check(); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: Check = %v, want %q", tc.name, err, tc.want)

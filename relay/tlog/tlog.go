@@ -209,7 +209,7 @@ func (b *Bundle) Verify(ctx context.Context, manifest, rekorPublicKeyPEM []byte)
 	if hr.Signature == nil || hr.Signature.PublicKey == nil {
 		return errors.New("the log's entry has no signature")
 	}
-	pub, err := cryptoutils.UnmarshalPEMToPublicKey(hr.Signature.PublicKey.Content)
+	pub, err := publicKeyOf(hr.Signature.PublicKey.Content)
 	if err != nil {
 		return fmt.Errorf("the entry's public key: %w", err)
 	}
@@ -233,4 +233,13 @@ func (b *Bundle) Verify(ctx context.Context, manifest, rekorPublicKeyPEM []byte)
 		return fmt.Errorf("the inclusion proof, checkpoint or timestamp does not verify: %w", err)
 	}
 	return nil
+}
+
+// publicKeyOf reads a PEM public key, or the key of a PEM certificate (a
+// keyless signer's).
+func publicKeyOf(pemBytes []byte) (crypto.PublicKey, error) {
+	if certs, err := cryptoutils.UnmarshalCertificatesFromPEM(pemBytes); err == nil && len(certs) > 0 {
+		return certs[0].PublicKey, nil
+	}
+	return cryptoutils.UnmarshalPEMToPublicKey(pemBytes)
 }

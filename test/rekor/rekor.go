@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -276,4 +277,21 @@ func (l *Log) Stop() error {
 	}
 	errs = append(errs, os.RemoveAll(l.dir))
 	return errors.Join(errs...)
+}
+
+// PublicKey is the log's public key (PEM), as its API serves it.
+func (l *Log) PublicKey(ctx context.Context) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, l.URL+"/api/v1/log/publicKey", nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("the log's public key: %s", resp.Status)
+	}
+	return io.ReadAll(resp.Body)
 }

@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/go-logr/logr"
@@ -20,6 +21,7 @@ import (
 	"github.com/tower-dev/breakglass/policies"
 	"github.com/tower-dev/breakglass/test/cluster"
 	"github.com/tower-dev/breakglass/test/registry"
+	"github.com/tower-dev/breakglass/test/rekor"
 	"github.com/tower-dev/breakglass/webhook"
 )
 
@@ -32,6 +34,16 @@ var (
 	good                                              *registry.Signer
 	keyFile                                           string
 	webhookPort                                       int
+	// Keyless: signed by a short-lived certificate, logged in a real Rekor.
+	rk                                      *rekor.Log
+	keylessGood, keylessOther, keylessKeyed name.Digest
+	keylessUntrusted, keylessUnlogged       name.Digest
+	keylessRoots, rekorKeyFile              string
+)
+
+const (
+	keylessIssuer  = "https://issuer.example"
+	keylessSubject = "release@example.com"
 )
 
 func TestMain(m *testing.M) { os.Exit(run(m)) }
@@ -55,6 +67,11 @@ func tearDown() {
 	}
 	if reg != nil {
 		reg.Close()
+	}
+	if rk != nil {
+		if err := rk.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "stopping Rekor:", err)
+		}
 	}
 }
 
@@ -97,6 +114,11 @@ func setUp() error {
 	if keyFile, err = good.WritePublicKey(dir, "cosign.pub"); err != nil {
 		return err
 	}
+	keyless, err := keylessImages(dir, good)
+	if err != nil {
+		return err
+	}
+	allow = append(allow, keyless...)
 	if cl, err = cluster.Start(context.Background(), cluster.Options{Profile: policies.Flight, DebugImages: allow}); err != nil {
 		return err
 	}
@@ -114,4 +136,62 @@ func setUp() error {
 		}
 	}
 	return nil
+}
+
+// keylessImages starts Rekor and a stand-in for Fulcio, and pushes images
+// signed keyless by the trusted identity, by another identity, and with a
+// key (no certificate).
+func keylessImages(dir string, keyed *registry.Signer) ([]string, error) {
+	ctx := context.Background()
+	var err error
+	if rk, err = rekor.Start(ctx); err != nil {
+		return nil, err
+	}
+	ca, err := registry.NewCA()
+	if err != nil {
+		return nil, err
+	}
+	if keylessRoots, err = ca.WriteRoots(dir, "fulcio-roots.pem"); err != nil {
+		return nil, err
+	}
+	logKey, err := rk.PublicKey(ctx)
+	if err != nil {
+		return nil, err
+	}
+	rekorKeyFile = filepath.Join(dir, "rekor.pub")
+	if err := os.WriteFile(rekorKeyFile, logKey, 0o600); err != nil {
+		return nil, err
+	}
+	untrusted, err := registry.NewCA()
+	if err != nil {
+		return nil, err
+	}
+	var allow []string
+	for _, img := range []struct {
+		ref      *name.Digest
+		tag      string
+		by       *registry.CA
+		subject  string
+		rekorURL string
+	}{
+		{&keylessGood, "good", ca, keylessSubject, rk.URL},
+		{&keylessOther, "other", ca, "mallory@example.com", rk.URL},
+		{&keylessUntrusted, "untrusted-ca", untrusted, keylessSubject, rk.URL},
+		{&keylessUnlogged, "unlogged", ca, keylessSubject, ""},
+		{&keylessKeyed, "keyed", nil, "", ""},
+	} {
+		if *img.ref, err = reg.Push("breakglass-keyless/debug", img.tag); err != nil {
+			return nil, err
+		}
+		if img.by == nil {
+			err = keyed.Sign(*img.ref)
+		} else {
+			err = img.by.SignKeyless(ctx, *img.ref, keylessIssuer, img.subject, img.rekorURL)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("signing %s: %w", img.tag, err)
+		}
+		allow = append(allow, img.ref.String())
+	}
+	return allow, nil
 }

@@ -41,6 +41,8 @@ func startWebhook(t testing.TB, deadline time.Duration) (stop func()) {
 	}
 	verifier, err := webhook.NewVerifier(ctx, webhook.Config{Policies: []webhook.ImagePolicy{
 		{Name: "debug-images", Repository: reg.Host + "/breakglass/*", Key: keyFile},
+		{Name: "keyless-images", Repository: reg.Host + "/breakglass-keyless/*", Keyless: &webhook.Keyless{
+			Issuer: keylessIssuer, Subject: keylessSubject, Roots: keylessRoots, RekorPublicKey: rekorKeyFile}},
 	}}, webhook.VerifierOptions{Deadline: deadline, NameOptions: []name.Option{name.Insecure}})
 	if err != nil {
 		t.Fatal(err)
@@ -161,6 +163,24 @@ func TestSignatures(t *testing.T) {
 			t.Fatalf("a copy with a signed debug image was refused: %v", err)
 		}
 	})
+}
+
+// TestKeyless: an image signed keyless by the trusted identity, with its
+// Rekor entry, is admitted; one signed by another identity, by a CA that is
+// not trusted, without a Rekor entry, or with a key where the policy wants a
+// certificate, is refused.
+func TestKeyless(t *testing.T) {
+	startWebhook(t, 3*time.Second)
+	portal := session(t, "keyless")
+	if err := addDebugContainer(t, portal, "keyless", keylessGood); err != nil {
+		t.Fatalf("a keyless-signed image by the trusted identity was refused: %v", err)
+	}
+	wantRefused(t, addDebugContainer(t, portal, "keyless", keylessOther), "none of the expected identities")
+	wantRefused(t, addDebugContainer(t, portal, "keyless", keylessUntrusted), "cert verification failed")
+	// Without the log's entry carried with the signature, the webhook
+	// (which looks nothing up online) cannot see it logged: refused.
+	wantRefused(t, addDebugContainer(t, portal, "keyless", keylessUnlogged), "rekor client not provided")
+	wantRefused(t, addDebugContainer(t, portal, "keyless", keylessKeyed), "no valid signature by the key of policy keyless-images")
 }
 
 // TestWebhookDown: with the webhook stopped, ordinary pods are created as
