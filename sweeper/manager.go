@@ -34,6 +34,11 @@ type Options struct {
 	ReviewWithin     time.Duration
 	Notifier         Notifier
 	Evidence         EvidenceFinalizer
+	// Anchors, when set, anchors recordings whose anchor is still pending
+	// AnchorAfter (default 2m) after their end: the relay died or stopped
+	// before the transparency log answered.
+	Anchors     EvidenceAnchorer
+	AnchorAfter time.Duration
 	// Expired is told of each grant deleted, and how late (for measurements).
 	Expired func(rb *rbacv1.RoleBinding, late time.Duration)
 
@@ -53,6 +58,9 @@ type Options struct {
 func (o *Options) defaults() {
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}
+	}
+	if o.AnchorAfter == 0 {
+		o.AnchorAfter = 2 * time.Minute
 	}
 	if o.HeartbeatTimeout == 0 {
 		o.HeartbeatTimeout = time.Minute
@@ -132,7 +140,7 @@ func New(cfg *rest.Config, opts Options) (manager.Manager, error) {
 	sessions := &SessionSweeper{
 		Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Clock: opts.Clock, Identity: opts.Identity,
 		HeartbeatTimeout: opts.HeartbeatTimeout, Grace: opts.Grace, ReviewWithin: opts.ReviewWithin,
-		Notifier: opts.Notifier, Evidence: opts.Evidence,
+		Notifier: opts.Notifier, Evidence: opts.Evidence, Anchors: opts.Anchors, AnchorAfter: opts.AnchorAfter,
 	}
 	if err := ctrl.NewControllerManagedBy(mgr).Named("sessions").For(&v1alpha1.Session{}).
 		WithOptions(controller.Options{NewQueue: newQueue}).Complete(sessions); err != nil {

@@ -33,6 +33,12 @@ type EvidenceFinalizer interface {
 	Finalize(ctx context.Context, s *v1alpha1.Session) (*v1alpha1.Evidence, error)
 }
 
+// EvidenceAnchorer anchors a finalized recording in the transparency log
+// and returns the Session's evidence naming the entry.
+type EvidenceAnchorer interface {
+	Anchor(ctx context.Context, s *v1alpha1.Session) (*v1alpha1.Evidence, error)
+}
+
 // SessionSweeper finishes what the relay left: sessions past their hard
 // stop or whose relay heartbeat went stale, debug containers still in pods
 // of ended sessions, and overdue reviews.
@@ -53,6 +59,8 @@ type SessionSweeper struct {
 	ReviewWithin time.Duration
 	Notifier     Notifier
 	Evidence     EvidenceFinalizer
+	Anchors      EvidenceAnchorer
+	AnchorAfter  time.Duration
 }
 
 // action is what the sweeper does about a Session now.
@@ -61,6 +69,7 @@ type action struct {
 	why       string
 	recycle   bool // the session ended: make sure its debug container is gone
 	notify    bool
+	anchor    bool
 	setDueAt  *time.Time
 	requeueIn time.Duration
 }
@@ -96,6 +105,13 @@ func (s *SessionSweeper) decide(sess *v1alpha1.Session, now time.Time) action {
 		}
 	case v1alpha1.PhaseEnded, v1alpha1.PhaseExpired:
 		a.recycle = true
+		if ev := st.Evidence; s.Anchors != nil && ev != nil && ev.AnchorPending && st.End != nil {
+			if due := st.End.At.Add(s.AnchorAfter); now.Before(due) {
+				soonest(due)
+			} else {
+				a.anchor = true
+			}
+		}
 	}
 	if sess.Spec.GlassBroken && (st.Review == nil || st.Review.By == "") {
 		switch {
@@ -148,6 +164,19 @@ func (s *SessionSweeper) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 		if err := s.review(ctx, sess, a); err != nil {
 			return ctrl.Result{}, err
 		}
+	}
+	if a.anchor {
+		ev, err := s.Anchors.Anchor(ctx, sess)
+		if err != nil {
+			// The log may be down: the anchor stays pending, and is tried again.
+			logger.Info("the recording's anchor is still pending", "error", err.Error())
+			return ctrl.Result{RequeueAfter: 30 * time.Second}, nil
+		}
+		sess.Status.Evidence = ev
+		if err := s.Client.Status().Update(ctx, sess); err != nil {
+			return ctrl.Result{}, err
+		}
+		logger.Info("anchored the recording", "entry", ev.EntryID)
 	}
 	return ctrl.Result{RequeueAfter: a.requeueIn}, nil
 }

@@ -2,14 +2,12 @@ package main
 
 import (
 	"context"
-	"crypto"
 	"errors"
 	"fmt"
 	"net/http"
 	"os"
 	"time"
 
-	"github.com/sigstore/sigstore/pkg/signature"
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -144,13 +142,9 @@ func buildRelay(ctx context.Context, cfg *relay.Config) (*relay.Server, func(), 
 	}
 	var anchorer *tlog.Anchorer
 	if r := cfg.Rekor; r != nil {
-		sv, err := signature.LoadSignerVerifierFromPEMFile(r.KeyFile, crypto.SHA256, func(bool) ([]byte, error) {
-			return []byte(os.Getenv("BREAKGLASS_REKOR_KEY_PASSWORD")), nil
-		})
-		if err != nil {
-			return fail(fmt.Errorf("rekor.keyFile: %w", err))
+		if anchorer, err = loadAnchorer(r.URL, r.KeyFile); err != nil {
+			return fail(fmt.Errorf("rekor: %w", err))
 		}
-		anchorer = &tlog.Anchorer{URL: r.URL, Signer: sv}
 	}
 	srv, err := relay.NewServer(relay.Options{Config: cfg, Auth: auth, Targets: targets, Store: store,
 		Audit: audit.NewLog(last, nil, sinks...), Notifier: notifier, Anchorer: anchorer, Log: ctrl.Log.WithName("relay")})

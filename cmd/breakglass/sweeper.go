@@ -19,7 +19,7 @@ func newSweeperCommand() *cobra.Command {
 	var (
 		opts                                   sweeper.Options
 		notifyURL, portalURL, fallbackReviewer string
-		recordingDir                           string
+		recordingDir, rekorURL, rekorKey       string
 	)
 	cmd := &cobra.Command{
 		Use:   "sweeper",
@@ -39,7 +39,15 @@ reviews. It reads all of its state from the cluster.`,
 				opts.Notifier = &notify.Webhook{URL: notifyURL, PortalURL: portalURL, FallbackReviewer: fallbackReviewer}
 			}
 			if recordingDir != "" {
-				opts.Evidence = &recording.SessionFinalizer{Store: &recording.Dir{Root: recordingDir}, Retention: 365 * 24 * time.Hour, URI: "file://" + recordingDir + "/"}
+				finalizer := &recording.SessionFinalizer{Store: &recording.Dir{Root: recordingDir}, Retention: 365 * 24 * time.Hour, URI: "file://" + recordingDir + "/"}
+				if rekorURL != "" {
+					a, err := loadAnchorer(rekorURL, rekorKey)
+					if err != nil {
+						return err
+					}
+					finalizer.Anchorer, opts.Anchors = a, finalizer
+				}
+				opts.Evidence = finalizer
 			}
 			ctrl.SetLogger(zap.New())
 			cfg, err := ctrl.GetConfig()
@@ -70,5 +78,8 @@ reviews. It reads all of its state from the cluster.`,
 	f.StringVar(&portalURL, "portal-url", "", "the portal's base URL, for deep links to sessions")
 	f.StringVar(&fallbackReviewer, "fallback-reviewer", "", "who is told when a review is overdue")
 	f.StringVar(&recordingDir, "recording-dir", "", "the write-once recording directory, to finalize the evidence of swept sessions")
+	f.StringVar(&rekorURL, "rekor-url", "", "the transparency log: anchor finalized recordings whose anchor is still pending")
+	f.StringVar(&rekorKey, "rekor-key", "", "the signing key (PEM) for --rekor-url")
+	f.DurationVar(&opts.AnchorAfter, "anchor-after", 2*time.Minute, "how long after a session's end the relay has to anchor it itself")
 	return cmd
 }

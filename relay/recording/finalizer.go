@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
+	"github.com/tower-dev/breakglass/relay/tlog"
 )
 
 // Prefix is where a session's evidence lives in the store.
@@ -20,6 +21,8 @@ type SessionFinalizer struct {
 	Retention time.Duration
 	// URI is the store's address, for the Session's evidence record.
 	URI string
+	// Anchorer, when set, anchors finalized recordings (see Anchor).
+	Anchorer *tlog.Anchorer
 }
 
 // Finalize assembles s's segments and returns what the Session should record.
@@ -36,6 +39,6 @@ func (f *SessionFinalizer) Finalize(ctx context.Context, s *v1alpha1.Session) (*
 	return &v1alpha1.Evidence{
 		URIs:           []string{f.URI + prefix + CastFile, f.URI + prefix + TranscriptFile, f.URI + prefix + ManifestFile},
 		ManifestSHA256: hex.EncodeToString(sum[:]),
-		AnchorPending:  true,
+		AnchorPending:  f.Anchorer != nil,
 	}, nil
 }

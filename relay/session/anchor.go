@@ -2,7 +2,6 @@ package session
 
 import (
 	"context"
-	"encoding/json"
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -30,12 +29,8 @@ func (r *Runner) anchor(s *v1alpha1.Session, manifest []byte) {
 }
 
 func (r *Runner) keepBundle(ctx context.Context, s *v1alpha1.Session, b *tlog.Bundle) error {
-	raw, err := json.MarshalIndent(b, "", "  ")
+	key, err := recording.KeepBundle(ctx, r.Store, recording.Prefix(s.Namespace, s.Name), b, r.Clock.Now().Add(r.Retention))
 	if err != nil {
-		return err
-	}
-	key := recording.Prefix(s.Namespace, s.Name) + tlog.BundleFile
-	if err := r.Store.Put(ctx, key, raw, r.Clock.Now().Add(r.Retention)); err != nil {
 		return err
 	}
 	before := s.DeepCopy()

@@ -7,6 +7,9 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -24,6 +27,7 @@ import (
 	"github.com/tower-dev/breakglass/relay/recording"
 	"github.com/tower-dev/breakglass/relay/session"
 	"github.com/tower-dev/breakglass/relay/tlog"
+	"github.com/tower-dev/breakglass/sweeper"
 	"github.com/tower-dev/breakglass/test/cluster"
 )
 
@@ -31,19 +35,31 @@ import (
 // down; the Session says "anchor pending", the end is not held up; once the
 // log is back the bundle is beside the recording, the Session names the
 // entry, and the recording verifies offline and online with the CLI's checks.
-func TestSessionAnchoredAfterRekorComesBack(t *testing.T) {
+// bed is a Flight cluster with the virtual node and an approved session s1
+// on a running pod, as the portal.
+type bed struct {
+	c          *cluster.Cluster
+	portal     *cluster.User
+	s          *v1alpha1.Session
+	ns         string
+	debugImage string
+	sv         signature.SignerVerifier
+}
+
+func newBed(t *testing.T, nsName string) *bed {
+	t.Helper()
 	ctx := context.Background()
 	debugImage := "registry.example/breakglass/debug@sha256:" + strings.Repeat("d", 64)
 	c, err := cluster.Start(ctx, cluster.Options{Profile: policies.Flight, DebugImages: []string{debugImage}, VirtualNode: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func() {
+	t.Cleanup(func() {
 		if err := c.Stop(); err != nil {
 			t.Error(err)
 		}
-	}()
-	ns := c.Namespace(t, "anchored")
+	})
+	ns := c.Namespace(t, nsName)
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web-1", Namespace: ns},
 		Spec: corev1.PodSpec{NodeName: cluster.NodeName, Containers: []corev1.Container{{Name: "web", Image: "registry.example/shop/web:1.2", Command: []string{"sleep", "3600"}}}}}
 	if err := c.Client.Create(ctx, pod); err != nil {
@@ -70,10 +86,21 @@ func TestSessionAnchoredAfterRekorComesBack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return &bed{c: c, portal: portal, s: s, ns: ns, debugImage: debugImage, sv: sv}
+}
+
+func (b *bed) runner(store recording.Store) *session.Runner {
+	return &session.Runner{Client: b.portal.Client, Kube: b.portal.Kube, Config: b.portal.Config, Store: store, Clock: clock.RealClock{},
+		DebugImage: b.debugImage, Grace: 2 * time.Minute, MaxTTL: 75 * time.Minute, Retention: time.Hour}
+}
+
+func TestSessionAnchoredAfterRekorComesBack(t *testing.T) {
+	b := newBed(t, "anchored")
+	ctx := context.Background()
+	c, s, ns := b.c, b.s, b.ns
 	store := &recording.Dir{Root: t.TempDir()}
-	r := &session.Runner{Client: portal.Client, Kube: portal.Kube, Config: portal.Config, Store: store, Clock: clock.RealClock{},
-		DebugImage: debugImage, Grace: 2 * time.Minute, MaxTTL: 75 * time.Minute, Retention: time.Hour,
-		Anchorer: &tlog.Anchorer{URL: log.URL, Signer: sv, Backoff: 200 * time.Millisecond}}
+	r := b.runner(store)
+	r.Anchorer = &tlog.Anchorer{URL: log.URL, Signer: b.sv, Backoff: 200 * time.Millisecond}
 	live, err := r.Start(ctx, s)
 	if err != nil {
 		t.Fatal(err)
@@ -148,4 +175,95 @@ func TestSessionAnchoredAfterRekorComesBack(t *testing.T) {
 	if out, err := verifyCLI(dir); err == nil {
 		t.Fatalf("a flipped byte in the manifest verified:\n%s", out)
 	}
+}
+
+// TestCrashedSessionSweptAndAnchored: the relay dies mid-session (its
+// watcher stops: no more heartbeats); the sweeper ends the session, builds
+// the recording from the segments streamed so far (marked as ended
+// abnormally) and anchors it; it verifies with the CLI's checks.
+func TestCrashedSessionSweptAndAnchored(t *testing.T) {
+	b := newBed(t, "crashed")
+	ctx := context.Background()
+	store := &recording.Dir{Root: t.TempDir()}
+	r := b.runner(store)
+	live, err := r.Start(ctx, b.s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := live.Output()
+	go func() { _, _ = io.Copy(io.Discard, v) }()
+	relayCtx, die := context.WithCancel(ctx)
+	watched := make(chan error, 1)
+	go func() {
+		_, err := live.Watch(relayCtx, session.Limits{Idle: time.Hour, Disconnect: time.Hour, Heartbeat: 200 * time.Millisecond, Flush: 100 * time.Millisecond})
+		watched <- err
+	}()
+	if _, err := live.Write([]byte("echo before-the-crash\n")); err != nil {
+		t.Fatal(err)
+	}
+	prefix := recording.Prefix(b.ns, "s1")
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		keys, _ := store.List(ctx, prefix)
+		if len(keys) > 0 {
+			if raw, err := store.Get(ctx, keys[len(keys)-1]); err == nil && bytes.Contains(raw, []byte("before-the-crash")) {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("nothing streamed to the store")
+		}
+	}
+	die()
+	if err := <-watched; !errors.Is(err, context.Canceled) {
+		t.Fatalf("the relay's watcher: %v", err)
+	}
+
+	finalizer := &recording.SessionFinalizer{Store: store, Retention: time.Hour, URI: "file://" + store.Root + "/",
+		Anchorer: &tlog.Anchorer{URL: log.URL, Signer: b.sv}}
+	sweeperUser, err := b.c.Sweeper()
+	if err != nil {
+		t.Fatal(err)
+	}
+	mgr, err := sweeper.New(sweeperUser.Config, sweeper.Options{MetricsAddr: "0", HealthAddr: "0", HeartbeatTimeout: time.Second,
+		Evidence: finalizer, Anchors: finalizer, AnchorAfter: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sctx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(sctx) }()
+	defer func() {
+		stop()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}()
+	got := &v1alpha1.Session{}
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
+		if err := b.c.Client.Get(ctx, client.ObjectKeyFromObject(b.s), got); err != nil {
+			t.Fatal(err)
+		}
+		if ev := got.Status.Evidence; ev != nil && ev.EntryID != "" && !ev.AnchorPending {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not swept and anchored within a minute: %+v", got.Status)
+		}
+	}
+	if got.Status.End == nil || got.Status.End.Reason != v1alpha1.EndSwept || !got.Status.End.Abnormal {
+		t.Fatalf("the end: %+v", got.Status.End)
+	}
+	dir := filepath.Join(store.Root, prefix)
+	out, err := verifyCLI(dir, "--online")
+	if err != nil || !strings.Contains(out, "the log holds the same entry") {
+		t.Fatalf("recording verify --online: %v\n%s", err, out)
+	}
+	manifest, err := os.ReadFile(filepath.Join(dir, recording.ManifestFile))
+	var m struct {
+		EndedAbnormally bool `json:"endedAbnormally"`
+	}
+	if err != nil || json.Unmarshal(manifest, &m) != nil || !m.EndedAbnormally {
+		t.Fatalf("the manifest does not say the session ended abnormally: %v\n%s", err, manifest)
+	}
+	_ = live.End(ctx, "test", v1alpha1.EndUser) // the stream this test kept open
 }
