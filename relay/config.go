@@ -137,8 +137,8 @@ type Recording struct {
 type Rekor struct {
 	// URL is the log, e.g. https://rekor.sigstore.dev or a private instance.
 	URL string `json:"url"`
-	// KeyFile is the relay's signing key (PEM, unencrypted or with the
-	// password in $BREAKGLASS_REKOR_KEY_PASSWORD).
+	// KeyFile is the relay's signing key: a cosign key file (its password in
+	// $BREAKGLASS_REKOR_KEY_PASSWORD), a KMS URI or k8s://namespace/secret.
 	KeyFile string `json:"keyFile"`
 }
 

@@ -1,23 +1,25 @@
 package main
 
 import (
-	"crypto"
+	"context"
 	"fmt"
 	"os"
 
-	"github.com/sigstore/sigstore/pkg/signature"
+	sigs "github.com/sigstore/cosign/v2/pkg/signature"
 
 	"github.com/tower-dev/breakglass/relay/tlog"
 )
 
-// loadAnchorer is the transparency log at url with the signing key in
-// keyFile (PEM; its password, if any, in $BREAKGLASS_REKOR_KEY_PASSWORD).
-func loadAnchorer(url, keyFile string) (*tlog.Anchorer, error) {
-	sv, err := signature.LoadSignerVerifierFromPEMFile(keyFile, crypto.SHA256, func(bool) ([]byte, error) {
+// loadAnchorer is the transparency log at url with the relay's signing key:
+// a PEM file (its password, if any, in $BREAKGLASS_REKOR_KEY_PASSWORD), a
+// KMS URI (awskms://, gcpkms://, azurekms://, hashivault://) or a
+// k8s://namespace/secret, as cosign reads them.
+func loadAnchorer(ctx context.Context, url, keyRef string) (*tlog.Anchorer, error) {
+	sv, err := sigs.SignerVerifierFromKeyRef(ctx, keyRef, func(bool) ([]byte, error) {
 		return []byte(os.Getenv("BREAKGLASS_REKOR_KEY_PASSWORD")), nil
-	})
+	}, nil)
 	if err != nil {
-		return nil, fmt.Errorf("the transparency log's signing key %s: %w", keyFile, err)
+		return nil, fmt.Errorf("the transparency log's signing key %s: %w", keyRef, err)
 	}
 	return &tlog.Anchorer{URL: url, Signer: sv}, nil
 }

@@ -41,7 +41,7 @@ reviews. It reads all of its state from the cluster.`,
 			if recordingDir != "" {
 				finalizer := &recording.SessionFinalizer{Store: &recording.Dir{Root: recordingDir}, Retention: 365 * 24 * time.Hour, URI: "file://" + recordingDir + "/"}
 				if rekorURL != "" {
-					a, err := loadAnchorer(rekorURL, rekorKey)
+					a, err := loadAnchorer(cmd.Context(), rekorURL, rekorKey)
 					if err != nil {
 						return err
 					}

@@ -1,0 +1,40 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/sigstore/cosign/v2/pkg/cosign"
+)
+
+// TestLoadAnchorer: a cosign key file with its password in the environment
+// signs; a wrong password is refused with the key named.
+func TestLoadAnchorer(t *testing.T) {
+	keys, err := cosign.GenerateKeyPair(func(bool) ([]byte, error) { return []byte("s3cret"), nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "relay.key")
+	if err := os.WriteFile(path, keys.PrivateBytes, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("BREAKGLASS_REKOR_KEY_PASSWORD", "s3cret")
+	a, err := loadAnchorer(context.Background(), "http://127.0.0.1:1", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sig, err := a.Signer.SignMessage(bytes.NewReader([]byte("manifest")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Signer.VerifySignature(bytes.NewReader(sig), bytes.NewReader([]byte("manifest"))); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("BREAKGLASS_REKOR_KEY_PASSWORD", "wrong")
+	if _, err := loadAnchorer(context.Background(), "http://127.0.0.1:1", path); err == nil {
+		t.Fatal("a wrong password loaded the key")
+	}
+}
