@@ -19,6 +19,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/registry"
 	"github.com/google/go-containerregistry/pkg/v1/random"
@@ -38,15 +39,27 @@ type Registry struct {
 	// Host is host:port, the registry part of its image references.
 	Host string
 	Slow atomic.Bool
+	// User and Password, when set, are required of every request (basic auth).
+	User, Password string
 }
 
 // Start serves a new, empty registry.
-func Start() *Registry {
-	r := &Registry{}
+func Start() *Registry { return start("", "") }
+
+// StartPrivate serves a new, empty registry that answers only user.
+func StartPrivate(user, password string) *Registry { return start(user, password) }
+
+func start(user, password string) *Registry {
+	r := &Registry{User: user, Password: password}
 	reg := registry.New(registry.Logger(log.New(io.Discard, "", 0)))
 	r.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		if r.Slow.Load() {
 			time.Sleep(4 * time.Second)
+		}
+		if u, p, ok := req.BasicAuth(); user != "" && (!ok || u != user || p != password) {
+			w.Header().Set("WWW-Authenticate", `Basic realm="breakglass test registry"`)
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
 		}
 		reg.ServeHTTP(w, req)
 	}))
@@ -56,6 +69,14 @@ func Start() *Registry {
 
 // Close stops serving.
 func (r *Registry) Close() { r.srv.Close() }
+
+// Auth is how to reach the registry: its credentials, if it has any.
+func (r *Registry) Auth() authn.Authenticator {
+	if r.User == "" {
+		return authn.Anonymous
+	}
+	return &authn.Basic{Username: r.User, Password: r.Password}
+}
 
 // Push writes a random image to repo:tag and returns its digest reference.
 func (r *Registry) Push(repo, tag string) (name.Digest, error) {
@@ -67,7 +88,7 @@ func (r *Registry) Push(repo, tag string) (name.Digest, error) {
 	if err != nil {
 		return name.Digest{}, err
 	}
-	if err := remote.Write(ref, img); err != nil {
+	if err := remote.Write(ref, img, remote.WithAuth(r.Auth())); err != nil {
 		return name.Digest{}, err
 	}
 	h, err := img.Digest()
@@ -96,8 +117,9 @@ func NewSigner() (*Signer, error) {
 	return &Signer{priv: priv, sv: sv}, nil
 }
 
-// Sign attaches a cosign signature of ref to the registry, as `cosign sign` does.
-func (s *Signer) Sign(ref name.Digest) error {
+// Sign attaches a cosign signature of ref to the registry, as `cosign sign`
+// does; opts reach the registry (e.g. its credentials).
+func (s *Signer) Sign(ref name.Digest, opts ...ociremote.Option) error {
 	body, err := (&payload.Cosign{Image: ref}).MarshalJSON()
 	if err != nil {
 		return err
@@ -110,7 +132,7 @@ func (s *Signer) Sign(ref name.Digest) error {
 	if err != nil {
 		return err
 	}
-	se, err := ociremote.SignedEntity(ref)
+	se, err := ociremote.SignedEntity(ref, opts...)
 	if err != nil {
 		return err
 	}
@@ -118,7 +140,7 @@ func (s *Signer) Sign(ref name.Digest) error {
 	if err != nil {
 		return err
 	}
-	return ociremote.WriteSignatures(ref.Repository, signed)
+	return ociremote.WriteSignatures(ref.Repository, signed, opts...)
 }
 
 // WritePublicKey writes the public key as PEM into dir/file.

@@ -12,6 +12,8 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	ociremote "github.com/sigstore/cosign/v2/pkg/oci/remote"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -39,6 +41,9 @@ var (
 	keylessGood, keylessOther, keylessKeyed name.Digest
 	keylessUntrusted, keylessUnlogged       name.Digest
 	keylessRoots, rekorKeyFile              string
+	// A registry that answers only with the pull secret's credentials.
+	private       *registry.Registry
+	privateSigned name.Digest
 )
 
 const (
@@ -67,6 +72,9 @@ func tearDown() {
 	}
 	if reg != nil {
 		reg.Close()
+	}
+	if private != nil {
+		private.Close()
 	}
 	if rk != nil {
 		if err := rk.Stop(); err != nil {
@@ -119,6 +127,14 @@ func setUp() error {
 		return err
 	}
 	allow = append(allow, keyless...)
+	private = registry.StartPrivate("puller", "pull-s3cret")
+	if privateSigned, err = private.Push("breakglass/debug", "private"); err != nil {
+		return err
+	}
+	if err := good.Sign(privateSigned, ociremote.WithRemoteOptions(remote.WithAuth(private.Auth()))); err != nil {
+		return err
+	}
+	allow = append(allow, privateSigned.String())
 	if cl, err = cluster.Start(context.Background(), cluster.Options{Profile: policies.Flight, DebugImages: allow}); err != nil {
 		return err
 	}

@@ -4,7 +4,9 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/base64"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -41,6 +43,7 @@ func startWebhook(t testing.TB, deadline time.Duration) (stop func()) {
 	}
 	verifier, err := webhook.NewVerifier(ctx, webhook.Config{Policies: []webhook.ImagePolicy{
 		{Name: "debug-images", Repository: reg.Host + "/breakglass/*", Key: keyFile},
+		{Name: "private-images", Repository: private.Host + "/breakglass/*", Key: keyFile},
 		{Name: "keyless-images", Repository: reg.Host + "/breakglass-keyless/*", Keyless: &webhook.Keyless{
 			Issuer: keylessIssuer, Subject: keylessSubject, Roots: keylessRoots, RekorPublicKey: rekorKeyFile}},
 	}}, webhook.VerifierOptions{Deadline: deadline, NameOptions: []name.Option{name.Insecure}})
@@ -181,6 +184,27 @@ func TestKeyless(t *testing.T) {
 	// (which looks nothing up online) cannot see it logged: refused.
 	wantRefused(t, addDebugContainer(t, portal, "keyless", keylessUnlogged), "rekor client not provided")
 	wantRefused(t, addDebugContainer(t, portal, "keyless", keylessKeyed), "no valid signature by the key of policy keyless-images")
+}
+
+// TestPullSecretCredentials: an image in a registry that needs credentials
+// is refused while the webhook has none, and admitted once the pull
+// secret's .dockerconfigjson is mounted where $DOCKER_CONFIG points, as the
+// chart mounts it.
+func TestPullSecretCredentials(t *testing.T) {
+	startWebhook(t, 3*time.Second)
+	portal := session(t, "pull-secret")
+	t.Setenv("DOCKER_CONFIG", t.TempDir())
+	wantRefused(t, addDebugContainer(t, portal, "pull-secret", privateSigned), "401 Unauthorized")
+	dir := t.TempDir()
+	auth := base64.StdEncoding.EncodeToString([]byte(private.User + ":" + private.Password))
+	config := fmt.Sprintf(`{"auths":{%q:{"auth":%q}}}`, private.Host, auth)
+	if err := os.WriteFile(filepath.Join(dir, "config.json"), []byte(config), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("DOCKER_CONFIG", dir)
+	if err := addDebugContainer(t, portal, "pull-secret", privateSigned); err != nil {
+		t.Fatalf("with the pull secret's credentials, a signed image was refused: %v", err)
+	}
 }
 
 // TestWebhookDown: with the webhook stopped, ordinary pods are created as
