@@ -66,9 +66,10 @@ verify-generate: generate
 	@test -z "$$(git status --porcelain --untracked-files=all -- api charts)" || { git status --porcelain -- api charts; echo "generated files are not committed"; exit 1; }
 
 ## dev: the whole plane on this machine (kubectl breakglass dev up); Ctrl-C stops it.
+## make dev DEV_FLAGS=--rekor also runs Rekor (make rekor first) and anchors every recording.
 dev: $(BIN)/kube-apiserver $(BIN)/etcd
 	$(GO) build -o $(BIN)/kubectl-breakglass ./cmd/kubectl-breakglass
-	$(BIN)/kubectl-breakglass dev up
+	$(BIN)/kubectl-breakglass dev up $(DEV_FLAGS)
 
 ## image: the server image as a tarball (bin/breakglass-image.tar), no Docker engine needed.
 image:

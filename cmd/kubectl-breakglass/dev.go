@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -16,6 +17,7 @@ import (
 func newDevCommand() *cobra.Command {
 	cmd := &cobra.Command{Use: "dev", Short: "Run the whole plane on this machine, for trying it out"}
 	var profile, addr, dir string
+	var withRekor bool
 	up := &cobra.Command{
 		Use:   "up",
 		Short: "Start the API server, the virtual node, the plane, the webhook, the sweeper, the relay and a demo app; Ctrl-C stops all",
@@ -38,11 +40,12 @@ Everything runs on loopback and stops, leaving nothing behind, on Ctrl-C.`,
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			out := cmd.OutOrStdout()
-			return dev.Up(ctx, dev.Options{Profile: p, RelayAddr: addr, Dir: dir, Ready: func(i dev.Info) { printWelcome(out, i) }}, cmd.ErrOrStderr())
+			return dev.Up(ctx, dev.Options{Profile: p, RelayAddr: addr, Dir: dir, Rekor: withRekor, Ready: func(i dev.Info) { printWelcome(out, i) }}, cmd.ErrOrStderr())
 		},
 	}
 	up.Flags().StringVar(&profile, "profile", "flight", "flight (production rules) or ground")
 	up.Flags().StringVar(&addr, "relay-addr", "127.0.0.1:8443", "where the relay listens")
+	up.Flags().BoolVar(&withRekor, "rekor", false, "also run Rekor (make rekor builds it; PostgreSQL from Debian) and anchor every recording")
 	up.Flags().StringVar(&dir, "dir", "", "where the kubeconfig, tokens and recordings go (a new temporary folder by default; removed at the end)")
 	cmd.AddCommand(up)
 	return cmd
@@ -57,6 +60,7 @@ The break-glass plane is up (%.1fs).
   demo pod     %s   (recycled after a session; its replacement has a new name)
   relay        %s   (cluster %q)
   debug image  %s   (signed; the webhook checks it)
+  recordings   %s/recordings   (write-once; kubectl breakglass recording verify DIR)%s
   alice        app owner, may request in %s:   token in %s
   bob          approver:                         token in %s
 
@@ -74,6 +78,13 @@ Terminal 1 again:
   kubectl breakglass session end SESSION -n %s --token-file %s
 
 Ctrl-C stops everything.
-`, i.Started.Seconds(), i.Kubeconfig, i.Namespace, i.Pod, i.RelayURL, i.Cluster, i.DebugImage, i.Namespace, alice, bob,
+`, i.Started.Seconds(), i.Kubeconfig, i.Namespace, i.Pod, i.RelayURL, i.Cluster, i.DebugImage, filepath.Dir(i.Kubeconfig), rekorLine(i), i.Namespace, alice, bob,
 		i.RelayURL, i.Cluster, i.Pod, i.Namespace, alice, bob, i.Namespace, bob, i.Namespace, alice, i.Namespace, alice, i.Namespace, alice)
+}
+
+func rekorLine(i dev.Info) string {
+	if i.RekorURL == "" {
+		return ""
+	}
+	return "\n  rekor        " + i.RekorURL + "   (every recording is anchored here)"
 }

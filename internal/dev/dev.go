@@ -8,6 +8,10 @@ package dev
 
 import (
 	"context"
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
@@ -18,6 +22,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/sigstore/sigstore/pkg/signature"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/utils/clock"
@@ -28,9 +33,11 @@ import (
 	"github.com/tower-dev/breakglass/relay"
 	"github.com/tower-dev/breakglass/relay/audit"
 	"github.com/tower-dev/breakglass/relay/recording"
+	"github.com/tower-dev/breakglass/relay/tlog"
 	"github.com/tower-dev/breakglass/sweeper"
 	"github.com/tower-dev/breakglass/test/cluster"
 	"github.com/tower-dev/breakglass/test/registry"
+	"github.com/tower-dev/breakglass/test/rekor"
 )
 
 // Options shape the local plane.
@@ -43,6 +50,9 @@ type Options struct {
 	Dir string
 	// Ready is told what runs, once everything does.
 	Ready func(Info)
+	// Rekor also runs a transparency log (make rekor builds it; PostgreSQL
+	// from Debian) and anchors every recording in it.
+	Rekor bool
 }
 
 // Info is what a newcomer needs to use the plane.
@@ -51,6 +61,8 @@ type Info struct {
 	DebugImage                                    string
 	Tokens                                        map[string]string // person -> token file
 	Started                                       time.Duration
+	// RekorURL is the transparency log, when it runs.
+	RekorURL string
 }
 
 // Demo people: alice owns the shop app; bob approves.
@@ -111,13 +123,35 @@ func Up(ctx context.Context, o Options, logs io.Writer) (err error) {
 	stops = append(stops, stopWebhook)
 
 	store := &recording.Dir{Root: filepath.Join(o.Dir, "recordings")}
+	var anchorer *tlog.Anchorer
+	if o.Rekor {
+		step("Rekor on Trillian and PostgreSQL")
+		log, err := rekor.Start(ctx)
+		if err != nil {
+			return err
+		}
+		stops = append(stops, log.Stop)
+		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		if err != nil {
+			return err
+		}
+		sv, err := signature.LoadECDSASignerVerifier(key, crypto.SHA256)
+		if err != nil {
+			return err
+		}
+		anchorer = &tlog.Anchorer{URL: log.URL, Signer: sv}
+	}
+	finalizer := &recording.SessionFinalizer{Store: store, Retention: 24 * time.Hour, URI: "file://" + store.Root + "/", Anchorer: anchorer}
 	step("the sweeper")
 	sweeperUser, err := c.Sweeper()
 	if err != nil {
 		return err
 	}
-	mgr, err := sweeper.New(sweeperUser.Config, sweeper.Options{MetricsAddr: "0", HealthAddr: "0",
-		Evidence: &recording.SessionFinalizer{Store: store, Retention: 24 * time.Hour, URI: "file://" + store.Root + "/"}})
+	opts := sweeper.Options{MetricsAddr: "0", HealthAddr: "0", Evidence: finalizer}
+	if anchorer != nil {
+		opts.Anchors = finalizer
+	}
+	mgr, err := sweeper.New(sweeperUser.Config, opts)
 	if err != nil {
 		return err
 	}
@@ -144,7 +178,7 @@ func Up(ctx context.Context, o Options, logs io.Writer) (err error) {
 		}
 		tokens[p.Email] = file
 	}
-	relayURL, stopRelay, err := startRelay(ctx, c, o, issuer.URL, image.String(), store, logs)
+	relayURL, stopRelay, err := startRelay(ctx, c, o, issuer.URL, image.String(), store, anchorer, logs)
 	if err != nil {
 		return err
 	}
@@ -156,15 +190,19 @@ func Up(ctx context.Context, o Options, logs io.Writer) (err error) {
 		return err
 	}
 	if o.Ready != nil {
-		o.Ready(Info{Kubeconfig: kubeconfig, RelayURL: relayURL, Cluster: "dev", Namespace: "shop", Pod: pod, DebugImage: image.String(),
-			Tokens: tokens, Started: time.Since(begin)})
+		info := Info{Kubeconfig: kubeconfig, RelayURL: relayURL, Cluster: "dev", Namespace: "shop", Pod: pod, DebugImage: image.String(),
+			Tokens: tokens, Started: time.Since(begin)}
+		if anchorer != nil {
+			info.RekorURL = anchorer.URL
+		}
+		o.Ready(info)
 	}
 	<-ctx.Done()
 	fmt.Fprintln(logs, ">> stopping")
 	return nil
 }
 
-func startRelay(ctx context.Context, c *cluster.Cluster, o Options, issuerURL, image string, store recording.Store, logs io.Writer) (string, func() error, error) {
+func startRelay(ctx context.Context, c *cluster.Cluster, o Options, issuerURL, image string, store recording.Store, anchorer *tlog.Anchorer, logs io.Writer) (string, func() error, error) {
 	tier := relay.Flight
 	if o.Profile == policies.Ground {
 		tier = relay.Ground
@@ -199,7 +237,7 @@ func startRelay(ctx context.Context, c *cluster.Cluster, o Options, issuerURL, i
 	}
 	srv, err := relay.NewServer(relay.Options{Config: cfg, Auth: auth, Store: store, Clock: clock.RealClock{},
 		Targets: map[string]relay.Target{"dev": {Client: portal.Client, Kube: portal.Kube, Config: portal.Config}},
-		Audit:   audit.NewLog(last, nil, &audit.Writer{W: logs}, auditFile)})
+		Audit:   audit.NewLog(last, nil, &audit.Writer{W: logs}, auditFile), Anchorer: anchorer})
 	if err != nil {
 		cancel()
 		return "", nil, err

@@ -1,5 +1,5 @@
-// Package dev_test runs `make dev`'s plane in-process and walks the
-// README's two-person session through it, then stops it and checks that
+// Package dev_test runs `make dev`'s plane in-process (with Rekor) and walks
+// the README's two-person session through it, then stops it and checks that
 // nothing is left behind.
 package dev_test
 
@@ -52,7 +52,8 @@ func TestDevWalkthrough(t *testing.T) {
 	var logs lockedBuffer
 	done := make(chan error, 1)
 	go func() {
-		done <- dev.Up(ctx, dev.Options{Profile: policies.Flight, RelayAddr: "127.0.0.1:0", Dir: state, Ready: func(i dev.Info) { ready <- i }}, &logs)
+		done <- dev.Up(ctx, dev.Options{Profile: policies.Flight, RelayAddr: "127.0.0.1:0", Dir: state, Rekor: true,
+			Ready: func(i dev.Info) { ready <- i }}, &logs)
 	}()
 	var info dev.Info
 	select {
@@ -104,6 +105,19 @@ func TestDevWalkthrough(t *testing.T) {
 	var closed *client.Ended
 	if err := <-attached; !errors.As(err, &closed) || closed.Code != 1000 {
 		t.Fatalf("the terminal: %v", err)
+	}
+	// With --rekor, the recording is anchored a moment after the end.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		got, err := bob.Get(ctx, target)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev := got.Status.Evidence; ev != nil && ev.EntryID != "" && !ev.AnchorPending {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not anchored in %s within 30s: %+v", info.RekorURL, got.Status.Evidence)
+		}
 	}
 
 	stop()

@@ -155,12 +155,13 @@ func (l *Log) startPostgres(ctx context.Context) (int, error) {
 			return 0, err
 		}
 	}
+	// Not bound to ctx: stopping PostgreSQL must work after ctx has ended.
 	asPostgres := func(name string, args ...string) *exec.Cmd {
 		bin := filepath.Join(l.pg, name)
 		if os.Geteuid() == 0 {
-			return exec.CommandContext(ctx, "runuser", append([]string{"-u", "postgres", "--", bin}, args...)...)
+			return exec.Command("runuser", append([]string{"-u", "postgres", "--", bin}, args...)...)
 		}
-		return exec.CommandContext(ctx, bin, args...)
+		return exec.Command(bin, args...)
 	}
 	if os.Geteuid() == 0 {
 		pgUser, err := user.Lookup("postgres")
