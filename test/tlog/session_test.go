@@ -3,10 +3,6 @@ package tlog_test
 import (
 	"bytes"
 	"context"
-	"crypto"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"io"
@@ -78,15 +74,7 @@ func newBed(t *testing.T, nsName string) *bed {
 	if err := portal.Client.Status().Update(ctx, s); err != nil {
 		t.Fatal(err)
 	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sv, err := signature.LoadECDSASignerVerifier(key, crypto.SHA256)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &bed{c: c, portal: portal, s: s, ns: ns, debugImage: debugImage, sv: sv}
+	return &bed{c: c, portal: portal, s: s, ns: ns, debugImage: debugImage, sv: relayKey(t)}
 }
 
 func (b *bed) runner(store recording.Store) *session.Runner {

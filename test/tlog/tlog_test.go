@@ -40,7 +40,8 @@ func run(m *testing.M) int {
 	return m.Run()
 }
 
-func anchorer(t testing.TB) *tlog.Anchorer {
+// relayKey is a signing key for the relay, made at test time.
+func relayKey(t testing.TB) signature.SignerVerifier {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -50,7 +51,11 @@ func anchorer(t testing.TB) *tlog.Anchorer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &tlog.Anchorer{URL: log.URL, Signer: sv, Backoff: 100 * time.Millisecond}
+	return sv
+}
+
+func anchorer(t testing.TB) *tlog.Anchorer {
+	return &tlog.Anchorer{URL: log.URL, Signer: relayKey(t), Backoff: 100 * time.Millisecond}
 }
 
 func manifest(n int) []byte {
