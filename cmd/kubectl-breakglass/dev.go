@@ -64,18 +64,18 @@ The break-glass plane is up (%.1fs).
   alice        app owner, may request in %s:   token in %s
   bob          approver:                         token in %s
 
-Terminal 1, as alice:
+Terminal 1, as alice (bin/ on the PATH; with kubectl, "kubectl breakglass" works too):
   export BREAKGLASS_RELAY=%s BREAKGLASS_CLUSTER=%s
-  kubectl breakglass session request %s -n %s --token-file %s --reason "checkout returns 500s"
+  kubectl-breakglass session request %s -n %s --token-file %s --reason "checkout returns 500s"
 
 Terminal 2, as bob (same two exports):
-  kubectl breakglass session list --token-file %s
-  kubectl breakglass session approve SESSION -n %s --token-file %s
+  kubectl-breakglass session list --token-file %s
+  kubectl-breakglass session approve SESSION -n %s --token-file %s
 
 Terminal 1 again:
-  kubectl breakglass session start SESSION -n %s --token-file %s
-  kubectl breakglass session attach SESSION -n %s --token-file %s
-  kubectl breakglass session end SESSION -n %s --token-file %s
+  kubectl-breakglass session start SESSION -n %s --token-file %s
+  kubectl-breakglass session attach SESSION -n %s --token-file %s
+  kubectl-breakglass session end SESSION -n %s --token-file %s
 
 Ctrl-C stops everything.
 `, i.Started.Seconds(), i.Kubeconfig, i.Namespace, i.Pod, i.RelayURL, i.Cluster, i.DebugImage, filepath.Dir(i.Kubeconfig), rekorLine(i), i.Namespace, alice, bob,
