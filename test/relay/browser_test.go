@@ -25,7 +25,9 @@ func TestBrowserTerminal(t *testing.T) {
 	dir := filepath.Join(filepath.Dir(here), "..", "browser")
 	mux := http.NewServeMux()
 	mux.Handle("/xterm/", http.StripPrefix("/xterm/", http.FileServer(http.Dir(filepath.Join(dir, "node_modules", "@xterm", "xterm")))))
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { http.ServeFile(w, r, filepath.Join(dir, "terminal.html")) })
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		http.ServeFile(w, r, filepath.Join(dir, "terminal.html"))
+	})
 	page := httptest.NewServer(mux)
 	defer page.Close()
 
