@@ -73,9 +73,12 @@ func (s *Server) start(w http.ResponseWriter, r *http.Request, c Caller) error {
 	held.live = live
 	s.mu.Unlock()
 	s.metrics.live.Inc()
+	// What the answer and the notification show is taken before the
+	// watcher may write the Session.
+	snapshot := live.Session.DeepCopy()
 	s.watch(key, live)
-	s.notify(ctx, notify.Event{Kind: "session.started", To: "approvers"}, sess)
-	writeJSON(w, http.StatusOK, view(t.Name, live.Session))
+	s.notify(ctx, notify.Event{Kind: "session.started", To: "approvers"}, snapshot)
+	writeJSON(w, http.StatusOK, view(t.Name, snapshot))
 	return nil
 }
 

@@ -31,7 +31,15 @@ const Relay = "breakglass-relay"
 // returning why. It checks every second of the runner's clock, so tests move
 // time instead of sleeping.
 func (l *Live) Watch(ctx context.Context, limits Limits) (v1alpha1.EndReason, error) {
-	r, s := l.r, l.Session
+	r := l.r
+	// The hard stop never changes; the Session itself is written by the end
+	// and the heartbeat under l.mu, so it is read once, under the lock.
+	l.mu.Lock()
+	var deadline time.Time
+	if d := l.Session.Status.Deadline; d != nil {
+		deadline = d.Time
+	}
+	l.mu.Unlock()
 	if limits.Flush <= 0 {
 		limits.Flush = 5 * time.Second
 	}
@@ -46,7 +54,7 @@ func (l *Live) Watch(ctx context.Context, limits Limits) (v1alpha1.EndReason, er
 		viewers, alone := l.out.watchers()
 		var reason v1alpha1.EndReason
 		switch {
-		case s.Status.Deadline != nil && !now.Before(s.Status.Deadline.Time):
+		case !deadline.IsZero() && !now.Before(deadline):
 			reason = v1alpha1.EndHardStop
 		case now.Sub(time.Unix(0, l.lastInput.Load())) >= limits.Idle:
 			reason = v1alpha1.EndIdle
