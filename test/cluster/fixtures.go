@@ -41,6 +41,21 @@ func (c *Cluster) AppPod(t testing.TB, ns, name string, volumes ...corev1.Volume
 	return pod
 }
 
+// RunningPod creates an app's pod (labelled app=web) on the virtual node,
+// where its container runs as a local process: a pod a session can attach to.
+func (c *Cluster) RunningPod(t testing.TB, ns, name string) *corev1.Pod {
+	t.Helper()
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{"app": "web"}},
+		Spec: corev1.PodSpec{NodeName: NodeName,
+			Containers: []corev1.Container{{Name: "web", Image: "registry.example/shop/web:1.2", Command: []string{"sleep", "3600"}}}},
+	}
+	if err := c.Client.Create(context.Background(), pod); err != nil {
+		t.Fatalf("creating pod %s: %v", name, err)
+	}
+	return pod
+}
+
 // DebugSecurityContext is the one security context a debug container may have.
 func DebugSecurityContext() *corev1.SecurityContext { return manifests.DebugSecurityContext() }
 

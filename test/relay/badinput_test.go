@@ -146,7 +146,7 @@ func TestBadRequests(t *testing.T) {
 // and its recording go on.
 func TestBadTerminalInput(t *testing.T) {
 	ns := cl.Namespace(t, "relay-bad-terminal")
-	runningPod(t, ns, "web-1")
+	cl.RunningPod(t, ns, "web-1")
 	tr := startRelay(t, config(), clock.RealClock{})
 	s := tr.request(t, alice, ns, "web-1", "")
 	path := sessionPath(ns, s.Name)

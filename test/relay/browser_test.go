@@ -35,7 +35,7 @@ func TestBrowserTerminal(t *testing.T) {
 	cfg.AllowedOrigins = append(cfg.AllowedOrigins, page.URL)
 	tr := startRelay(t, cfg, clock.RealClock{})
 	ns := cl.Namespace(t, "relay-browser")
-	runningPod(t, ns, "web-1")
+	cl.RunningPod(t, ns, "web-1")
 	s := tr.request(t, alice, ns, "web-1", "")
 	path := sessionPath(ns, s.Name)
 	tr.must(t, http.StatusOK, token(t, bob), "POST", path+"/approve", `{}`)

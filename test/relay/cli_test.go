@@ -48,7 +48,7 @@ func (tr *testRelay) cliTo(t *testing.T, out *syncBuffer, p oidcissuer.Person, n
 // bob ends; refusals come back as the relay's message.
 func TestCLIWalkthrough(t *testing.T) {
 	ns := cl.Namespace(t, "relay-cli")
-	runningPod(t, ns, "web-1")
+	cl.RunningPod(t, ns, "web-1")
 	tr := startRelay(t, config(), clock.RealClock{})
 
 	out, err := tr.cli(t, alice, ns, nil, "request", "web-1", "--reason", "checkout returns 500s", "--duration", "20m")

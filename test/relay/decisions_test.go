@@ -26,7 +26,7 @@ import (
 // TestDeny: bob denies; the session never starts and nothing is granted.
 func TestDeny(t *testing.T) {
 	ns := cl.Namespace(t, "relay-deny")
-	runningPod(t, ns, "web-1")
+	cl.RunningPod(t, ns, "web-1")
 	tr := startRelay(t, config(), clock.RealClock{})
 	s := tr.request(t, alice, ns, "web-1", "")
 	path := sessionPath(ns, s.Name)
@@ -46,7 +46,7 @@ func TestDeny(t *testing.T) {
 // process access withheld, then ends the session himself.
 func TestApproverEndsAndKeepsThePod(t *testing.T) {
 	ns := cl.Namespace(t, "relay-keep")
-	runningPod(t, ns, "web-1")
+	cl.RunningPod(t, ns, "web-1")
 	tr := startRelay(t, config(), clock.RealClock{})
 	s := tr.request(t, alice, ns, "web-1", `,"container":"web","processAccess":true`)
 	path := sessionPath(ns, s.Name)
@@ -71,7 +71,7 @@ func TestApproverEndsAndKeepsThePod(t *testing.T) {
 // process role's grant and the debug container targets the app container.
 func TestProcessAccessApproved(t *testing.T) {
 	ns := cl.Namespace(t, "relay-process")
-	runningPod(t, ns, "web-1")
+	cl.RunningPod(t, ns, "web-1")
 	tr := startRelay(t, config(), clock.RealClock{})
 	s := tr.request(t, alice, ns, "web-1", `,"container":"web","processAccess":true`)
 	path := sessionPath(ns, s.Name)
@@ -106,7 +106,7 @@ func TestProcessAccessApproved(t *testing.T) {
 // told, a review due; she cannot review herself, bob does.
 func TestGlassBroken(t *testing.T) {
 	ns := cl.Namespace(t, "relay-glass")
-	runningPod(t, ns, "web-1")
+	cl.RunningPod(t, ns, "web-1")
 	tr := startRelay(t, config(), clock.RealClock{})
 	tr.must(t, http.StatusForbidden, token(t, alice), "POST", "/api/v1/clusters/prod/namespaces/"+ns+"/sessions",
 		`{"pod":"web-1","mode":"live","duration":"30m","reason":"down","glassBroken":true}`)
@@ -142,7 +142,7 @@ func TestGroundWithoutApproval(t *testing.T) {
 	}
 	cfg.Clusters[0].Tier = relay.Ground
 	ns := cl.Namespace(t, "relay-ground")
-	runningPod(t, ns, "web-1")
+	cl.RunningPod(t, ns, "web-1")
 	tr := startRelay(t, cfg, clock.RealClock{})
 	s := tr.request(t, alice, ns, "web-1", "")
 	if s.Status.Phase != v1alpha1.PhaseApproved || !strings.Contains(s.Status.Approval.By, "approval not required") {
@@ -159,8 +159,8 @@ func TestGroundWithoutApproval(t *testing.T) {
 // resumes the session; a session nobody types in ends at the idle limit.
 func TestLimitsThroughTheRelay(t *testing.T) {
 	ns := cl.Namespace(t, "relay-limits")
-	runningPod(t, ns, "web-1")
-	runningPod(t, ns, "web-2")
+	cl.RunningPod(t, ns, "web-1")
+	cl.RunningPod(t, ns, "web-2")
 	fake := clocktesting.NewFakeClock(time.Now())
 	tr := startRelay(t, config(), fake)
 	ctx := context.Background()

@@ -20,8 +20,6 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/gorilla/websocket"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -215,19 +213,6 @@ func (tr *testRelay) request(t testing.TB, p oidcissuer.Person, ns, pod, extra s
 		body = strings.Replace(body, `{`, `{"mode":"live",`, 1)
 	}
 	return tr.must(t, http.StatusCreated, token(t, p), "POST", "/api/v1/clusters/prod/namespaces/"+ns+"/sessions", body).session(t)
-}
-
-// runningPod is an app pod on the virtual node.
-func runningPod(t testing.TB, ns, name string) {
-	t.Helper()
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{"app": "web"}},
-		Spec: corev1.PodSpec{NodeName: cluster.NodeName,
-			Containers: []corev1.Container{{Name: "web", Image: "registry.example/shop/web:1.2", Command: []string{"sleep", "3600"}}}},
-	}
-	if err := cl.Client.Create(context.Background(), pod); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // term is a browser's terminal connection.

@@ -34,7 +34,7 @@ import (
 // every step audited and notified.
 func TestTwoPersonSession(t *testing.T) {
 	ns := cl.Namespace(t, "relay-two-person")
-	runningPod(t, ns, "web-1")
+	cl.RunningPod(t, ns, "web-1")
 	tr := startRelay(t, config(), clock.RealClock{})
 	ctx := context.Background()
 

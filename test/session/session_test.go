@@ -71,14 +71,7 @@ func runner(t testing.TB, store recording.Store, log *audit.Log) *session.Runner
 func approvedSession(t testing.TB, ns string, keepPod bool) *v1alpha1.Session {
 	t.Helper()
 	ctx := context.Background()
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "web-1", Namespace: ns, Labels: map[string]string{"app": "web"}},
-		Spec: corev1.PodSpec{NodeName: cluster.NodeName,
-			Containers: []corev1.Container{{Name: "web", Image: "registry.example/shop/web:1.2", Command: []string{"sleep", "3600"}}}},
-	}
-	if err := cl.Client.Create(ctx, pod); err != nil {
-		t.Fatal(err)
-	}
+	cl.RunningPod(t, ns, "web-1")
 	portal, err := cl.Portal()
 	if err != nil {
 		t.Fatal(err)

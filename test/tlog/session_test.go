@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/sigstore/sigstore/pkg/signature"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -56,11 +55,7 @@ func newBed(t *testing.T, nsName string) *bed {
 		}
 	})
 	ns := c.Namespace(t, nsName)
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web-1", Namespace: ns},
-		Spec: corev1.PodSpec{NodeName: cluster.NodeName, Containers: []corev1.Container{{Name: "web", Image: "registry.example/shop/web:1.2", Command: []string{"sleep", "3600"}}}}}
-	if err := c.Client.Create(ctx, pod); err != nil {
-		t.Fatal(err)
-	}
+	c.RunningPod(t, ns, "web-1")
 	portal, err := c.Portal()
 	if err != nil {
 		t.Fatal(err)
