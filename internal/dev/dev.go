@@ -24,7 +24,6 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/sigstore/sigstore/pkg/signature"
 	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -111,7 +110,7 @@ func Up(ctx context.Context, o Options, logs io.Writer) (err error) {
 	}
 	stops = append(stops, c.Stop)
 	kubeconfig := filepath.Join(o.Dir, "kubeconfig")
-	if err := writeKubeconfig(c, kubeconfig); err != nil {
+	if err := clientcmd.WriteToFile(c.KubeConfig("breakglass-dev", "shop"), kubeconfig); err != nil {
 		return err
 	}
 
@@ -258,14 +257,4 @@ func startRelay(ctx context.Context, c *cluster.Cluster, o Options, issuerURL, i
 		return errors.Join(err, auditFile.Close())
 	}
 	return "http://" + ln.Addr().String(), stop, nil
-}
-
-// writeKubeconfig writes the cluster admin's credentials for kubectl.
-func writeKubeconfig(c *cluster.Cluster, path string) error {
-	k := clientcmdapi.NewConfig()
-	k.Clusters["breakglass-dev"] = &clientcmdapi.Cluster{Server: c.Config.Host, CertificateAuthorityData: c.Config.CAData}
-	k.AuthInfos["admin"] = &clientcmdapi.AuthInfo{ClientCertificateData: c.Config.CertData, ClientKeyData: c.Config.KeyData, Token: c.Config.BearerToken}
-	k.Contexts["breakglass-dev"] = &clientcmdapi.Context{Cluster: "breakglass-dev", AuthInfo: "admin", Namespace: "shop"}
-	k.CurrentContext = "breakglass-dev"
-	return clientcmd.WriteToFile(*k, path)
 }

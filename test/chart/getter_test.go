@@ -7,20 +7,21 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/tower-dev/breakglass/test/cluster"
 )
 
 // restGetter gives Helm's SDK the test cluster's admin credentials, as a
 // kubeconfig would.
 type restGetter struct {
-	cfg       *rest.Config
+	c         *cluster.Cluster
 	namespace string
 }
 
-func (g restGetter) ToRESTConfig() (*rest.Config, error) { return rest.CopyConfig(g.cfg), nil }
+func (g restGetter) ToRESTConfig() (*rest.Config, error) { return rest.CopyConfig(g.c.Config), nil }
 
 func (g restGetter) ToDiscoveryClient() (discovery.CachedDiscoveryInterface, error) {
-	dc, err := discovery.NewDiscoveryClientForConfig(g.cfg)
+	dc, err := discovery.NewDiscoveryClientForConfig(g.c.Config)
 	if err != nil {
 		return nil, err
 	}
@@ -36,10 +37,5 @@ func (g restGetter) ToRESTMapper() (meta.RESTMapper, error) {
 }
 
 func (g restGetter) ToRawKubeConfigLoader() clientcmd.ClientConfig {
-	c := clientcmdapi.NewConfig()
-	c.Clusters["test"] = &clientcmdapi.Cluster{Server: g.cfg.Host, CertificateAuthorityData: g.cfg.CAData}
-	c.AuthInfos["admin"] = &clientcmdapi.AuthInfo{ClientCertificateData: g.cfg.CertData, ClientKeyData: g.cfg.KeyData, Token: g.cfg.BearerToken}
-	c.Contexts["test"] = &clientcmdapi.Context{Cluster: "test", AuthInfo: "admin", Namespace: g.namespace}
-	c.CurrentContext = "test"
-	return clientcmd.NewDefaultClientConfig(*c, &clientcmd.ConfigOverrides{})
+	return clientcmd.NewDefaultClientConfig(g.c.KubeConfig("test", g.namespace), &clientcmd.ConfigOverrides{})
 }

@@ -39,7 +39,7 @@ func chartDir() string {
 func helmConfig(t *testing.T, c *cluster.Cluster) *action.Configuration {
 	t.Helper()
 	cfg := &action.Configuration{}
-	if err := cfg.Init(restGetter{cfg: c.Config, namespace: v1alpha1.Namespace}, v1alpha1.Namespace, "secret", func(string, ...any) {}); err != nil {
+	if err := cfg.Init(restGetter{c: c, namespace: v1alpha1.Namespace}, v1alpha1.Namespace, "secret", func(string, ...any) {}); err != nil {
 		t.Fatal(err)
 	}
 	return cfg

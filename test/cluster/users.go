@@ -8,6 +8,7 @@ import (
 	authorizationv1 "k8s.io/api/authorization/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
@@ -63,4 +64,17 @@ func (u *User) WaitAllowed(ctx context.Context, namespace, verb, resource, subre
 		return fmt.Errorf("%s may still not %s %s/%s in %s after 30s: %w", u.Name, verb, resource, subresource, namespace, err)
 	}
 	return nil
+}
+
+// KubeConfig is the cluster admin's credentials as a kubeconfig whose
+// cluster and context are called name, with namespace as the context's
+// default: for kubectl and for tools (Helm) that take a kubeconfig rather
+// than a rest.Config.
+func (c *Cluster) KubeConfig(name, namespace string) clientcmdapi.Config {
+	k := clientcmdapi.NewConfig()
+	k.Clusters[name] = &clientcmdapi.Cluster{Server: c.Config.Host, CertificateAuthorityData: c.Config.CAData}
+	k.AuthInfos["admin"] = &clientcmdapi.AuthInfo{ClientCertificateData: c.Config.CertData, ClientKeyData: c.Config.KeyData, Token: c.Config.BearerToken}
+	k.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: "admin", Namespace: namespace}
+	k.CurrentContext = name
+	return *k
 }
