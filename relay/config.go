@@ -14,6 +14,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
 
 	"github.com/tower-dev/breakglass/relay/recording"
@@ -206,7 +207,7 @@ func (c *Config) Complete() error {
 	for i, cl := range c.Clusters {
 		at := fmt.Sprintf("clusters[%d]", i)
 		switch {
-		case cl.Name == "" || !dnsLabel(cl.Name):
+		case len(validation.IsDNS1123Label(cl.Name)) > 0:
 			errs = append(errs, fmt.Errorf("%s.name: %q is not a DNS label", at, cl.Name))
 		case seen[cl.Name]:
 			errs = append(errs, fmt.Errorf("%s.name: %q is listed twice", at, cl.Name))
@@ -248,17 +249,4 @@ func (c *Config) Complete() error {
 		errs = append(errs, errors.New("limits.heartbeat: must be shorter than limits.disconnect"))
 	}
 	return errors.Join(errs...)
-}
-
-func dnsLabel(s string) bool {
-	if len(s) > 63 {
-		return false
-	}
-	for i, r := range s {
-		ok := r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' && i > 0 && i < len(s)-1
-		if !ok {
-			return false
-		}
-	}
-	return true
 }

@@ -80,6 +80,7 @@ func TestLoadConfig(t *testing.T) {
 		{"unknown field", "idleLimit: 5m\n", "unknown field"},
 		{"flight without approval", "clusters:\n- {name: prod, tier: flight, debugImage: x, requireApproval: false}\n", "always requires approval"},
 		{"bad tier", "clusters:\n- {name: prod, tier: sky, debugImage: x}\n", "neither ground nor flight"},
+		{"bad name", "clusters:\n- {name: Prod_1, tier: ground, debugImage: x}\n", "not a DNS label"},
 		{"twice", "clusters:\n- {name: a, tier: ground, debugImage: x}\n- {name: a, tier: ground, debugImage: x}\n", "listed twice"},
 		{"no image", "clusters:\n- {name: a, tier: ground}\n", "debugImage"},
 		{"bad action", "permissions:\n- {groups: [g], namespaces: [n], actions: [exec]}\n", `"exec" is not one of`},
