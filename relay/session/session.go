@@ -119,7 +119,7 @@ func (r *Runner) Start(ctx context.Context, s *v1alpha1.Session) (_ *Live, err e
 	if err := r.record(ctx, "grant", s, role+" for "+ttl.String()); err != nil {
 		return nil, fmt.Errorf("auditing the grant: %w", err)
 	}
-	if err := r.waitAllowed(ctx, s.Namespace); err != nil {
+	if err := WaitGranted(ctx, r.Kube, s.Namespace, role); err != nil {
 		return nil, err
 	}
 	container := v1alpha1.DebugContainerPrefix + s.Name
@@ -162,12 +162,21 @@ func (r *Runner) Start(ctx context.Context, s *v1alpha1.Session) (_ *Live, err e
 	return live, nil
 }
 
-// waitAllowed waits for the new grant to reach the API server's RBAC cache.
-func (r *Runner) waitAllowed(ctx context.Context, ns string) error {
-	err := WaitAllowed(ctx, r.Kube, authorizationv1.ResourceAttributes{
-		Namespace: ns, Verb: "patch", Resource: "pods", Subresource: "ephemeralcontainers"}, 30*time.Second)
-	if err != nil {
-		return fmt.Errorf("the grant did not take effect: %w", err)
+// WaitGranted waits until the client's user holds what role grants in ns,
+// once the new grant has reached the API server's RBAC cache: the debug
+// container, and for the process role process access too. Another grant in
+// the namespace may already allow the first, while the admission policies'
+// check for process access must see this one.
+func WaitGranted(ctx context.Context, kube kubernetes.Interface, ns, role string) error {
+	attrs := []authorizationv1.ResourceAttributes{{Namespace: ns, Verb: "patch", Resource: "pods", Subresource: "ephemeralcontainers"}}
+	if role == v1alpha1.DebugProcessRole {
+		attrs = append(attrs, authorizationv1.ResourceAttributes{Namespace: ns, Group: v1alpha1.GroupVersion.Group,
+			Resource: v1alpha1.ProcessAccessResource, Verb: v1alpha1.ProcessAccessVerb})
+	}
+	for _, a := range attrs {
+		if err := WaitAllowed(ctx, kube, a, 30*time.Second); err != nil {
+			return fmt.Errorf("the grant did not take effect: %w", err)
+		}
 	}
 	return nil
 }
