@@ -9,15 +9,29 @@ import (
 
 // DebugSecurityContext is the one security context the policies let a debug
 // container have: the debug user, non-root, read-only root, no privilege
-// escalation, every capability dropped.
+// escalation, every capability dropped, the runtime's default seccomp
+// profile: the restricted Pod Security Standard and more.
 func DebugSecurityContext() *corev1.SecurityContext {
-	return &corev1.SecurityContext{
-		RunAsUser:                ptr.To(v1alpha1.DebugUserID),
+	sc := RestrictedSecurityContext(v1alpha1.DebugUserID)
+	sc.ReadOnlyRootFilesystem = ptr.To(true)
+	return sc
+}
+
+// RestrictedSecurityContext meets the restricted Pod Security Standard on
+// its own, whatever the pod around it sets: a non-root user (uid, or the
+// image's own when 0), no privilege escalation, no capability, the
+// runtime's default seccomp profile.
+func RestrictedSecurityContext(uid int64) *corev1.SecurityContext {
+	sc := &corev1.SecurityContext{
 		RunAsNonRoot:             ptr.To(true),
-		ReadOnlyRootFilesystem:   ptr.To(true),
 		AllowPrivilegeEscalation: ptr.To(false),
 		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+		SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
 	}
+	if uid != 0 {
+		sc.RunAsUser = ptr.To(uid)
+	}
+	return sc
 }
 
 // DebugContainer is a debug container in the shape the policies allow, with

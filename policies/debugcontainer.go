@@ -15,12 +15,14 @@ const sensitiveVolumesExpr = `has(object.spec.volumes) ? object.spec.volumes.fil
 ).map(v, v.name) : []`
 
 // debugShape returns the validations every debug container passes, applied
-// to the containers in the list variable named list. The rule names start
-// with prefix ("debug" or "copy") so a denial says which policy spoke.
+// to the containers in the list variable named list: the restricted Pod
+// Security Standard and more (a pinned, allowed image; the debug user; a
+// read-only root; read-only mounts; no secrets). The rule names start with
+// prefix ("debug" or "copy") so a denial says which policy spoke.
 func debugShape(prefix, list string) []Validation {
 	all := func(body string) string { return fmt.Sprintf("variables.%s.all(c, %s)", list, body) }
 	sc := "c.securityContext"
-	return []Validation{
+	shape := []Validation{
 		{
 			Name:       prefix + ".image-digest",
 			Expression: all(fmt.Sprintf("has(c.image) && c.image.matches('%s')", digestPattern)),
@@ -43,38 +45,27 @@ func debugShape(prefix, list string) []Validation {
 			Expression: all(fmt.Sprintf(`has(%[1]s) && has(%[1]s.readOnlyRootFilesystem) && %[1]s.readOnlyRootFilesystem`, sc)),
 			Message:    fmt.Sprintf("[%s.read-only-root] a debug container sets readOnlyRootFilesystem: true.", prefix),
 		},
-		{
-			Name: prefix + ".privilege",
-			Expression: all(fmt.Sprintf(`has(%[1]s) && has(%[1]s.allowPrivilegeEscalation) && !%[1]s.allowPrivilegeEscalation &&
-				(!has(%[1]s.privileged) || !%[1]s.privileged) &&
-				(!has(%[1]s.procMount) || %[1]s.procMount == 'Default')`, sc)),
-			Message: fmt.Sprintf("[%s.privilege] a debug container is not privileged and sets allowPrivilegeEscalation: false.", prefix),
-		},
-		{
-			Name: prefix + ".capabilities",
-			Expression: all(fmt.Sprintf(`has(%[1]s) && has(%[1]s.capabilities) &&
-				has(%[1]s.capabilities.drop) && 'ALL' in %[1]s.capabilities.drop &&
-				(!has(%[1]s.capabilities.add) || size(%[1]s.capabilities.add) == 0)`, sc)),
-			Message: fmt.Sprintf("[%s.capabilities] a debug container drops ALL capabilities and adds none.", prefix),
-		},
-		{
+	}
+	shape = append(shape, restricted(prefix, list, "a debug container")...)
+	return append(shape,
+		Validation{
 			Name: prefix + ".mounts",
 			Expression: all(`(!has(c.volumeMounts) || c.volumeMounts.all(m, has(m.readOnly) && m.readOnly)) &&
 				(!has(c.volumeDevices) || size(c.volumeDevices) == 0)`),
 			Message: fmt.Sprintf("[%s.mounts] every volume a debug container mounts is mounted readOnly: true, and it uses no volume devices.", prefix),
 		},
-		{
+		Validation{
 			Name:       prefix + ".secrets",
 			Expression: all(`!has(c.volumeMounts) || c.volumeMounts.all(m, !(m.name in variables.sensitiveVolumes))`),
 			Message:    fmt.Sprintf("[%s.secrets] a debug container mounts no secret, ServiceAccount token or CSI volume.", prefix),
 		},
-		{
+		Validation{
 			Name: prefix + ".env",
 			Expression: all(`(!has(c.envFrom) || size(c.envFrom) == 0) &&
 				(!has(c.env) || c.env.all(e, !has(e.valueFrom) || !has(e.valueFrom.secretKeyRef)))`),
 			Message: fmt.Sprintf("[%s.env] a debug container reads no secret through env valueFrom and uses no envFrom.", prefix),
 		},
-	}
+	)
 }
 
 // DebugContainer checks the ephemeral containers a request adds to a pod
@@ -95,13 +86,22 @@ func DebugContainer() Policy {
 			v1alpha1.DebugContainerPrefix),
 	})
 	validations = append(validations, debugShape("debug", "added")...)
-	validations = append(validations, Validation{
-		Name: "debug.process-access",
-		Expression: fmt.Sprintf(`variables.added.all(c, !has(c.targetContainerName) || c.targetContainerName == '') ||
-			%s`, processAccessAllowedExpr),
-		Message: fmt.Sprintf("[debug.process-access] targetContainerName (seeing the app's processes) needs a session approved with process access (%s in this namespace).",
-			v1alpha1.DebugProcessRole),
-	})
+	validations = append(validations,
+		Validation{
+			Name:       "debug.process-access",
+			Expression: `!variables.processReach || ` + processAccessAllowedExpr,
+			Message: fmt.Sprintf("[debug.process-access] this debug container would see the app's processes (targetContainerName, a pod that shares "+
+				"its process namespace or the host's PID, IPC or network namespace, or a hostPath mount): that needs a session approved "+
+				"with process access (%s in this namespace).", v1alpha1.DebugProcessRole),
+		},
+		Validation{
+			Name:       "debug.same-user",
+			Expression: `!variables.processReach || !(params.spec.debugUserID in variables.appUsers)`,
+			MessageExpression: `'[debug.same-user] the app runs as user ' + string(params.spec.debugUserID) +
+				', the debug user: a debug container that sees its processes as the same user could read its environment, memory and ' +
+				'files (secrets and token included) through /proc. Run the app as another user, or set another debugUserID in PolicyParams.'`,
+		},
+	)
 	return Policy{
 		Name:       "breakglass-debug-container",
 		Summary:    "Added ephemeral containers: pinned allowed image, user 65532, read-only, unprivileged, no secrets; process access only with that grant.",
@@ -118,88 +118,19 @@ func DebugContainer() Policy {
 			{Name: "oldNames", Expression: `has(oldObject.spec.ephemeralContainers) ? oldObject.spec.ephemeralContainers.map(c, c.name) : []`},
 			{Name: "added", Expression: `has(object.spec.ephemeralContainers) ? object.spec.ephemeralContainers.filter(c, !(c.name in variables.oldNames)) : []`},
 			{Name: "sensitiveVolumes", Expression: sensitiveVolumesExpr},
+			{Name: "hostPathVolumes", Expression: `has(object.spec.volumes) ? object.spec.volumes.filter(v, has(v.hostPath)).map(v, v.name) : []`},
+			// Every way an added container could see or reach the app's processes.
+			{Name: "processReach", Expression: `size(variables.added) > 0 && (
+				variables.added.exists(c, has(c.targetContainerName) && c.targetContainerName != '') ||
+				(has(object.spec.shareProcessNamespace) && object.spec.shareProcessNamespace) ||
+				(has(object.spec.hostPID) && object.spec.hostPID) || (has(object.spec.hostIPC) && object.spec.hostIPC) ||
+				(has(object.spec.hostNetwork) && object.spec.hostNetwork) ||
+				variables.added.exists(c, has(c.volumeMounts) && c.volumeMounts.exists(m, m.name in variables.hostPathVolumes)))`},
+			// The user ids the app's containers declare (pod-wide or their own).
+			{Name: "appUsers", Expression: `(has(object.spec.securityContext) && has(object.spec.securityContext.runAsUser) ?
+				[object.spec.securityContext.runAsUser] : []) +
+				object.spec.containers.filter(c, has(c.securityContext) && has(c.securityContext.runAsUser)).map(c, c.securityContext.runAsUser)`},
 		},
 		Validations: validations,
-	}
-}
-
-// CopyPodGuard checks the pods the plane creates for the copy and heldCopy
-// modes, with no params: the copy is labelled for its Session and nothing
-// else, so no Service sends it traffic; it shares no host namespace, reaches
-// the app's processes only with the process grant, and has a debug container.
-// Its session label brings it under CopyPodShape.
-func CopyPodGuard() Policy {
-	session := q(v1alpha1.SessionLabel)
-	return Policy{
-		Name:     "breakglass-copy-pod-guard",
-		Summary:  "Pods the portal creates (copy, heldCopy): session-labelled, behind no Service, no host namespaces.",
-		Profiles: Profiles,
-		Rules: []Rule{{
-			APIGroups:   []string{""},
-			APIVersions: []string{"v1"},
-			Resources:   []string{"pods"},
-			Operations:  []Operation{Create},
-		}},
-		// A pod create by anyone else is not this policy's business.
-		MatchConditions: []Condition{planeUserCondition},
-		Variables: []Variable{
-			{Name: "labels", Expression: `has(object.metadata.labels) ? object.metadata.labels : {}`},
-		},
-		Validations: []Validation{
-			{
-				Name:       "copy.session-label",
-				Expression: fmt.Sprintf(`%s in variables.labels && variables.labels[%s] != ''`, session, session),
-				Message:    fmt.Sprintf("[copy.session-label] a pod the portal creates carries the label %s naming its Session.", v1alpha1.SessionLabel),
-			},
-			{
-				Name:       "copy.no-app-labels",
-				Expression: `variables.labels.all(k, k.startsWith('breakglass.tower.dev/'))`,
-				Message:    "[copy.no-app-labels] a copy pod carries only breakglass.tower.dev/ labels, so none of the app's Services route traffic to it.",
-			},
-			{
-				Name:       "copy.has-debug-container",
-				Expression: fmt.Sprintf(`object.spec.containers.exists(c, c.name.startsWith('%s'))`, v1alpha1.DebugContainerPrefix),
-				Message:    fmt.Sprintf("[copy.has-debug-container] a copy pod has a debug container named %s...", v1alpha1.DebugContainerPrefix),
-			},
-			{
-				Name: "copy.host",
-				Expression: `(!has(object.spec.hostNetwork) || !object.spec.hostNetwork) &&
-					(!has(object.spec.hostPID) || !object.spec.hostPID) &&
-					(!has(object.spec.hostIPC) || !object.spec.hostIPC)`,
-				Message: "[copy.host] a copy pod shares no host namespace (hostNetwork, hostPID, hostIPC).",
-			},
-			{
-				Name: "copy.process-access",
-				Expression: fmt.Sprintf(`!has(object.spec.shareProcessNamespace) || !object.spec.shareProcessNamespace ||
-					%s`, processAccessAllowedExpr),
-				Message: fmt.Sprintf("[copy.process-access] shareProcessNamespace needs a session approved with process access (%s in this namespace).",
-					v1alpha1.DebugProcessRole),
-			},
-		},
-	}
-}
-
-// CopyPodShape holds the debug containers of session-labelled pods to the
-// debug shape, against the params.
-func CopyPodShape() Policy {
-	return Policy{
-		Name:        "breakglass-copy-pod-shape",
-		Summary:     "The debug containers of copy pods: pinned allowed image, user 65532, read-only, unprivileged, no secrets.",
-		Profiles:    Profiles,
-		UsesParams:  true,
-		SelectLabel: v1alpha1.SessionLabel,
-		Rules: []Rule{{
-			APIGroups:   []string{""},
-			APIVersions: []string{"v1"},
-			Resources:   []string{"pods"},
-			Operations:  []Operation{Create},
-		}},
-		Variables: []Variable{
-			{Name: "debug", Expression: fmt.Sprintf(`object.spec.containers.filter(c, c.name.startsWith('%[1]s')) +
-				(has(object.spec.initContainers) ? object.spec.initContainers.filter(c, c.name.startsWith('%[1]s')) : [])`,
-				v1alpha1.DebugContainerPrefix)},
-			{Name: "sensitiveVolumes", Expression: sensitiveVolumesExpr},
-		},
-		Validations: debugShape("copy", "debug"),
 	}
 }

@@ -2,9 +2,19 @@ package policies
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
 )
+
+// systemNamespacesExpr is the CEL list of the namespaces no grant ever enters.
+var systemNamespacesExpr = func() string {
+	names := make([]string, len(v1alpha1.SystemNamespaces))
+	for i, n := range v1alpha1.SystemNamespaces {
+		names[i] = q(n)
+	}
+	return "[" + strings.Join(names, ", ") + "]"
+}()
 
 // bindsDebugRole matches a binding whose roleRef is one of the debug ClusterRoles.
 var bindsDebugRole = Condition{
@@ -37,6 +47,12 @@ func GrantGuard() Policy {
 			{Name: "ttl", Expression: fmt.Sprintf(`%s in variables.labels ? variables.labels[%s] : ''`, ttl, ttl)},
 		},
 		Validations: []Validation{
+			{
+				Name:       "grant.system-namespace",
+				Expression: fmt.Sprintf(`!(request.namespace in %s)`, systemNamespacesExpr),
+				MessageExpression: `'[grant.system-namespace] namespace ' + request.namespace +
+					' is one of the cluster\'s own: break-glass grants are never made here, whatever PolicyParams says.'`,
+			},
 			{
 				Name: "grant.subject",
 				Expression: fmt.Sprintf(`has(object.subjects) && size(object.subjects) == 1 &&
@@ -96,6 +112,14 @@ func GrantShape() Policy {
 				Expression: `!(request.namespace in params.spec.protectedNamespaces)`,
 				MessageExpression: `'[grant.namespace] namespace ' + request.namespace +
 					' is protected: break-glass grants are never made here. Debug the workload in its own namespace.'`,
+			},
+			{
+				Name: "grant.namespace-opt-in",
+				Expression: fmt.Sprintf(`!has(params.spec.requireNamespaceOptIn) || !params.spec.requireNamespaceOptIn ||
+					(has(namespaceObject.metadata.labels) && %[1]s in namespaceObject.metadata.labels &&
+					 namespaceObject.metadata.labels[%[1]s] == 'true')`, q(v1alpha1.NamespaceOptInLabel)),
+				MessageExpression: fmt.Sprintf(`'[grant.namespace-opt-in] namespace ' + request.namespace +
+					' has not opted in to break-glass grants: a cluster admin labels it %s=true.'`, v1alpha1.NamespaceOptInLabel),
 			},
 			{
 				Name: "grant.portal",

@@ -1,12 +1,67 @@
 package policies
 
-// SessionRules keeps a Session honest whoever writes it: the spec never
-// changes, the duration is within bounds, and the requester neither approves
-// nor reviews their own session.
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/tower-dev/breakglass/api/v1alpha1"
+)
+
+// movesExpr is the CEL list of "from>to" phase moves w may make, from the
+// one lifecycle table in api/v1alpha1, sorted so the policy is deterministic.
+func movesExpr(w v1alpha1.Writer) string {
+	var moves []string
+	for from, tos := range v1alpha1.PhaseMoves {
+		for to := range tos {
+			if v1alpha1.CanMove(from, to, w) {
+				moves = append(moves, q(string(from)+">"+string(to)))
+			}
+		}
+	}
+	sort.Strings(moves)
+	return "[" + strings.Join(moves, ", ") + "]"
+}
+
+// unchanged is true when the status field at path (an optional chain such as
+// "approval" or "review.?by") is the same before and after the request.
+func unchanged(path string) string {
+	return fmt.Sprintf("object.?status.?%s == oldObject.?status.?%s", path, path)
+}
+
+// once is true when the status field at path, once written, never changes.
+func once(path string) string {
+	return fmt.Sprintf("(!oldObject.?status.?%s.hasValue() || %s)", path, unchanged(path))
+}
+
+// portalOnly are the parts of a Session's status only the portal writes: the
+// decisions a person made through it and the session it ran.
+var portalOnly = []string{"approval", "denial", "grant", "debugContainer", "startedAt", "deadline", "heartbeat",
+	"review.?by", "review.?at", "review.?comment"}
+
+// writtenOnce are the parts of a Session's status that never change once written.
+var writtenOnce = []string{"approval", "denial", "grant", "debugContainer", "startedAt", "deadline", "end",
+	"review.?by", "review.?at", "review.?comment", "review.?dueAt",
+	"evidence.?uris", "evidence.?manifestSHA256", "evidence.?entryID", "evidence.?logIndex"}
+
+func allOf(paths []string, f func(string) string) string {
+	parts := make([]string, len(paths))
+	for i, p := range paths {
+		parts[i] = f(p)
+	}
+	return strings.Join(parts, " &&\n\t\t\t\t")
+}
+
+// SessionRules keeps a Session honest whoever writes it: only the portal
+// creates one and records decisions; only the portal and the sweeper write
+// its status, each only its own parts, each part once, and the phase only
+// forward along the lifecycle; the spec never changes, the duration is within
+// bounds, and the requester neither approves nor reviews their own session.
 func SessionRules() Policy {
+	update := `request.operation != 'UPDATE' || `
 	return Policy{
 		Name:       "breakglass-session",
-		Summary:    "Sessions: immutable spec, bounded duration, never self-approved or self-reviewed.",
+		Summary:    "Sessions: made by the portal, immutable spec, bounded duration, status written by the plane once and forward only, never self-approved or self-reviewed.",
 		Profiles:   Profiles,
 		UsesParams: true,
 		Rules: []Rule{{
@@ -15,11 +70,64 @@ func SessionRules() Policy {
 			Resources:   []string{"sessions", "sessions/status"},
 			Operations:  []Operation{Create, Update},
 		}},
+		Variables: []Variable{
+			{Name: "isPortal", Expression: isPortalExpr},
+			{Name: "isSweeper", Expression: isSweeperExpr},
+			{Name: "phase", Expression: `object.?status.?phase.orValue('')`},
+			{Name: "oldPhase", Expression: `request.operation == 'UPDATE' ? oldObject.?status.?phase.orValue('') : ''`},
+		},
 		Validations: []Validation{
 			{
+				Name:       "session.portal-creates",
+				Expression: `request.operation != 'CREATE' || variables.isPortal`,
+				Message:    "[session.portal-creates] only the break-glass portal creates Sessions, so that its requester is who signed in: request a session in the portal.",
+			},
+			{
 				Name:       "session.spec-immutable",
-				Expression: `request.operation != 'UPDATE' || object.spec == oldObject.spec`,
+				Expression: update + `object.spec == oldObject.spec`,
 				Message:    "[session.spec-immutable] a Session's spec never changes after it is requested: request a new session.",
+			},
+			{
+				Name:       "session.status-writers",
+				Expression: update + `variables.isPortal || variables.isSweeper || object.?status == oldObject.?status`,
+				Message:    "[session.status-writers] only the break-glass portal and sweeper write a Session's status: approve, deny, end and review in the portal.",
+			},
+			{
+				Name:       "session.portal-decides",
+				Expression: update + `variables.isPortal || (` + allOf(portalOnly, unchanged) + `)`,
+				Message:    "[session.portal-decides] only the portal records a Session's approval, denial, review, grant, debug container and times.",
+			},
+			{
+				Name: "session.write-once",
+				Expression: update + allOf(writtenOnce, once) + ` &&
+				(!oldObject.?status.?review.?fallbackNotified.orValue(false) || object.?status.?review.?fallbackNotified.orValue(false)) &&
+				(oldObject.?status.?evidence.?anchorPending.orValue(true) || !object.?status.?evidence.?anchorPending.orValue(false))`,
+				Message: "[session.write-once] a Session's decisions, grant, end, review and evidence are written once and never changed.",
+			},
+			{
+				Name: "session.phase",
+				Expression: fmt.Sprintf(`variables.phase == variables.oldPhase ||
+					(variables.isPortal && (variables.oldPhase + '>' + variables.phase) in %s) ||
+					(variables.isSweeper && (variables.oldPhase + '>' + variables.phase) in %s)`,
+					movesExpr(v1alpha1.WriterPortal), movesExpr(v1alpha1.WriterSweeper)),
+				MessageExpression: `'[session.phase] a Session does not move from ' +
+					(variables.oldPhase == '' ? 'new' : variables.oldPhase) + ' to ' + variables.phase +
+					' by this writer: its phase only moves forward, Pending, Approved or Denied, Active, Ended.'`,
+			},
+			{
+				Name: "session.phase-record",
+				Expression: `(variables.phase != 'Approved' || object.?status.?approval.hasValue()) &&
+					(variables.phase != 'Denied' || object.?status.?denial.hasValue()) &&
+					(variables.phase != 'Active' || (object.?status.?approval.hasValue() && object.?status.?grant.hasValue())) &&
+					(variables.phase != 'Ended' || object.?status.?end.hasValue())`,
+				Message: "[session.phase-record] a Session's phase comes with its record: Approved with the approval, Denied with the denial, Active with the approval and grant, Ended with the end.",
+			},
+			{
+				Name: "session.approval-matches",
+				Expression: `!has(object.status) || !has(object.status.approval) ||
+					(object.status.approval.mode == object.spec.mode &&
+					 (!object.status.approval.processAccess || (has(object.spec.processAccess) && object.spec.processAccess)))`,
+				Message: "[session.approval-matches] an approval is for the mode requested and grants process access only where it was asked for.",
 			},
 			{
 				Name: "session.duration",

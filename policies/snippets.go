@@ -21,9 +21,18 @@ const (
 var debugRolesExpr = fmt.Sprintf("['%s', '%s']", v1alpha1.DebugRole, v1alpha1.DebugProcessRole)
 
 // isPlaneExpr is true for requests by the plane's own ServiceAccounts (the
-// portal, the sweeper, the webhook). It reads no params: the policies that
-// gate broad requests (every pod create or delete) must not depend on them.
-var isPlaneExpr = fmt.Sprintf(`request.userInfo.username.startsWith('system:serviceaccount:%s:')`, v1alpha1.Namespace)
+// portal, the sweeper, the webhook), each named: another ServiceAccount in
+// the plane's namespace is nobody special. It reads no params: the policies
+// that gate broad requests (every pod create or delete) must not depend on them.
+var isPlaneExpr = fmt.Sprintf(`request.userInfo.username in ['%s', '%s', '%s']`,
+	v1alpha1.PortalUsername, v1alpha1.SweeperUsername, v1alpha1.WebhookUsername)
+
+// isPortalExpr and isSweeperExpr are true for requests by that one identity.
+var (
+	isPortalExpr  = fmt.Sprintf(`request.userInfo.username == '%s'`, v1alpha1.PortalUsername)
+	isSweeperExpr = fmt.Sprintf(`request.userInfo.username == '%s'`, v1alpha1.SweeperUsername)
+	isWebhookExpr = fmt.Sprintf(`request.userInfo.username == '%s'`, v1alpha1.WebhookUsername)
+)
 
 // planeUserCondition narrows a policy to requests by the plane's own ServiceAccounts.
 var planeUserCondition = Condition{Name: "by-the-plane", Expression: isPlaneExpr}

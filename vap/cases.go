@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"sort"
 	"strings"
 
@@ -42,12 +43,14 @@ type Case struct {
 	Operation string             `json:"operation"`
 	// APIGroup is the resource's group ("" for core); Resource may name a
 	// subresource as in "pods/exec".
-	APIGroup  string         `json:"apiGroup,omitempty"`
-	Resource  string         `json:"resource"`
-	Namespace string         `json:"namespace,omitempty"`
-	User      CaseUser       `json:"user"`
-	Object    map[string]any `json:"object,omitempty"`
-	OldObject map[string]any `json:"oldObject,omitempty"`
+	APIGroup  string `json:"apiGroup,omitempty"`
+	Resource  string `json:"resource"`
+	Namespace string `json:"namespace,omitempty"`
+	// NamespaceLabels are the labels of the request's namespace object.
+	NamespaceLabels map[string]string `json:"namespaceLabels,omitempty"`
+	User            CaseUser          `json:"user"`
+	Object          map[string]any    `json:"object,omitempty"`
+	OldObject       map[string]any    `json:"oldObject,omitempty"`
 	// Permissions are what the authorizer answers "allowed" to.
 	Permissions []Permission `json:"permissions,omitempty"`
 	// NoParams runs the case as if the PolicyParams object were missing.
@@ -269,14 +272,15 @@ func judge(path string, c Case, profile policies.Profile, res Result) CaseResult
 func (c Case) request() Request {
 	resource, sub, _ := strings.Cut(c.Resource, "/")
 	req := Request{
-		Operation:   admissionregistrationv1.OperationType(c.Operation),
-		Resource:    schema.GroupVersionResource{Group: c.APIGroup, Version: "v1", Resource: resource},
-		SubResource: sub,
-		Namespace:   c.Namespace,
-		Object:      c.Object,
-		OldObject:   c.OldObject,
-		User:        &user.DefaultInfo{Name: c.User.Name, Groups: c.User.Groups},
-		Allowed:     c.Permissions,
+		Operation:       admissionregistrationv1.OperationType(c.Operation),
+		Resource:        schema.GroupVersionResource{Group: c.APIGroup, Version: "v1", Resource: resource},
+		SubResource:     sub,
+		Namespace:       c.Namespace,
+		NamespaceLabels: c.NamespaceLabels,
+		Object:          c.Object,
+		OldObject:       c.OldObject,
+		User:            &user.DefaultInfo{Name: c.User.Name, Groups: c.User.Groups},
+		Allowed:         c.Permissions,
 	}
 	for _, o := range []map[string]any{c.Object, c.OldObject} {
 		if o != nil {
@@ -300,8 +304,14 @@ func paramsFor(overrides map[string]any) (*unstructured.Unstructured, error) {
 		return nil, err
 	}
 	spec := def["spec"].(map[string]any)
+	fields := map[string]bool{}
+	specType := reflect.TypeFor[v1alpha1.PolicyParamsSpec]()
+	for i := range specType.NumField() {
+		name, _, _ := strings.Cut(specType.Field(i).Tag.Get("json"), ",")
+		fields[name] = true
+	}
 	for k, v := range overrides {
-		if _, ok := spec[k]; !ok {
+		if !fields[k] {
 			return nil, fmt.Errorf("%s: not a PolicyParams spec field", k)
 		}
 		spec[k] = integers(v)

@@ -50,6 +50,7 @@ func bigPod(ephemeral int) map[string]any {
 			"securityContext": map[string]any{
 				"runAsUser": int64(65532), "runAsNonRoot": true, "readOnlyRootFilesystem": true,
 				"allowPrivilegeEscalation": false, "capabilities": map[string]any{"drop": []any{"ALL"}},
+				"seccompProfile": map[string]any{"type": "RuntimeDefault"},
 			},
 		})
 	}

@@ -31,7 +31,9 @@ type Request struct {
 	SubResource string
 	Kind        schema.GroupVersionKind
 	Namespace   string
-	Name        string
+	// NamespaceLabels are the labels of the namespace object policies see.
+	NamespaceLabels map[string]string
+	Name            string
 	// Object and OldObject are the new and old object; for CONNECT, Object
 	// is the options (PodExecOptions, PodAttachOptions).
 	Object    map[string]any
@@ -144,7 +146,7 @@ func (req Request) attributes() (admission.Attributes, *admission.VersionedAttri
 	versioned := &admission.VersionedAttributes{Attributes: attr, VersionedKind: req.Kind, VersionedObject: admission.NewLazyObject(obj), VersionedOldObject: admission.NewLazyObject(oldObj)}
 	var ns *corev1.Namespace
 	if req.Namespace != "" {
-		ns = &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: req.Namespace}}
+		ns = &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: req.Namespace, Labels: req.NamespaceLabels}}
 	}
 	return attr, versioned, ns, permissions{allowed: req.Allowed}
 }

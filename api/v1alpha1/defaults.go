@@ -2,8 +2,13 @@ package v1alpha1
 
 import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-// DefaultProtectedNamespaces never receive a grant unless an admin says otherwise.
-var DefaultProtectedNamespaces = []string{"kube-system", "kube-public", "kube-node-lease", Namespace}
+// SystemNamespaces never receive a grant, whatever PolicyParams says: the
+// grant policy names them itself.
+var SystemNamespaces = []string{"kube-system", "kube-public", "kube-node-lease", Namespace}
+
+// DefaultProtectedNamespaces are the protected namespaces PolicyParams lists
+// by default: the system namespaces, which are protected anyway.
+var DefaultProtectedNamespaces = SystemNamespaces
 
 // DefaultPolicyParams is the PolicyParams object the chart installs when its
 // values are left alone, with the given debug images allowed.

@@ -11,6 +11,13 @@ const (
 	// WebhookServiceAccount is the signature webhook's identity in Namespace.
 	WebhookServiceAccount = "breakglass-webhook"
 
+	// PortalUsername, SweeperUsername and WebhookUsername are the names the
+	// API server gives requests made as the plane's ServiceAccounts. The
+	// policies name each one: no other account in Namespace is the plane.
+	PortalUsername  = "system:serviceaccount:" + Namespace + ":" + PortalServiceAccount
+	SweeperUsername = "system:serviceaccount:" + Namespace + ":" + SweeperServiceAccount
+	WebhookUsername = "system:serviceaccount:" + Namespace + ":" + WebhookServiceAccount
+
 	// DebugRole is the ClusterRole a live session binds: a debug container, no process access.
 	DebugRole = "breakglass:debug"
 	// DebugProcessRole is the ClusterRole a process-access session binds.
@@ -25,6 +32,10 @@ const (
 	// TTLLabel holds a grant's time to live as a Go duration; it means what
 	// Kyverno's cleanup controller means by it, so either engine can clean up.
 	TTLLabel = "cleanup.kyverno.io/ttl"
+
+	// NamespaceOptInLabel set to "true" on a namespace lets grants into it
+	// when PolicyParams requires namespaces to opt in.
+	NamespaceOptInLabel = "breakglass.tower.dev/enabled"
 
 	// DebugContainerPrefix starts the name of every debug container.
 	DebugContainerPrefix = "breakglass-"

@@ -49,11 +49,18 @@ type PolicyParamsSpec struct {
 	// SessionDuration bounds a Session's spec.duration.
 	SessionDuration DurationBounds `json:"sessionDuration"`
 
-	// ProtectedNamespaces never receive a grant.
+	// ProtectedNamespaces never receive a grant, in addition to the system
+	// namespaces (SystemNamespaces), which the policies protect whatever
+	// this list says.
 	// +kubebuilder:validation:MaxItems=64
 	// +kubebuilder:validation:items:MaxLength=63
 	// +listType=set
 	ProtectedNamespaces []string `json:"protectedNamespaces"`
+
+	// RequireNamespaceOptIn, when true, lets grants only into namespaces
+	// labelled breakglass.tower.dev/enabled=true (NamespaceOptInLabel).
+	// +optional
+	RequireNamespaceOptIn bool `json:"requireNamespaceOptIn,omitempty"`
 
 	// DebugUserID is the user id every debug container runs as.
 	// +kubebuilder:validation:Minimum=1

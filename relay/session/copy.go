@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -15,46 +16,84 @@ import (
 	"github.com/tower-dev/breakglass/manifests"
 )
 
-// copyOf is the pod a copy or held-copy session debugs: the target's spec
-// with the debug container beside the app, labelled with the session only
-// (so no Service routes traffic to it), on the target's node, without the
-// app's API token, probes or owner. A held copy's app containers sleep
-// instead of running their entrypoint, for as long as the session may last,
-// so a crash-looping app can be looked at before it crashes.
-func copyOf(target *corev1.Pod, s *v1alpha1.Session, container, image string, processAccess bool, hold time.Duration) *corev1.Pod {
-	spec := target.Spec.DeepCopy()
-	spec.EphemeralContainers = nil
-	// The priority admission plugin sets it from the class again.
-	spec.Priority = nil
-	spec.AutomountServiceAccountToken = ptr.To(false)
-	spec.ShareProcessNamespace = ptr.To(processAccess)
-	spec.HostNetwork, spec.HostPID, spec.HostIPC = false, false, false
-	spec.Hostname, spec.Subdomain = "", ""
-	tokenVolumes := map[string]bool{}
+// copyOf is the pod a copy or held-copy session debugs. It is built to be
+// what the copy policies admit whatever the target holds, and never a second
+// production worker:
+//   - it keeps the app's containers and images (pinned to the digests the
+//     node ran), commands, plain and configMap env, emptyDir, configMap,
+//     downwardAPI volumes and the app's claims (read-only), its node and its
+//     runtime class, with the debug container beside them;
+//   - it drops every credential (the ServiceAccount, its token, secret and
+//     CSI volumes, secret env), everything of the node (hostPath, host
+//     namespaces and ports, sysctls), init containers, probes and lifecycle
+//     hooks, device claims, the app's labels (so no Service routes to it),
+//     annotations and priority class;
+//   - every container runs restricted: non-root, no escalation, no
+//     capability, the runtime's default seccomp profile. An app that runs as
+//     root cannot be copied: use a live session.
+//
+// A held copy's app containers sleep as the debug user instead of running
+// their entrypoint, for as long as the session may last, so a crash-looping
+// app's filesystem can be inspected (through /proc/<pid>/root, with process
+// access) without running it; the copy holds nothing the debug user should
+// not read.
+func copyOf(target *corev1.Pod, s *v1alpha1.Session, container, image string, processAccess bool, hold time.Duration) (*corev1.Pod, error) {
+	held := s.Spec.Mode == v1alpha1.ModeHeldCopy
+	kept := map[string]bool{}
 	var volumes []corev1.Volume
-	for _, v := range spec.Volumes {
-		// The API server's projected token (kube-api-access-*): a copy holds
-		// no credentials of the app's.
-		if v.Projected != nil && strings.HasPrefix(v.Name, "kube-api-access-") {
-			tokenVolumes[v.Name] = true
-			continue
+	for _, v := range target.Spec.Volumes {
+		if v, ok := copyVolume(v); ok {
+			kept[v.Name] = true
+			volumes = append(volumes, v)
 		}
-		volumes = append(volumes, v)
 	}
-	spec.Volumes = volumes
-	for i := range spec.Containers {
-		c := &spec.Containers[i]
-		c.LivenessProbe, c.ReadinessProbe, c.StartupProbe = nil, nil, nil
-		var mounts []corev1.VolumeMount
+	spec := corev1.PodSpec{
+		Volumes:                       volumes,
+		NodeName:                      target.Spec.NodeName,
+		RuntimeClassName:              target.Spec.RuntimeClassName,
+		Affinity:                      target.Spec.Affinity.DeepCopy(),
+		DNSPolicy:                     target.Spec.DNSPolicy,
+		DNSConfig:                     target.Spec.DNSConfig.DeepCopy(),
+		AutomountServiceAccountToken:  ptr.To(false),
+		EnableServiceLinks:            ptr.To(false),
+		ShareProcessNamespace:         ptr.To(processAccess),
+		RestartPolicy:                 corev1.RestartPolicyNever,
+		TerminationGracePeriodSeconds: ptr.To[int64](5),
+		SecurityContext:               copyPodSecurity(target.Spec.SecurityContext),
+		ImagePullSecrets:              target.Spec.ImagePullSecrets,
+	}
+	for _, t := range target.Spec.Tolerations {
+		// Tolerating every taint is what a copy may not do; the node's own
+		// NoExecute taints still need the app's named tolerations.
+		if t.Key != "" {
+			spec.Tolerations = append(spec.Tolerations, t)
+		}
+	}
+	for _, c := range target.Spec.Containers {
+		pinned, err := pinnedImage(c.Image, c.Name, target.Status.ContainerStatuses)
+		if err != nil {
+			return nil, err
+		}
+		uid := containerUser(target, c)
+		if held {
+			uid = v1alpha1.DebugUserID
+		}
+		cc := corev1.Container{
+			Name: c.Name, Image: pinned, Command: c.Command, Args: c.Args, WorkingDir: c.WorkingDir,
+			Env: plainEnv(c.Env), EnvFrom: plainEnvFrom(c.EnvFrom), Resources: c.Resources, ImagePullPolicy: c.ImagePullPolicy,
+			SecurityContext: manifests.RestrictedSecurityContext(uid),
+			Stdin:           c.Stdin, TTY: c.TTY,
+		}
+		cc.Resources.Claims = nil
 		for _, m := range c.VolumeMounts {
-			if !tokenVolumes[m.Name] {
-				mounts = append(mounts, m)
+			if kept[m.Name] {
+				cc.VolumeMounts = append(cc.VolumeMounts, m)
 			}
 		}
-		c.VolumeMounts = mounts
-		if s.Spec.Mode == v1alpha1.ModeHeldCopy {
-			c.Command, c.Args = []string{"sleep", strconv.Itoa(int(hold.Seconds()))}, nil
+		if held {
+			cc.Command, cc.Args = []string{"sleep", strconv.Itoa(int(hold.Seconds()))}, nil
 		}
+		spec.Containers = append(spec.Containers, cc)
 	}
 	ec := manifests.DebugContainer(container, image)
 	spec.Containers = append(spec.Containers, corev1.Container{
@@ -66,8 +105,106 @@ func copyOf(target *corev1.Pod, s *v1alpha1.Session, container, image string, pr
 			Name: container, Namespace: target.Namespace,
 			Labels: map[string]string{v1alpha1.SessionLabel: s.Name},
 		},
-		Spec: *spec,
+		Spec: spec,
+	}, nil
+}
+
+// copyVolume is v as a copy may have it, or false when a copy may not have
+// it at all: credentials and the node stay behind.
+func copyVolume(v corev1.Volume) (corev1.Volume, bool) {
+	src := v.VolumeSource
+	switch {
+	case src.EmptyDir != nil, src.ConfigMap != nil, src.DownwardAPI != nil:
+		return v, true
+	case src.PersistentVolumeClaim != nil:
+		v = *v.DeepCopy()
+		v.PersistentVolumeClaim.ReadOnly = true
+		return v, true
+	case src.Projected != nil:
+		for _, p := range src.Projected.Sources {
+			if p.ConfigMap == nil && p.DownwardAPI == nil {
+				return v, false // a token, a secret or a trust bundle
+			}
+		}
+		return v, true
 	}
+	return v, false
+}
+
+// copyPodSecurity keeps the pod-wide settings that only narrow what the
+// app's processes may do, and never root.
+func copyPodSecurity(sc *corev1.PodSecurityContext) *corev1.PodSecurityContext {
+	if sc == nil {
+		return nil
+	}
+	out := &corev1.PodSecurityContext{
+		RunAsGroup: sc.RunAsGroup, FSGroup: sc.FSGroup, FSGroupChangePolicy: sc.FSGroupChangePolicy,
+		SupplementalGroups: sc.SupplementalGroups,
+	}
+	if sc.RunAsUser != nil && *sc.RunAsUser != 0 {
+		out.RunAsUser = sc.RunAsUser
+	}
+	return out
+}
+
+// containerUser is the user c runs as when the pod says so, or 0 for the
+// image's own user (which runAsNonRoot then holds to non-root).
+func containerUser(pod *corev1.Pod, c corev1.Container) int64 {
+	if c.SecurityContext != nil && c.SecurityContext.RunAsUser != nil {
+		return *c.SecurityContext.RunAsUser
+	}
+	if sc := pod.Spec.SecurityContext; sc != nil && sc.RunAsUser != nil {
+		return *sc.RunAsUser
+	}
+	return 0
+}
+
+func plainEnv(env []corev1.EnvVar) []corev1.EnvVar {
+	var out []corev1.EnvVar
+	for _, e := range env {
+		if e.ValueFrom == nil || e.ValueFrom.SecretKeyRef == nil {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func plainEnvFrom(from []corev1.EnvFromSource) []corev1.EnvFromSource {
+	var out []corev1.EnvFromSource
+	for _, f := range from {
+		if f.SecretRef == nil {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// repoDigest is an image reference pinned by digest, as nodes report a
+// container's imageID.
+var repoDigest = regexp.MustCompile(`^[^@\s]+@(sha256:[a-f0-9]{64})$`)
+
+// pinnedImage is the image container name runs, pinned to the digest its
+// node reported: a copy runs what the pod ran, not what a tag says today.
+func pinnedImage(image, name string, statuses []corev1.ContainerStatus) (string, error) {
+	if strings.Contains(image, "@sha256:") {
+		return image, nil
+	}
+	for _, st := range statuses {
+		if st.Name != name {
+			continue
+		}
+		m := repoDigest.FindStringSubmatch(strings.TrimPrefix(st.ImageID, "docker-pullable://"))
+		if m == nil {
+			break
+		}
+		repo := image
+		if i := strings.LastIndex(image, ":"); i > strings.LastIndex(image, "/") {
+			repo = image[:i]
+		}
+		return repo + "@" + m[1], nil
+	}
+	return "", fmt.Errorf("container %s runs %s and its node reports no digest for it: a copy runs only pinned images; use a live session",
+		name, image)
 }
 
 func (r *Runner) createCopy(ctx context.Context, s *v1alpha1.Session, container string, processAccess bool, hold time.Duration) error {
@@ -75,7 +212,10 @@ func (r *Runner) createCopy(ctx context.Context, s *v1alpha1.Session, container 
 	if err != nil {
 		return fmt.Errorf("the target pod: %w", err)
 	}
-	cp := copyOf(target, s, container, r.DebugImage, processAccess, hold)
+	cp, err := copyOf(target, s, container, r.DebugImage, processAccess, hold)
+	if err != nil {
+		return fmt.Errorf("copying %s: %w", target.Name, err)
+	}
 	if _, err := r.Kube.CoreV1().Pods(s.Namespace).Create(ctx, cp, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("creating the copy of %s: %w", target.Name, err)
 	}

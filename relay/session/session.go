@@ -89,6 +89,11 @@ func (r *Runner) Start(ctx context.Context, s *v1alpha1.Session) (_ *Live, err e
 	if s.Status.Phase != v1alpha1.PhaseApproved {
 		return nil, fmt.Errorf("session %s is %s, not Approved", s.Name, s.Status.Phase)
 	}
+	// The cluster admits only the portal's approvals; this is the same
+	// check again, for a Session read from a cluster whose policies are gone.
+	if a := s.Status.Approval; a == nil || a.By == s.Spec.Requester || a.Mode != s.Spec.Mode || (a.ProcessAccess && !s.Spec.ProcessAccess) {
+		return nil, fmt.Errorf("session %s's approval does not match its request: it does not start", s.Name)
+	}
 	switch s.Spec.Mode {
 	case v1alpha1.ModeLive, v1alpha1.ModeCopy, v1alpha1.ModeHeldCopy:
 	default:
@@ -385,7 +390,7 @@ func (r *Runner) record(ctx context.Context, kind string, s *v1alpha1.Session, r
 }
 
 // PortalIdentity is who the relay acts as on the cluster.
-const PortalIdentity = "system:serviceaccount:" + v1alpha1.Namespace + ":" + v1alpha1.PortalServiceAccount
+const PortalIdentity = v1alpha1.PortalUsername
 
 // Step audits what actor did to s and shows it as an Event on the Session.
 func (r *Runner) Step(ctx context.Context, kind, actor string, s *v1alpha1.Session, reason string) error {

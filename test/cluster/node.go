@@ -2,13 +2,16 @@ package cluster
 
 import (
 	"context"
+	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/hex"
 	"fmt"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -173,8 +176,22 @@ func (n *node) sync(ctx context.Context, c *Cluster, pod *corev1.Pod) {
 }
 
 func runningStatus(name, image string) corev1.ContainerStatus {
-	return corev1.ContainerStatus{Name: name, Image: image, ImageID: image, Ready: true, Started: ptrTrue(),
+	return corev1.ContainerStatus{Name: name, Image: image, ImageID: imageID(image), Ready: true, Started: ptrTrue(),
 		State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.Now()}}}
+}
+
+// imageID is what a real node reports for the image it ran: the repository
+// and the digest it resolved, here a stand-in digest for a tag.
+func imageID(image string) string {
+	if strings.Contains(image, "@sha256:") {
+		return image
+	}
+	repo := image
+	if i := strings.LastIndex(image, ":"); i > strings.LastIndex(image, "/") {
+		repo = image[:i]
+	}
+	sum := sha256.Sum256([]byte(image))
+	return repo + "@sha256:" + hex.EncodeToString(sum[:])
 }
 
 func ptrTrue() *bool { t := true; return &t }

@@ -1,0 +1,158 @@
+package policies
+
+import (
+	"fmt"
+
+	"github.com/tower-dev/breakglass/api/v1alpha1"
+)
+
+// A copy pod is checked as a whole: an admission policy cannot see the pod
+// it copies, so what it admits must be harmless even if a stolen portal
+// token made it up. It holds no credential, touches nothing of the node,
+// runs nothing privileged or as root, has no init container and runs only
+// images pinned by digest; the relay's copy builder (relay/session/copy.go)
+// produces exactly such pods.
+
+// copyVolumesExpr admits only volumes that carry no credential and nothing of
+// the node: emptyDir, configMap, downwardAPI, a projection of those, and a
+// PersistentVolumeClaim mounted read-only (a copy never writes the app's data).
+const copyVolumesExpr = `!has(object.spec.volumes) || object.spec.volumes.all(v,
+	has(v.emptyDir) || has(v.configMap) || has(v.downwardAPI) ||
+	(has(v.persistentVolumeClaim) && has(v.persistentVolumeClaim.readOnly) && v.persistentVolumeClaim.readOnly) ||
+	(has(v.projected) && (!has(v.projected.sources) || v.projected.sources.all(s, has(s.configMap) || has(s.downwardAPI)))))`
+
+// CopyPodGuard checks the pods the plane creates, with no params: only the
+// portal creates pods, each a copy for one Session, labelled for it and
+// nothing else (so no Service sends it traffic), with a debug container.
+// Its session label brings it under CopyPodShape.
+func CopyPodGuard() Policy {
+	session := q(v1alpha1.SessionLabel)
+	return Policy{
+		Name:     "breakglass-copy-pod-guard",
+		Summary:  "Pods the plane creates: only the portal's copies, session-labelled, behind no Service.",
+		Profiles: Profiles,
+		Rules: []Rule{{
+			APIGroups:   []string{""},
+			APIVersions: []string{"v1"},
+			Resources:   []string{"pods"},
+			Operations:  []Operation{Create},
+		}},
+		// A pod create by anyone else is not this policy's business.
+		MatchConditions: []Condition{planeUserCondition},
+		Variables: []Variable{
+			{Name: "labels", Expression: `has(object.metadata.labels) ? object.metadata.labels : {}`},
+		},
+		Validations: []Validation{
+			{
+				Name:       "copy.portal-only",
+				Expression: isPortalExpr,
+				Message:    "[copy.portal-only] of the plane's accounts only the portal creates pods, and only copies for a session.",
+			},
+			{
+				Name:       "copy.session-label",
+				Expression: fmt.Sprintf(`%s in variables.labels && variables.labels[%s] != ''`, session, session),
+				Message:    fmt.Sprintf("[copy.session-label] a pod the portal creates carries the label %s naming its Session.", v1alpha1.SessionLabel),
+			},
+			{
+				Name:       "copy.no-app-labels",
+				Expression: `variables.labels.all(k, k.startsWith('breakglass.tower.dev/'))`,
+				Message:    "[copy.no-app-labels] a copy pod carries only breakglass.tower.dev/ labels, so none of the app's Services route traffic to it.",
+			},
+			{
+				Name:       "copy.has-debug-container",
+				Expression: fmt.Sprintf(`object.spec.containers.exists(c, c.name.startsWith('%s'))`, v1alpha1.DebugContainerPrefix),
+				Message:    fmt.Sprintf("[copy.has-debug-container] a copy pod has a debug container named %s...", v1alpha1.DebugContainerPrefix),
+			},
+			{
+				Name: "copy.process-access",
+				Expression: fmt.Sprintf(`!has(object.spec.shareProcessNamespace) || !object.spec.shareProcessNamespace ||
+					%s`, processAccessAllowedExpr),
+				Message: fmt.Sprintf("[copy.process-access] shareProcessNamespace needs a session approved with process access (%s in this namespace).",
+					v1alpha1.DebugProcessRole),
+			},
+		},
+	}
+}
+
+// CopyPodShape holds every session-labelled pod, whoever creates it, to
+// what a copy may be: its debug containers to the debug shape, and the whole
+// pod to the restricted Pod Security Standard with no credential, no node
+// access and no image but pinned ones.
+func CopyPodShape() Policy {
+	validations := debugShape("copy", "debug")
+	validations = append(validations, restricted("copy.app", "app", "every container of a copy")...)
+	validations = append(validations,
+		Validation{
+			Name:       "copy.app.non-root",
+			Expression: `variables.app.all(c, ` + restrictedNonRoot + `)`,
+			Message:    "[copy.app.non-root] every container of a copy sets runAsNonRoot: true and never runs as user 0.",
+		},
+		Validation{
+			Name:       "copy.pod-security",
+			Expression: restrictedPodExpr,
+			Message: "[copy.pod-security] a copy shares no host namespace (hostNetwork, hostPID, hostIPC), sets no sysctl, never runs as user 0, " +
+				"and is not seccomp, AppArmor or SELinux unconfined.",
+		},
+		Validation{
+			Name:       "copy.no-init-containers",
+			Expression: `!has(object.spec.initContainers) || size(object.spec.initContainers) == 0`,
+			Message:    "[copy.no-init-containers] a copy has no init containers: they would run the app's set-up (migrations, credentials) a second time.",
+		},
+		Validation{
+			Name:       "copy.images",
+			Expression: fmt.Sprintf(`variables.app.all(c, has(c.image) && c.image.matches('%s'))`, digestPattern),
+			Message:    "[copy.images] every image in a copy is pinned by digest (repository@sha256:...), as the copied pod ran it.",
+		},
+		Validation{
+			Name: "copy.credentials",
+			Expression: `has(object.spec.automountServiceAccountToken) && !object.spec.automountServiceAccountToken &&
+				(!has(object.spec.serviceAccountName) || object.spec.serviceAccountName in ['', 'default'])`,
+			Message: "[copy.credentials] a copy runs as the namespace's default ServiceAccount with automountServiceAccountToken: false: " +
+				"no API token and no cloud identity bound to the app's ServiceAccount.",
+		},
+		Validation{
+			Name:       "copy.volumes",
+			Expression: copyVolumesExpr,
+			Message: "[copy.volumes] a copy mounts only emptyDir, configMap, downwardAPI (or projections of those) and read-only " +
+				"persistentVolumeClaim volumes: no secret, token, CSI, hostPath or other node volume.",
+		},
+		Validation{
+			Name: "copy.app.env",
+			Expression: `variables.all.all(c, (!has(c.envFrom) || c.envFrom.all(f, !has(f.secretRef))) &&
+				(!has(c.env) || c.env.all(e, !has(e.valueFrom) || !has(e.valueFrom.secretKeyRef))))`,
+			Message: "[copy.app.env] no container of a copy reads a secret through env valueFrom or envFrom.",
+		},
+		Validation{
+			Name:       "copy.app.host-ports",
+			Expression: `variables.all.all(c, !has(c.ports) || c.ports.all(p, !has(p.hostPort) || p.hostPort == 0))`,
+			Message:    "[copy.app.host-ports] no container of a copy binds a host port.",
+		},
+		Validation{
+			Name: "copy.placement",
+			Expression: `(!has(object.spec.tolerations) || object.spec.tolerations.all(t, has(t.key) && t.key != '')) &&
+				(!has(object.spec.priorityClassName) || !object.spec.priorityClassName.startsWith('system-'))`,
+			Message: "[copy.placement] a copy neither tolerates every taint nor takes a system- priority class: it never displaces the node's own workloads.",
+		},
+	)
+	return Policy{
+		Name:        "breakglass-copy-pod-shape",
+		Summary:     "Copy pods: restricted, no credentials, no node access, pinned images; debug containers in the debug shape.",
+		Profiles:    Profiles,
+		UsesParams:  true,
+		SelectLabel: v1alpha1.SessionLabel,
+		Rules: []Rule{{
+			APIGroups:   []string{""},
+			APIVersions: []string{"v1"},
+			Resources:   []string{"pods"},
+			Operations:  []Operation{Create},
+		}},
+		Variables: []Variable{
+			{Name: "all", Expression: `object.spec.containers +
+				(has(object.spec.initContainers) ? object.spec.initContainers : [])`},
+			{Name: "debug", Expression: fmt.Sprintf(`variables.all.filter(c, c.name.startsWith('%s'))`, v1alpha1.DebugContainerPrefix)},
+			{Name: "app", Expression: fmt.Sprintf(`variables.all.filter(c, !c.name.startsWith('%s'))`, v1alpha1.DebugContainerPrefix)},
+			{Name: "sensitiveVolumes", Expression: sensitiveVolumesExpr},
+		},
+		Validations: validations,
+	}
+}
