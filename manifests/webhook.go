@@ -8,6 +8,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
+	"github.com/tower-dev/breakglass/policies"
 	"github.com/tower-dev/breakglass/webhook"
 )
 
@@ -64,8 +65,10 @@ func WebhookRoles() []runtime.Object {
 	const name = "breakglass:webhook"
 	sa := []rbacv1.Subject{{Kind: "ServiceAccount", Name: v1alpha1.WebhookServiceAccount, Namespace: v1alpha1.Namespace}}
 	return []runtime.Object{
+		// Certs.Ensure only patches (it never reads the configuration); the
+		// breakglass-webhook-ca-bundle-only policy holds the patch to the CA bundle.
 		clusterRole(name, []rbacv1.PolicyRule{{APIGroups: []string{"admissionregistration.k8s.io"},
-			Resources: []string{"validatingwebhookconfigurations"}, Verbs: []string{"get", "patch"}, ResourceNames: []string{webhook.ConfigurationName}}}),
+			Resources: []string{"validatingwebhookconfigurations"}, Verbs: []string{"patch"}, ResourceNames: []string{webhook.ConfigurationName}}}),
 		&rbacv1.ClusterRoleBinding{
 			TypeMeta: metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRoleBinding"}, ObjectMeta: meta(name, ""),
 			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name}, Subjects: sa,
@@ -73,7 +76,8 @@ func WebhookRoles() []runtime.Object {
 		&rbacv1.Role{
 			TypeMeta: metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "Role"}, ObjectMeta: meta(name, v1alpha1.Namespace),
 			Rules: []rbacv1.PolicyRule{
-				// create cannot be limited by name; the Role is limited to the plane's namespace.
+				// create cannot be limited by name; the Role is limited to the plane's
+				// namespace and the breakglass-webhook-own-secret policy to this one Secret.
 				{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"create"}},
 				{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get", "update"}, ResourceNames: []string{WebhookSecretName}},
 			},
@@ -85,5 +89,6 @@ func WebhookRoles() []runtime.Object {
 	}
 }
 
-// WebhookSecretName holds the webhook's self-managed certificate.
-const WebhookSecretName = "breakglass-webhook-tls"
+// WebhookSecretName holds the webhook's self-managed certificate; the
+// policies name it too, and fence the webhook's account to it.
+const WebhookSecretName = policies.WebhookSecretName
