@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
+	"github.com/tower-dev/breakglass/policies"
 )
 
 var partOf = map[string]string{"app.kubernetes.io/part-of": "breakglass"}
@@ -21,15 +22,17 @@ func meta(name, namespace string) metav1.ObjectMeta {
 	return metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: labels}
 }
 
-// debugRules are what a session grant lets the portal do in one namespace:
-// read pods, add a debug container, attach to it, create a copy, and recycle
-// the pod at the end. The admission policies hold each of these to shape.
+// debugRules are what a session grant lets the portal do in one namespace,
+// and only what the relay does: read the target pod, add a debug container,
+// attach to it, create a copy, and recycle the pod at the end. No list or
+// watch, no logs, no exec. The admission policies hold each to shape.
 var debugRules = []rbacv1.PolicyRule{
-	{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "watch", "create", "delete"}},
-	{APIGroups: []string{""}, Resources: []string{"pods/ephemeralcontainers"}, Verbs: []string{"get", "patch", "update"}},
+	{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "create", "delete"}},
+	// The relay PUTs the subresource; kubectl debug PATCHes it. Both reach
+	// the same admission checks as UPDATE, so patch adds no power.
+	{APIGroups: []string{""}, Resources: []string{"pods/ephemeralcontainers"}, Verbs: []string{"patch", "update"}},
 	// attach is a POST (SPDY) or a GET (WebSocket) on the subresource.
 	{APIGroups: []string{""}, Resources: []string{"pods/attach"}, Verbs: []string{"create", "get"}},
-	{APIGroups: []string{""}, Resources: []string{"pods/log"}, Verbs: []string{"get"}},
 }
 
 // DebugRoles returns breakglass:debug and breakglass:debug-process. The
@@ -57,20 +60,24 @@ func PortalRole() *rbacv1.ClusterRole {
 			ResourceNames: []string{v1alpha1.DebugRole, v1alpha1.DebugProcessRole}},
 		{APIGroups: []string{v1alpha1.GroupVersion.Group}, Resources: []string{"sessions"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch"}},
 		{APIGroups: []string{v1alpha1.GroupVersion.Group}, Resources: []string{"sessions/status"}, Verbs: []string{"get", "update", "patch"}},
-		{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
+		// The relay creates one Event per step, each with its own name, and
+		// never patches one; the breakglass-plane-events policies hold it to
+		// Events about Sessions.
+		{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create"}},
 	})
 }
 
 // SweeperRole lets the sweeper find and delete expired grants, finish
 // abandoned Sessions and recycle debugged pods; the delete-scope policy
-// keeps its deletes to those.
+// keeps its deletes to those. It records no Events outside the plane's
+// namespace (only its leader election records one, on its Lease), so it has
+// no Events here.
 func SweeperRole() *rbacv1.ClusterRole {
 	return clusterRole(v1alpha1.SweeperRole, []rbacv1.PolicyRule{
 		{APIGroups: []string{rbacv1.GroupName}, Resources: []string{"rolebindings"}, Verbs: []string{"get", "list", "watch", "delete"}},
 		{APIGroups: []string{v1alpha1.GroupVersion.Group}, Resources: []string{"sessions"}, Verbs: []string{"get", "list", "watch"}},
 		{APIGroups: []string{v1alpha1.GroupVersion.Group}, Resources: []string{"sessions/status"}, Verbs: []string{"get", "update", "patch"}},
 		{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "watch", "delete"}},
-		{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
 	})
 }
 
@@ -95,14 +102,20 @@ func ServiceAccounts() []*corev1.ServiceAccount {
 }
 
 // SweeperLeaderElection lets the sweeper hold its leader-election lease in
-// the plane's namespace, and nowhere else.
+// the plane's namespace, and nowhere else: client-go's lease lock gets,
+// creates and updates it by name (never lists, watches or patches), and
+// records an Event on it, which the event recorder may later patch. create
+// cannot be limited by name; the breakglass-sweeper-lease policy holds the
+// sweeper to its one Lease, and everyone else away from it.
 func SweeperLeaderElection() (*rbacv1.Role, *rbacv1.RoleBinding) {
 	name := "breakglass:sweeper-leader-election"
 	role := &rbacv1.Role{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "Role"},
 		ObjectMeta: meta(name, v1alpha1.Namespace),
 		Rules: []rbacv1.PolicyRule{
-			{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch"}},
+			{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"create"}},
+			{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "update"},
+				ResourceNames: []string{policies.SweeperLeaseName}},
 			{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
 		},
 	}

@@ -135,9 +135,14 @@ func All() []Policy {
 		CopyPodGuard(),
 		CopyPodShape(),
 		NoExec(),
+		NoSideDoors(),
 		Attach(),
 		SessionRules(),
 		PlaneDeletesGrantsOnly(),
 		PlaneDeletesDebuggedPodsOnly(),
+		WebhookCABundleOnly(),
+		WebhookOwnSecret(),
+		PlaneEvents(),
+		SweeperLease(),
 	}
 }

@@ -16,7 +16,7 @@ import (
 	"github.com/tower-dev/breakglass/manifests"
 )
 
-// copyOf is the pod a copy or held-copy session debugs. It is built to be
+// CopyPod is the pod a copy or held-copy session debugs. It is built to be
 // what the copy policies admit whatever the target holds, and never a second
 // production worker:
 //   - it keeps the app's containers and images (pinned to the digests the
@@ -37,7 +37,7 @@ import (
 // app's filesystem can be inspected (through /proc/<pid>/root, with process
 // access) without running it; the copy holds nothing the debug user should
 // not read.
-func copyOf(target *corev1.Pod, s *v1alpha1.Session, container, image string, processAccess bool, hold time.Duration) (*corev1.Pod, error) {
+func CopyPod(target *corev1.Pod, s *v1alpha1.Session, container, image string, processAccess bool, hold time.Duration) (*corev1.Pod, error) {
 	held := s.Spec.Mode == v1alpha1.ModeHeldCopy
 	kept := map[string]bool{}
 	var volumes []corev1.Volume
@@ -212,7 +212,7 @@ func (r *Runner) createCopy(ctx context.Context, s *v1alpha1.Session, container 
 	if err != nil {
 		return fmt.Errorf("the target pod: %w", err)
 	}
-	cp, err := copyOf(target, s, container, r.DebugImage, processAccess, hold)
+	cp, err := CopyPod(target, s, container, r.DebugImage, processAccess, hold)
 	if err != nil {
 		return fmt.Errorf("copying %s: %w", target.Name, err)
 	}

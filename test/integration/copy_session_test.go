@@ -1,66 +1,19 @@
 package integration
 
 import (
+	authorizationv1 "k8s.io/api/authorization/v1"
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
 	"github.com/tower-dev/breakglass/policies"
+	relaysession "github.com/tower-dev/breakglass/relay/session"
 	"github.com/tower-dev/breakglass/test/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
-
-func copyPod(ns string) *corev1.Pod {
-	ec := debugContainer("breakglass-s1")
-	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "web-1-copy", Namespace: ns, Labels: map[string]string{v1alpha1.SessionLabel: "s1"}},
-		Spec: corev1.PodSpec{Containers: []corev1.Container{
-			{Name: "web", Image: "registry.example/shop/web:1.2", Command: []string{"sleep", "infinity"}},
-			{Name: ec.Name, Image: ec.Image, Stdin: true, TTY: true, SecurityContext: ec.SecurityContext},
-		}},
-	}
-}
-
-// TestCopyPod creates copy pods as the portal holding a grant.
-func TestCopyPod(t *testing.T) {
-	eachProfile(t, func(t *testing.T, _ policies.Profile, c *cluster.Cluster) {
-		ns := namespace(t, c, "copies")
-		portal := mustUser(t)(c.Portal())
-		grant(t, c, ns, "s-copy", v1alpha1.DebugRole)
-		for _, tc := range []struct {
-			name   string
-			mutate func(*corev1.Pod)
-			want   string
-		}{
-			{name: "compliant copy"},
-			{name: "the app's labels", mutate: func(p *corev1.Pod) { p.Labels["app"] = "web" }, want: "[copy.no-app-labels]"},
-			{name: "no session label", mutate: func(p *corev1.Pod) { p.Labels = nil }, want: "[copy.session-label]"},
-			{name: "host network", mutate: func(p *corev1.Pod) { p.Spec.HostNetwork = true }, want: "[copy.host]"},
-			{name: "shared process namespace without the process grant", mutate: func(p *corev1.Pod) { p.Spec.ShareProcessNamespace = ptr.To(true) },
-				want: "[copy.process-access]"},
-			{name: "root debug container", mutate: func(p *corev1.Pod) { p.Spec.Containers[1].SecurityContext.RunAsUser = ptr.To[int64](0) },
-				want: "[copy.user]"},
-		} {
-			t.Run(tc.name, func(t *testing.T) {
-				p := copyPod(ns)
-				if tc.mutate != nil {
-					tc.mutate(p)
-				}
-				err := portal.Client.Create(testContext(t), p, dryRun)
-				if tc.want == "" {
-					wantAdmitted(t, err)
-					return
-				}
-				wantDenied(t, err, tc.want)
-			})
-		}
-	})
-}
 
 func session(ns, name, duration string) *v1alpha1.Session {
 	d, _ := time.ParseDuration(duration)
@@ -71,37 +24,121 @@ func session(ns, name, duration string) *v1alpha1.Session {
 	}
 }
 
-// TestSessionRules writes Sessions as the portal and as a cluster admin.
+// TestSessionRules writes Sessions as the portal, the sweeper, an app team
+// whose namespace Role may write Sessions and their status, and a cluster
+// admin: only the portal makes and decides them, each part of the status is
+// written once, and the phase only moves forward.
 func TestSessionRules(t *testing.T) {
 	eachProfile(t, func(t *testing.T, _ policies.Profile, c *cluster.Cluster) {
 		ns := namespace(t, c, "sessions")
 		portal := mustUser(t)(c.Portal())
+		sweeper := mustUser(t)(c.Sweeper())
 		admin := mustUser(t)(c.As("alice", "system:masters"))
+		team := appTeam(t, c, ns)
 
 		wantDenied(t, portal.Client.Create(testContext(t), session(ns, "too-long", "2h")), "[session.duration] a session lasts from 15m to 75m; this one asks for 2h0m0s.")
 		wantDenied(t, portal.Client.Create(testContext(t), session(ns, "too-short", "5m")), "[session.duration]")
+		wantDenied(t, team.Client.Create(testContext(t), session(ns, "by-kubectl", "30m")), "[session.portal-creates]")
+		wantDenied(t, admin.Client.Create(testContext(t), session(ns, "by-admin", "30m")), "[session.portal-creates]")
 
 		s := session(ns, "s1", "30m")
 		wantAdmitted(t, portal.Client.Create(testContext(t), s))
+		s.Status.Phase = v1alpha1.PhasePending
+		wantAdmitted(t, portal.Client.Status().Update(testContext(t), s))
 
+		approved := func(by string, process bool) *v1alpha1.Session {
+			a := s.DeepCopy()
+			a.Status.Phase = v1alpha1.PhaseApproved
+			a.Status.Approval = &v1alpha1.Approval{By: by, At: metav1.Now(), Mode: v1alpha1.ModeLive, ProcessAccess: process}
+			return a
+		}
 		t.Run("the spec never changes", func(t *testing.T) {
 			edited := s.DeepCopy()
 			edited.Spec.Duration = metav1.Duration{Duration: 75 * time.Minute}
 			wantDenied(t, admin.Client.Update(testContext(t), edited), "[session.spec-immutable]")
 		})
 		t.Run("the requester approves, written straight to the Session", func(t *testing.T) {
-			self := s.DeepCopy()
-			self.Status.Phase = v1alpha1.PhaseApproved
-			self.Status.Approval = &v1alpha1.Approval{By: "alice", At: metav1.Now(), Mode: v1alpha1.ModeLive}
-			wantDenied(t, admin.Client.Status().Update(testContext(t), self), "[session.self-approval]")
+			wantDenied(t, admin.Client.Status().Update(testContext(t), approved("alice", false)), "[session.status-writers]")
 		})
-		t.Run("another person approves", func(t *testing.T) {
-			ok := s.DeepCopy()
-			ok.Status.Phase = v1alpha1.PhaseApproved
-			ok.Status.Approval = &v1alpha1.Approval{By: "bob", At: metav1.Now(), Mode: v1alpha1.ModeLive}
+		t.Run("the requester approves, through a portal that forgot to check", func(t *testing.T) {
+			wantDenied(t, portal.Client.Status().Update(testContext(t), approved("alice", false)), "[session.self-approval]")
+		})
+		t.Run("an approval for more than was asked", func(t *testing.T) {
+			wantDenied(t, portal.Client.Status().Update(testContext(t), approved("bob", true)), "[session.approval-matches]")
+		})
+		t.Run("an app team approves with its Role on sessions/status", func(t *testing.T) {
+			wantDenied(t, team.Client.Status().Update(testContext(t), approved("bob", false)), "[session.status-writers]")
+		})
+		t.Run("a cluster admin approves", func(t *testing.T) {
+			wantDenied(t, admin.Client.Status().Update(testContext(t), approved("bob", false)), "[session.status-writers]")
+		})
+		t.Run("the sweeper approves", func(t *testing.T) {
+			wantDenied(t, sweeper.Client.Status().Update(testContext(t), approved("bob", false)), "[session.portal-decides]")
+		})
+		t.Run("an app team labels a Session", func(t *testing.T) {
+			labelled := s.DeepCopy()
+			labelled.Labels = map[string]string{"incident": "inc-42"}
+			wantAdmitted(t, team.Client.Update(testContext(t), labelled))
+			s.ResourceVersion = labelled.ResourceVersion
+			s.Labels = labelled.Labels
+		})
+		ok := approved("bob", false)
+		t.Run("another person approves, through the portal", func(t *testing.T) {
 			wantAdmitted(t, portal.Client.Status().Update(testContext(t), ok))
 		})
+		t.Run("the approval rewritten to give process access", func(t *testing.T) {
+			rewritten := ok.DeepCopy()
+			rewritten.Status.Approval.By = "carol"
+			wantDenied(t, portal.Client.Status().Update(testContext(t), rewritten), "[session.write-once]")
+		})
+		t.Run("denied after the approval", func(t *testing.T) {
+			denied := ok.DeepCopy()
+			denied.Status.Phase = v1alpha1.PhaseDenied
+			denied.Status.Denial = &v1alpha1.Denial{By: "carol", At: metav1.Now()}
+			wantDenied(t, portal.Client.Status().Update(testContext(t), denied), "[session.phase] a Session does not move from Approved to Denied")
+		})
+		t.Run("the sweeper starts it", func(t *testing.T) {
+			active := ok.DeepCopy()
+			active.Status.Phase = v1alpha1.PhaseActive
+			wantDenied(t, sweeper.Client.Status().Update(testContext(t), active), "[session.phase]")
+		})
+		t.Run("the sweeper ends an active session, and cannot undo its end", func(t *testing.T) {
+			active := ok.DeepCopy()
+			active.Status.Phase = v1alpha1.PhaseActive
+			active.Status.Grant = &v1alpha1.Grant{RoleBinding: "breakglass-s1", Role: v1alpha1.DebugRole, ExpiresAt: metav1.Now()}
+			wantAdmitted(t, portal.Client.Status().Update(testContext(t), active))
+			ended := active.DeepCopy()
+			ended.Status.Phase = v1alpha1.PhaseEnded
+			ended.Status.End = &v1alpha1.End{By: "breakglass-sweeper", Reason: v1alpha1.EndSwept, At: metav1.Now(), Abnormal: true}
+			wantAdmitted(t, sweeper.Client.Status().Update(testContext(t), ended))
+			again := ended.DeepCopy()
+			again.Status.Phase = v1alpha1.PhaseActive
+			wantDenied(t, portal.Client.Status().Update(testContext(t), again), "[session.phase]")
+			reason := ended.DeepCopy()
+			reason.Status.End.Reason = v1alpha1.EndUser
+			wantDenied(t, sweeper.Client.Status().Update(testContext(t), reason), "[session.write-once]")
+		})
 	})
+}
+
+// appTeam is a person whose namespace Role may do anything with Sessions
+// and their status in ns: what an app team's admin Role often grants.
+func appTeam(t *testing.T, c *cluster.Cluster, ns string) *cluster.User {
+	t.Helper()
+	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "sessions-admin", Namespace: ns},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{v1alpha1.GroupVersion.Group}, Resources: []string{"sessions", "sessions/status"},
+			Verbs: []string{"get", "list", "create", "update", "patch"}}}}
+	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "sessions-admin", Namespace: ns},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name},
+		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "User", Name: "mallory"}}}
+	wantAdmitted(t, c.Client.Create(testContext(t), role))
+	wantAdmitted(t, c.Client.Create(testContext(t), binding))
+	u := mustUser(t)(c.As("mallory"))
+	if err := relaysession.WaitAllowed(testContext(t), u.Kube, authorizationv1.ResourceAttributes{Namespace: ns, Verb: "update",
+		Group: v1alpha1.GroupVersion.Group, Resource: "sessions", Subresource: "status"}, 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	return u
 }
 
 // TestPlaneDeleteScope deletes as the sweeper, which RBAC lets delete any

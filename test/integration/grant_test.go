@@ -5,9 +5,14 @@ package integration
 // wants the words both say.
 
 import (
+	"context"
+	"strings"
 	"testing"
+	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
 	"github.com/tower-dev/breakglass/policies"
@@ -50,8 +55,8 @@ func TestGrantShape(t *testing.T) {
 			{name: "a cluster admin's 2h grant", as: admin, mutate: ttl("2h"), want: "[grant.ttl]"},
 			{name: "no session label", as: portal, mutate: func(rb *rbacv1.RoleBinding) { delete(rb.Labels, v1alpha1.SessionLabel) },
 				want: "[grant.session-label]"},
-			{name: "protected namespace", as: portal, ns: "kube-system", want: "namespace kube-system is protected"},
-			{name: "the plane's namespace", as: portal, ns: v1alpha1.Namespace, want: "[grant.namespace]"},
+			{name: "protected namespace", as: portal, ns: "kube-system", want: "namespace kube-system is"},
+			{name: "the plane's namespace", as: portal, ns: v1alpha1.Namespace, want: "namespace breakglass-system is"},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
 				rb := cluster.ProbeGrant("s-grant", "30m")
@@ -89,4 +94,70 @@ func TestGrantShape(t *testing.T) {
 
 func ttl(d string) func(*rbacv1.RoleBinding) {
 	return func(rb *rbacv1.RoleBinding) { rb.Labels[v1alpha1.TTLLabel] = d }
+}
+
+// TestProtectedNamespaces edits the PolicyParams as an admin would: emptying
+// the protected list leaves the system namespaces protected, a namespace
+// added to it is protected, and the opt-in mode admits grants only into
+// namespaces labelled for them. The params are restored after.
+func TestProtectedNamespaces(t *testing.T) {
+	eachProfile(t, func(t *testing.T, _ policies.Profile, c *cluster.Cluster) {
+		ctx := testContext(t)
+		portal := mustUser(t)(c.Portal())
+		payments := namespace(t, c, "payments")
+		shop := namespace(t, c, "shop-optin")
+		params := &v1alpha1.PolicyParams{}
+		if err := c.Client.Get(ctx, client.ObjectKey{Name: v1alpha1.ParamsName}, params); err != nil {
+			t.Fatal(err)
+		}
+		saved := params.Spec.DeepCopy()
+		t.Cleanup(func() {
+			cur := &v1alpha1.PolicyParams{}
+			if err := c.Client.Get(context.Background(), client.ObjectKey{Name: v1alpha1.ParamsName}, cur); err != nil {
+				t.Errorf("restoring the params: %v", err)
+				return
+			}
+			cur.Spec = *saved
+			if err := c.Client.Update(context.Background(), cur); err != nil {
+				t.Errorf("restoring the params: %v", err)
+			}
+			// The next test must see them back before it runs.
+			waitRefusal(t, portal, payments, "")
+		})
+		// The list replaced by one that names none of the system namespaces.
+		params.Spec.ProtectedNamespaces = []string{payments}
+		wantAdmitted(t, c.Client.Update(ctx, params))
+		waitRefusal(t, portal, payments, "[grant.namespace] namespace "+payments+" is protected")
+		waitRefusal(t, portal, "kube-system", "[grant.system-namespace] namespace kube-system is one of the cluster's own")
+		waitRefusal(t, portal, shop, "")
+
+		params.Spec.RequireNamespaceOptIn = true
+		wantAdmitted(t, c.Client.Update(ctx, params))
+		waitRefusal(t, portal, shop, "[grant.namespace-opt-in] namespace "+shop+" has not opted in")
+
+		ns := &corev1.Namespace{}
+		wantAdmitted(t, c.Client.Get(ctx, client.ObjectKey{Name: shop}, ns))
+		ns.Labels[v1alpha1.NamespaceOptInLabel] = "true"
+		wantAdmitted(t, c.Client.Update(ctx, ns))
+		waitRefusal(t, portal, shop, "")
+	})
+}
+
+// waitRefusal waits (the API server reads params and namespaces from its
+// informers, a moment behind) until a dry-run grant in ns by u is refused
+// saying want, or admitted when want is "".
+func waitRefusal(t *testing.T, u *cluster.User, ns, want string) {
+	t.Helper()
+	var last error
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		rb := cluster.ProbeGrant("s-protected", "30m")
+		rb.Namespace = ns
+		last = u.Client.Create(context.Background(), rb, dryRun)
+		if want == "" && last == nil || want != "" && last != nil && strings.Contains(last.Error(), want) {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("a grant in %s: want %q, got %v", ns, want, last)
 }
