@@ -212,7 +212,9 @@ func TestProcessReach(t *testing.T) {
 		mk("host-path", func(s *corev1.PodSpec) {
 			s.Volumes = append(s.Volumes, corev1.Volume{Name: "host", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/var/run"}}})
 		})
-		mk("same-user", func(s *corev1.PodSpec) { s.SecurityContext = &corev1.PodSecurityContext{RunAsUser: ptr.To(v1alpha1.DebugUserID)} })
+		mk("same-user", func(s *corev1.PodSpec) {
+			s.SecurityContext = &corev1.PodSecurityContext{RunAsUser: ptr.To(v1alpha1.DebugUserID)}
+		})
 
 		grant(t, c, ns, "s-reach", v1alpha1.DebugRole)
 		hostMount := debugContainer("breakglass-hostpath")
