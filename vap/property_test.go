@@ -1,0 +1,351 @@
+package vap_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/utils/ptr"
+
+	"github.com/tower-dev/breakglass/api/v1alpha1"
+	"github.com/tower-dev/breakglass/manifests"
+	"github.com/tower-dev/breakglass/policies"
+	relaysession "github.com/tower-dev/breakglass/relay/session"
+	"github.com/tower-dev/breakglass/vap"
+)
+
+// The copy and debug-container policies can not see the pod a request is
+// about to copy or debug, so these properties hold for any target: the
+// relay's builders make what the policies admit, and whatever adds power to
+// what they make is refused.
+
+var propertyDebugImage = "registry.example/breakglass/debug@sha256:" + strings.Repeat("d", 64)
+
+type propertyPlane struct {
+	ev     *vap.Evaluator
+	params *unstructured.Unstructured
+	portal user.Info
+}
+
+func newPropertyPlane(t testing.TB) *propertyPlane {
+	t.Helper()
+	pairs, err := vap.BuildAll(policies.Flight)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := runtime.DefaultUnstructuredConverter.ToUnstructured(v1alpha1.DefaultPolicyParams(propertyDebugImage))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &propertyPlane{ev: vap.NewEvaluator(pairs), params: &unstructured.Unstructured{Object: p},
+		portal: &user.DefaultInfo{Name: v1alpha1.PortalUsername}}
+}
+
+// process is the permission the process grant holds in namespace shop.
+var process = []vap.Permission{{Group: v1alpha1.GroupVersion.Group, Resource: v1alpha1.ProcessAccessResource,
+	Namespace: "shop", Verb: v1alpha1.ProcessAccessVerb}}
+
+func toMap(t testing.TB, pod *corev1.Pod) map[string]any {
+	t.Helper()
+	pod = pod.DeepCopy()
+	pod.APIVersion, pod.Kind = "v1", "Pod"
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(pod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func (p *propertyPlane) createCopy(t testing.TB, pod *corev1.Pod) vap.Result {
+	return p.ev.Evaluate(context.Background(), vap.Request{
+		Operation: "CREATE", Resource: schema.GroupVersionResource{Version: "v1", Resource: "pods"},
+		Kind: schema.GroupVersionKind{Version: "v1", Kind: "Pod"}, Namespace: "shop", Name: pod.Name,
+		Object: toMap(t, pod), User: p.portal, Allowed: process,
+	}, p.params)
+}
+
+func (p *propertyPlane) addDebug(t testing.TB, old, pod *corev1.Pod, allowed []vap.Permission) vap.Result {
+	return p.ev.Evaluate(context.Background(), vap.Request{
+		Operation: "UPDATE", Resource: schema.GroupVersionResource{Version: "v1", Resource: "pods"}, SubResource: "ephemeralcontainers",
+		Kind: schema.GroupVersionKind{Version: "v1", Kind: "Pod"}, Namespace: "shop", Name: pod.Name,
+		Object: toMap(t, pod), OldObject: toMap(t, old), User: p.portal, Allowed: allowed,
+	}, p.params)
+}
+
+// randomTarget is a production pod with a random share of everything a
+// debug session must not inherit.
+func randomTarget(r *rand.Rand) *corev1.Pod {
+	pick := func(n int) bool { return r.IntN(n) == 0 }
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web-1", Namespace: "shop", Labels: map[string]string{"app": "web"}}}
+	s := &pod.Spec
+	s.NodeName = "node-1"
+	if pick(2) {
+		s.ServiceAccountName = "payments"
+	}
+	s.HostNetwork, s.HostPID, s.HostIPC = pick(5), pick(5), pick(5)
+	s.ShareProcessNamespace = ptr.To(pick(3))
+	if pick(3) {
+		s.PriorityClassName = "system-node-critical"
+	}
+	if pick(3) {
+		s.Tolerations = []corev1.Toleration{{Operator: corev1.TolerationOpExists}, {Key: "dedicated", Value: "shop"}}
+	}
+	users := []*int64{nil, ptr.To[int64](0), ptr.To[int64](1000), ptr.To(v1alpha1.DebugUserID)}
+	if pick(2) {
+		s.SecurityContext = &corev1.PodSecurityContext{RunAsUser: users[r.IntN(len(users))], FSGroup: ptr.To[int64](2000)}
+		if pick(3) {
+			s.SecurityContext.Sysctls = []corev1.Sysctl{{Name: "kernel.msgmax", Value: "65536"}}
+		}
+	}
+	volumes := []corev1.VolumeSource{
+		{EmptyDir: &corev1.EmptyDirVolumeSource{}},
+		{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "cfg"}}},
+		{Secret: &corev1.SecretVolumeSource{SecretName: "tls"}},
+		{HostPath: &corev1.HostPathVolumeSource{Path: "/var/run"}},
+		{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}},
+		{CSI: &corev1.CSIVolumeSource{Driver: "secrets-store.csi.k8s.io"}},
+		{Projected: &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "t"}}}}},
+		{Projected: &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "ca"}}}}}},
+	}
+	for i := range r.IntN(5) {
+		s.Volumes = append(s.Volumes, corev1.Volume{Name: fmt.Sprintf("v%d", i), VolumeSource: volumes[r.IntN(len(volumes))]})
+	}
+	container := func(name string) corev1.Container {
+		c := corev1.Container{Name: name, Image: "registry.example/shop/" + name + ":1.2", Command: []string{"serve"}}
+		if pick(2) {
+			c.Image = "registry.example/shop/" + name + "@sha256:" + strings.Repeat("c", 64)
+		}
+		for _, v := range s.Volumes {
+			if pick(2) {
+				c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: v.Name, MountPath: "/" + v.Name})
+			}
+		}
+		if pick(2) {
+			c.Env = []corev1.EnvVar{{Name: "PW", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+				LocalObjectReference: corev1.LocalObjectReference{Name: "db"}, Key: "pw"}}}, {Name: "MODE", Value: "prod"}}
+		}
+		if pick(3) {
+			c.EnvFrom = []corev1.EnvFromSource{{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "keys"}}}}
+		}
+		if pick(3) {
+			c.Ports = []corev1.ContainerPort{{ContainerPort: 8080, HostPort: 8080}}
+		}
+		if pick(2) {
+			c.SecurityContext = &corev1.SecurityContext{RunAsUser: users[r.IntN(len(users))], Privileged: ptr.To(pick(3)),
+				Capabilities: &corev1.Capabilities{Add: []corev1.Capability{"NET_ADMIN"}}}
+		}
+		if pick(3) {
+			c.ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"true"}}}}
+		}
+		return c
+	}
+	for i := range 1 + r.IntN(3) {
+		c := container(fmt.Sprintf("app%d", i))
+		s.Containers = append(s.Containers, c)
+		pod.Status.ContainerStatuses = append(pod.Status.ContainerStatuses, corev1.ContainerStatus{Name: c.Name,
+			ImageID: "registry.example/shop/" + c.Name + "@sha256:" + strings.Repeat("e", 64)})
+	}
+	if pick(3) {
+		s.InitContainers = []corev1.Container{container("migrate")}
+	}
+	return pod
+}
+
+// powers are mutations that each add power a copy or a debug container must
+// not have. Each takes the pod and the index of one of its containers.
+var powers = map[string]func(p *corev1.Pod, c *corev1.Container){
+	"secret volume": func(p *corev1.Pod, c *corev1.Container) {
+		p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: "stolen", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "tls"}}})
+		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "stolen", MountPath: "/s", ReadOnly: true})
+	},
+	"hostPath": func(p *corev1.Pod, c *corev1.Container) {
+		p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: "host", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/"}}})
+		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "host", MountPath: "/host", ReadOnly: true})
+	},
+	"token": func(p *corev1.Pod, c *corev1.Container) {
+		p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: "tok", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
+			Sources: []corev1.VolumeProjection{{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "t"}}}}}})
+		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "tok", MountPath: "/t", ReadOnly: true})
+	},
+	"secret env": func(_ *corev1.Pod, c *corev1.Container) {
+		c.Env = append(c.Env, corev1.EnvVar{Name: "PW", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+			LocalObjectReference: corev1.LocalObjectReference{Name: "db"}, Key: "pw"}}})
+	},
+	"privileged":         func(_ *corev1.Pod, c *corev1.Container) { c.SecurityContext.Privileged = ptr.To(true) },
+	"escalation":         func(_ *corev1.Pod, c *corev1.Container) { c.SecurityContext.AllowPrivilegeEscalation = ptr.To(true) },
+	"capability":         func(_ *corev1.Pod, c *corev1.Container) { c.SecurityContext.Capabilities.Add = []corev1.Capability{"SYS_PTRACE"} },
+	"root":               func(_ *corev1.Pod, c *corev1.Container) { c.SecurityContext.RunAsUser = ptr.To[int64](0) },
+	"not non-root":       func(_ *corev1.Pod, c *corev1.Container) { c.SecurityContext.RunAsNonRoot = nil },
+	"seccomp unconfined": func(_ *corev1.Pod, c *corev1.Container) { c.SecurityContext.SeccompProfile.Type = corev1.SeccompProfileTypeUnconfined },
+	"unmasked proc":      func(_ *corev1.Pod, c *corev1.Container) { c.SecurityContext.ProcMount = ptr.To(corev1.UnmaskedProcMount) },
+	"SELinux user":       func(_ *corev1.Pod, c *corev1.Container) { c.SecurityContext.SELinuxOptions = &corev1.SELinuxOptions{User: "system_u"} },
+	"AppArmor unconfined": func(_ *corev1.Pod, c *corev1.Container) {
+		c.SecurityContext.AppArmorProfile = &corev1.AppArmorProfile{Type: corev1.AppArmorProfileTypeUnconfined}
+	},
+	"image by tag": func(_ *corev1.Pod, c *corev1.Container) { c.Image = "registry.example/miner:latest" },
+}
+
+// copyPowers add power to the whole of a copy pod.
+var copyPowers = map[string]func(p *corev1.Pod){
+	"the app's token":    func(p *corev1.Pod) { p.Spec.AutomountServiceAccountToken = ptr.To(true) },
+	"the app's identity": func(p *corev1.Pod) { p.Spec.ServiceAccountName = "payments" },
+	"host network":       func(p *corev1.Pod) { p.Spec.HostNetwork = true },
+	"host PID":           func(p *corev1.Pod) { p.Spec.HostPID = true },
+	"an init container": func(p *corev1.Pod) {
+		c := *p.Spec.Containers[0].DeepCopy()
+		c.Name = "init"
+		p.Spec.InitContainers = append(p.Spec.InitContainers, c)
+	},
+	"a host port": func(p *corev1.Pod) {
+		p.Spec.Containers[0].Ports = []corev1.ContainerPort{{ContainerPort: 80, HostPort: 80}}
+	},
+	"every taint":     func(p *corev1.Pod) { p.Spec.Tolerations = append(p.Spec.Tolerations, corev1.Toleration{Operator: corev1.TolerationOpExists}) },
+	"system priority": func(p *corev1.Pod) { p.Spec.PriorityClassName = "system-cluster-critical" },
+	"a sysctl": func(p *corev1.Pod) {
+		if p.Spec.SecurityContext == nil {
+			p.Spec.SecurityContext = &corev1.PodSecurityContext{}
+		}
+		p.Spec.SecurityContext.Sysctls = []corev1.Sysctl{{Name: "kernel.msgmax", Value: "1"}}
+	},
+	"the app's labels": func(p *corev1.Pod) { p.Labels["app"] = "web" },
+	"a writable claim": func(p *corev1.Pod) {
+		p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: "rw", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}}})
+	},
+}
+
+func keys[V any](m map[string]V) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	// Sorted, so a seed names one run exactly.
+	sort.Strings(out)
+	return out
+}
+
+// checkCopy: the relay's copy of a random target is admitted, or refused by
+// the builder itself with a reason (never a half-made pod); one random
+// power added to it is refused.
+func checkCopy(t *testing.T, plane *propertyPlane, seed uint64) {
+	r := rand.New(rand.NewPCG(seed, 1))
+	target := randomTarget(r)
+	mode := []v1alpha1.SessionMode{v1alpha1.ModeCopy, v1alpha1.ModeHeldCopy}[r.IntN(2)]
+	s := &v1alpha1.Session{ObjectMeta: metav1.ObjectMeta{Name: "s1", Namespace: "shop"}, Spec: v1alpha1.SessionSpec{Mode: mode}}
+	processAccess := r.IntN(2) == 0
+	cp, err := relaysession.CopyPod(target, s, "breakglass-s1", propertyDebugImage, processAccess, 30*time.Minute)
+	if err != nil {
+		t.Fatalf("seed %d: the builder refused a target whose node reported every digest: %v", seed, err)
+	}
+	if res := plane.createCopy(t, cp); !res.Allowed() {
+		t.Fatalf("seed %d: the relay's %s of a random target was refused: %v", seed, mode, res.Denials)
+	}
+	names := keys(powers)
+	name := names[r.IntN(len(names))]
+	mutated := cp.DeepCopy()
+	// Any container: the app's or the debug container.
+	powers[name](mutated, &mutated.Spec.Containers[r.IntN(len(mutated.Spec.Containers))])
+	if res := plane.createCopy(t, mutated); res.Allowed() {
+		t.Fatalf("seed %d: a copy with %q added was admitted", seed, name)
+	}
+	whole := keys(copyPowers)
+	name = whole[r.IntN(len(whole))]
+	mutated = cp.DeepCopy()
+	copyPowers[name](mutated)
+	if res := plane.createCopy(t, mutated); res.Allowed() {
+		t.Fatalf("seed %d: a copy with %q was admitted", seed, name)
+	}
+}
+
+// podReach is the property's own account of a pod whose spec lets any
+// container in it see the app's processes.
+func podReach(p *corev1.Pod) bool {
+	return ptr.Deref(p.Spec.ShareProcessNamespace, false) || p.Spec.HostPID || p.Spec.HostIPC || p.Spec.HostNetwork
+}
+
+// runsAsDebugUser: the app declares the debug user as its own.
+func runsAsDebugUser(p *corev1.Pod) bool {
+	if sc := p.Spec.SecurityContext; sc != nil && ptr.Deref(sc.RunAsUser, -1) == v1alpha1.DebugUserID {
+		return true
+	}
+	for _, c := range p.Spec.Containers {
+		if c.SecurityContext != nil && ptr.Deref(c.SecurityContext.RunAsUser, -1) == v1alpha1.DebugUserID {
+			return true
+		}
+	}
+	return false
+}
+
+// checkDebug: the relay's debug container on a random target, with or
+// without process access, is admitted exactly when what it reaches was
+// approved and it would not see the app's processes as the app's own user;
+// one random power added to an admitted one is refused.
+func checkDebug(t *testing.T, plane *propertyPlane, seed uint64) {
+	r := rand.New(rand.NewPCG(seed, 2))
+	target := randomTarget(r)
+	ec := manifests.DebugContainer("breakglass-s1", propertyDebugImage)
+	processAccess := r.IntN(2) == 0
+	var allowed []vap.Permission
+	if processAccess {
+		ec.TargetContainerName = target.Spec.Containers[0].Name
+		allowed = process
+	}
+	pod := target.DeepCopy()
+	pod.Spec.EphemeralContainers = append(pod.Spec.EphemeralContainers, ec)
+	res := plane.addDebug(t, target, pod, allowed)
+	reach := processAccess || podReach(target)
+	want := (!reach || processAccess) && !(reach && runsAsDebugUser(target))
+	if res.Allowed() != want {
+		t.Fatalf("seed %d: the relay's debug container (process access %t): admitted %t, want %t: %v", seed, processAccess, res.Allowed(), want, res.Denials)
+	}
+	if !want {
+		return
+	}
+	var names []string
+	for _, n := range keys(powers) {
+		// A host path is what process access approves.
+		if n != "hostPath" || !processAccess {
+			names = append(names, n)
+		}
+	}
+	name := names[r.IntN(len(names))]
+	mutated := pod.DeepCopy()
+	last := &mutated.Spec.EphemeralContainers[len(mutated.Spec.EphemeralContainers)-1]
+	c := corev1.Container(last.EphemeralContainerCommon)
+	powers[name](mutated, &c)
+	last.EphemeralContainerCommon = corev1.EphemeralContainerCommon(c)
+	if res := plane.addDebug(t, target, mutated, allowed); res.Allowed() {
+		t.Fatalf("seed %d: a debug container with %q added was admitted", seed, name)
+	}
+}
+
+// TestCopyAndDebugProperties runs the properties on 200 random targets each.
+func TestCopyAndDebugProperties(t *testing.T) {
+	plane := newPropertyPlane(t)
+	for seed := range uint64(200) {
+		checkCopy(t, plane, seed)
+		checkDebug(t, plane, seed)
+	}
+}
+
+// FuzzCopyAndDebug lets `go test -fuzz FuzzCopyAndDebug ./vap` search seeds
+// beyond the 200 the test runs.
+func FuzzCopyAndDebug(f *testing.F) {
+	plane := newPropertyPlane(f)
+	for seed := range uint64(8) {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, seed uint64) {
+		checkCopy(t, plane, seed)
+		checkDebug(t, plane, seed)
+	})
+}
