@@ -2,6 +2,7 @@ package policies_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/tower-dev/breakglass/policies"
@@ -26,7 +27,13 @@ func TestCases(t *testing.T) {
 		expect  string
 	}
 	covered := map[key]bool{}
+	named := map[string]bool{} // the rules some deny case expects by name
 	for _, cf := range files {
+		for _, c := range cf.Cases {
+			if c.Expect == "deny" {
+				named[c.Message] = true
+			}
+		}
 		results, err := runner.Run(context.Background(), cf)
 		if err != nil {
 			t.Fatal(err)
@@ -41,6 +48,11 @@ func TestCases(t *testing.T) {
 		}
 	}
 	for _, p := range policies.All() {
+		for _, v := range p.Validations {
+			if !anyNames(named, "["+v.Name+"]") {
+				t.Errorf("rule %s of %s: no denied case expects it by name", v.Name, p.Name)
+			}
+		}
 		for _, profile := range p.Profiles {
 			for _, expect := range []string{"allow", "deny"} {
 				if expect == "allow" && alwaysDenies(p) {
@@ -63,4 +75,14 @@ func alwaysDenies(p policies.Policy) bool {
 		}
 	}
 	return true
+}
+
+// anyNames reports whether one of the expected messages contains rule.
+func anyNames(messages map[string]bool, rule string) bool {
+	for m := range messages {
+		if strings.Contains(m, rule) {
+			return true
+		}
+	}
+	return false
 }
