@@ -1,9 +1,11 @@
 package sweeper
 
 import (
+	"context"
 	"fmt"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -13,12 +15,15 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
@@ -39,6 +44,10 @@ type Options struct {
 	// before the transparency log answered.
 	Anchors     EvidenceAnchorer
 	AnchorAfter time.Duration
+	// NewPodGrace is how long a new copy or debugged pod is given for its
+	// Session and grant to reach the sweeper's cache before their absence
+	// counts (default 5s); see PodSweeper.
+	NewPodGrace time.Duration
 	// Expired is told of each grant deleted, and how late (for measurements).
 	Expired func(rb *rbacv1.RoleBinding, late time.Duration)
 
@@ -68,6 +77,9 @@ func (o *Options) defaults() {
 	if o.Grace == 0 {
 		o.Grace = 30 * time.Second
 	}
+	if o.NewPodGrace == 0 {
+		o.NewPodGrace = 5 * time.Second
+	}
 	if o.ReviewWithin == 0 {
 		o.ReviewWithin = 24 * time.Hour
 	}
@@ -94,8 +106,8 @@ func Scheme() (*runtime.Scheme, error) {
 	return s, nil
 }
 
-// New builds the sweeper's manager: a controller for session grants and one
-// for Sessions, behind leader election when asked.
+// New builds the sweeper's manager: controllers for session grants, for
+// Sessions and for debugged pods, behind leader election when asked.
 func New(cfg *rest.Config, opts Options) (manager.Manager, error) {
 	opts.defaults()
 	scheme, err := Scheme()
@@ -118,6 +130,10 @@ func New(cfg *rest.Config, opts Options) (manager.Manager, error) {
 		Controller:                    config.Controller{SkipNameValidation: &opts.SeveralInOneProcess},
 		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
 			&rbacv1.RoleBinding{}: {Label: labels.NewSelector().Add(*sessionLabel)},
+			// Every pod, stripped to its session label and debug container
+			// names: no selector can pick out pods with an ephemeral container.
+			// Reads of whole pods go through the API reader.
+			&corev1.Pod{}: {Transform: slimPod},
 		}},
 	}
 	if opts.LeaseDuration > 0 {
@@ -144,6 +160,19 @@ func New(cfg *rest.Config, opts Options) (manager.Manager, error) {
 	}
 	if err := ctrl.NewControllerManagedBy(mgr).Named("sessions").For(&v1alpha1.Session{}).
 		WithOptions(controller.Options{NewQueue: newQueue}).Complete(sessions); err != nil {
+		return nil, err
+	}
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &corev1.Pod{}, podSessionIndex, indexPodSessions); err != nil {
+		return nil, fmt.Errorf("indexing pods by session: %w", err)
+	}
+	pods := &PodSweeper{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Clock: opts.Clock, Grace: opts.Grace, NewPodGrace: opts.NewPodGrace}
+	// A Session or grant that changes (or goes) sends its pods to be judged
+	// again; the pods' own requeues cover the passing of time.
+	if err := ctrl.NewControllerManagedBy(mgr).Named("pods").
+		For(&corev1.Pod{}, builder.WithPredicates(predicate.NewPredicateFuncs(isDebugged))).
+		Watches(&v1alpha1.Session{}, handler.EnqueueRequestsFromMapFunc(pods.podsOf)).
+		Watches(&rbacv1.RoleBinding{}, handler.EnqueueRequestsFromMapFunc(pods.podsOf)).
+		WithOptions(controller.Options{NewQueue: newQueue}).Complete(pods); err != nil {
 		return nil, err
 	}
 	return mgr, nil

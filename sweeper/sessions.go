@@ -44,8 +44,8 @@ type EvidenceAnchorer interface {
 // of ended sessions, and overdue reviews.
 type SessionSweeper struct {
 	Client client.Client
-	// Reader reads pods straight from the API server: the sweeper keeps no
-	// cache of every pod in the cluster.
+	// Reader reads pods straight from the API server: the session sweeper
+	// needs whole pods, which the pod sweeper's slim cache does not hold.
 	Reader client.Reader
 	Clock  clock.PassiveClock
 	// Identity names the sweeper in the Session's end record.

@@ -142,8 +142,18 @@ func addDebugContainer(t testing.TB, ns, pod, name string) {
 }
 
 // activeSession writes an Active Session as the relay would: requested,
-// approved by bob, started at `started` with the relay's heartbeat then.
+// approved by bob, started at `started` with the relay's heartbeat then and
+// its hard stop 30 minutes later.
 func activeSession(t testing.TB, ns, name string, mode v1alpha1.SessionMode, pod string, started time.Time, keepPod bool) *v1alpha1.Session {
+	t.Helper()
+	return startedSession(t, ns, name, mode, pod, started, started.Add(30*time.Minute), keepPod)
+}
+
+// startedSession writes an Active Session as the portal, through the phases
+// the Session policy lets it take (new, Approved, Active), with deadline as
+// its hard stop and its grant's recorded expiry: true or not, as a relay
+// (or a stolen portal token) wrote them.
+func startedSession(t testing.TB, ns, name string, mode v1alpha1.SessionMode, pod string, started, deadline time.Time, keepPod bool) *v1alpha1.Session {
 	t.Helper()
 	portal, err := cl.Portal()
 	if err != nil {
@@ -159,14 +169,18 @@ func activeSession(t testing.TB, ns, name string, mode v1alpha1.SessionMode, pod
 		t.Fatal(err)
 	}
 	start := metav1.NewTime(started)
-	deadline := metav1.NewTime(started.Add(30 * time.Minute))
 	s.Status = v1alpha1.SessionStatus{
-		Phase:          v1alpha1.PhaseActive,
-		Approval:       &v1alpha1.Approval{By: "bob", At: start, Mode: mode, KeepPod: keepPod},
-		Grant:          &v1alpha1.Grant{RoleBinding: "breakglass-" + name, Role: v1alpha1.DebugRole, ExpiresAt: deadline},
-		DebugContainer: &v1alpha1.DebugContainer{Pod: pod, Name: "breakglass-" + name, Image: debugImage},
-		StartedAt:      &start, Deadline: &deadline, Heartbeat: &start,
+		Phase:    v1alpha1.PhaseApproved,
+		Approval: &v1alpha1.Approval{By: "bob", At: start, Mode: mode, KeepPod: keepPod},
 	}
+	if err := portal.Client.Status().Update(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	stop := metav1.NewTime(deadline)
+	s.Status.Phase = v1alpha1.PhaseActive
+	s.Status.Grant = &v1alpha1.Grant{RoleBinding: "breakglass-" + name, Role: v1alpha1.DebugRole, ExpiresAt: stop}
+	s.Status.DebugContainer = &v1alpha1.DebugContainer{Pod: pod, Name: "breakglass-" + name, Image: debugImage}
+	s.Status.StartedAt, s.Status.Deadline, s.Status.Heartbeat = &start, &stop, &start
 	if err := portal.Client.Status().Update(ctx, s); err != nil {
 		t.Fatal(err)
 	}

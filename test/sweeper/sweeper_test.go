@@ -19,7 +19,6 @@ import (
 	"github.com/tower-dev/breakglass/relay/notify"
 	"github.com/tower-dev/breakglass/relay/recording"
 	"github.com/tower-dev/breakglass/sweeper"
-	"github.com/tower-dev/breakglass/test/cluster"
 )
 
 // TestGrantDeletedOnTime: the sweeper requeues a grant for exactly its TTL
@@ -113,21 +112,7 @@ func TestRelayKilledMidSession(t *testing.T) {
 func TestCopyDeletedWhenSwept(t *testing.T) {
 	ns := namespace(t, "copy")
 	rb := grant(t, ns, "s2", "45m")
-	portal, err := cl.Portal()
-	if err != nil {
-		t.Fatal(err)
-	}
-	sc := cluster.DebugSecurityContext()
-	copyPod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "web-1-copy", Namespace: ns, Labels: map[string]string{v1alpha1.SessionLabel: "s2"}},
-		Spec: corev1.PodSpec{Containers: []corev1.Container{
-			{Name: "web", Image: "registry.example/shop/web:1.2"},
-			{Name: "breakglass-s2", Image: debugImage, Stdin: true, TTY: true, SecurityContext: sc},
-		}},
-	}
-	if err := portal.Client.Create(context.Background(), copyPod); err != nil {
-		t.Fatal(err)
-	}
+	copyPod := portalCopy(t, ns, "s2")
 	started := rb.CreationTimestamp.Time
 	activeSession(t, ns, "s2", v1alpha1.ModeCopy, copyPod.Name, started, false)
 	fake := clockAt(started.Add(31 * time.Minute)) // past the hard stop and its grace
@@ -227,8 +212,15 @@ func TestReviewOverdue(t *testing.T) {
 	if err := portal.Client.Create(ctx, s); err != nil {
 		t.Fatal(err)
 	}
-	s.Status = v1alpha1.SessionStatus{Phase: v1alpha1.PhaseEnded,
-		End: &v1alpha1.End{By: "alice", Reason: v1alpha1.EndUser, At: metav1.NewTime(s.CreationTimestamp.Add(10 * time.Minute))}}
+	// As the relay writes a glass-broken session that ends before it starts:
+	// approved by nobody, then ended.
+	s.Status = v1alpha1.SessionStatus{Phase: v1alpha1.PhaseApproved,
+		Approval: &v1alpha1.Approval{By: "glass broken by alice", At: s.CreationTimestamp, Mode: v1alpha1.ModeLive}}
+	if err := portal.Client.Status().Update(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	s.Status.Phase = v1alpha1.PhaseEnded
+	s.Status.End = &v1alpha1.End{By: "alice", Reason: v1alpha1.EndUser, At: metav1.NewTime(s.CreationTimestamp.Add(10 * time.Minute))}
 	if err := portal.Client.Status().Update(ctx, s); err != nil {
 		t.Fatal(err)
 	}
