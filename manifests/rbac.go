@@ -58,7 +58,9 @@ func PortalRole() *rbacv1.ClusterRole {
 		{APIGroups: []string{rbacv1.GroupName}, Resources: []string{"rolebindings"}, Verbs: []string{"get", "list", "watch", "create", "delete"}},
 		{APIGroups: []string{rbacv1.GroupName}, Resources: []string{"clusterroles"}, Verbs: []string{"bind"},
 			ResourceNames: []string{v1alpha1.DebugRole, v1alpha1.DebugProcessRole}},
-		{APIGroups: []string{v1alpha1.GroupVersion.Group}, Resources: []string{"sessions"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch"}},
+		// delete takes back a request whose status could not be written; the
+		// breakglass-session-delete policy allows the portal nothing more.
+		{APIGroups: []string{v1alpha1.GroupVersion.Group}, Resources: []string{"sessions"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}},
 		{APIGroups: []string{v1alpha1.GroupVersion.Group}, Resources: []string{"sessions/status"}, Verbs: []string{"get", "update", "patch"}},
 		// The relay creates one Event per step, each with its own name, and
 		// never patches one; the breakglass-plane-events policies hold it to

@@ -75,8 +75,8 @@ func NoSideDoors() Policy {
 			{
 				Name: "proxy.nodes",
 				Expression: fmt.Sprintf(`request.resource.resource != 'nodes' ||
-					(has(object.path) && (object.path.startsWith('/') ? object.path.substring(1) : object.path) in [%s])`, strings.Join(paths, ", ")),
-				Message: fmt.Sprintf("[proxy.nodes] through the node proxy this cluster serves only the kubelet's read-only figures (%s): "+
+					((!has(request.name) || !request.name.contains(':')) && has(object.path) && (object.path.startsWith('/') ? object.path.substring(1) : object.path) in [%s])`, strings.Join(paths, ", ")),
+				Message: fmt.Sprintf("[proxy.nodes] through the node proxy this cluster serves only the kubelet's read-only figures (%s), on the kubelet's own port: "+
 					"its run, exec, attach and port-forward are disabled; request a break-glass debug session in the portal.",
 					strings.Join(kubeletReadOnlyPaths, ", ")),
 			},

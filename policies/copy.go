@@ -130,8 +130,30 @@ func CopyPodShape() Policy {
 		Validation{
 			Name: "copy.placement",
 			Expression: `(!has(object.spec.tolerations) || object.spec.tolerations.all(t, has(t.key) && t.key != '')) &&
-				(!has(object.spec.priorityClassName) || !object.spec.priorityClassName.startsWith('system-'))`,
-			Message: "[copy.placement] a copy neither tolerates every taint nor takes a system- priority class: it never displaces the node's own workloads.",
+				(!has(object.spec.priorityClassName) || !object.spec.priorityClassName.startsWith('system-')) &&
+				(!has(object.spec.os) || object.spec.os.name == 'linux')`,
+			// A copy is bound to its node by name, so the scheduler never
+			// pre-empts for it; on the node only system- (critical) pods make
+			// the kubelet evict others. Any other class may be the cluster's
+			// default, which the priority admission plugin sets on every pod.
+			Message: "[copy.placement] a copy neither tolerates every taint nor takes a system- priority class (it never displaces the node's own workloads), and runs on Linux.",
+		},
+		Validation{
+			Name: "copy.devices",
+			Expression: `(!has(object.spec.resourceClaims) || size(object.spec.resourceClaims) == 0) &&
+				variables.all.all(c, !has(c.resources) || !has(c.resources.claims) || size(c.resources.claims) == 0)`,
+			Message: "[copy.devices] a copy claims no device (resourceClaims): a device's driver can hand a container the node's devices and paths.",
+		},
+		Validation{
+			Name: "copy.hooks",
+			Expression: `variables.all.all(c, !has(c.livenessProbe) && !has(c.readinessProbe) && !has(c.startupProbe) && !has(c.lifecycle))`,
+			Message: "[copy.hooks] no container of a copy has a probe or a lifecycle hook: the kubelet runs them from the node, with the node's network.",
+		},
+		Validation{
+			Name:       "copy.annotations",
+			Expression: `!has(object.metadata.annotations) || object.metadata.annotations.all(k, k.startsWith('breakglass.tower.dev/'))`,
+			Message: "[copy.annotations] a copy carries only breakglass.tower.dev/ annotations: others can give it a cloud role (kube2iam, kiam), " +
+				"another network or address (Multus, Calico) or loosen its confinement.",
 		},
 	)
 	return Policy{
@@ -154,5 +176,37 @@ func CopyPodShape() Policy {
 			{Name: "sensitiveVolumes", Expression: sensitiveVolumesExpr},
 		},
 		Validations: validations,
+	}
+}
+
+// ReservedNames keeps the debug containers' name prefix to the plane: a pod
+// that is not a session's copy has no container named breakglass-, so the
+// portal, which attaches only to such containers, can never be pointed at an
+// app container that merely took the name. It reads no params, and its
+// match condition leaves every other pod alone.
+func ReservedNames() Policy {
+	prefix := q(v1alpha1.DebugContainerPrefix)
+	return Policy{
+		Name:     "breakglass-reserved-names",
+		Summary:  "The breakglass- container name prefix is kept for debug containers.",
+		Profiles: Profiles,
+		Rules: []Rule{{
+			APIGroups:   []string{""},
+			APIVersions: []string{"v1"},
+			Resources:   []string{"pods"},
+			Operations:  []Operation{Create},
+		}},
+		MatchConditions: []Condition{{
+			Name: "names-a-container-breakglass",
+			Expression: fmt.Sprintf(`(object.spec.containers.exists(c, c.name.startsWith(%[1]s)) ||
+				(has(object.spec.initContainers) && object.spec.initContainers.exists(c, c.name.startsWith(%[1]s)))) &&
+				!(has(object.metadata.labels) && %[2]s in object.metadata.labels)`, prefix, q(v1alpha1.SessionLabel)),
+		}},
+		Validations: []Validation{{
+			Name:       "names.reserved",
+			Expression: `false`,
+			Message: fmt.Sprintf("[names.reserved] container names starting with %s are kept for break-glass debug containers: rename the container.",
+				v1alpha1.DebugContainerPrefix),
+		}},
 	}
 }

@@ -6,12 +6,15 @@ import (
 	"github.com/tower-dev/breakglass/api/v1alpha1"
 )
 
-// sensitiveVolumesExpr names the pod's volumes that hold secrets or a
-// ServiceAccount token: a debug container never mounts them.
+// sensitiveVolumesExpr names the pod's volumes that hold secrets, keys or a
+// ServiceAccount token: a debug container never mounts them. A projection
+// is sensitive unless every source is a configMap or the downward API, so a
+// source Kubernetes adds later (as podCertificate, the pod's own key) counts
+// as sensitive until it is known not to be.
 const sensitiveVolumesExpr = `has(object.spec.volumes) ? object.spec.volumes.filter(v,
 	has(v.secret) || has(v.csi) ||
 	(has(v.projected) && has(v.projected.sources) &&
-	 v.projected.sources.exists(s, has(s.serviceAccountToken) || has(s.secret) || has(s.clusterTrustBundle)))
+	 !v.projected.sources.all(s, has(s.configMap) || has(s.downwardAPI)))
 ).map(v, v.name) : []`
 
 // debugShape returns the validations every debug container passes, applied
@@ -36,9 +39,9 @@ func debugShape(prefix, list string) []Validation {
 		{
 			Name: prefix + ".user",
 			Expression: all(fmt.Sprintf(`has(%[1]s) && has(%[1]s.runAsUser) && %[1]s.runAsUser == params.spec.debugUserID &&
-				has(%[1]s.runAsNonRoot) && %[1]s.runAsNonRoot`, sc)),
+				has(%[1]s.runAsNonRoot) && %[1]s.runAsNonRoot && (!has(%[1]s.runAsGroup) || %[1]s.runAsGroup != 0)`, sc)),
 			MessageExpression: fmt.Sprintf(`'[%s.user] a debug container runs as user ' + string(params.spec.debugUserID) +
-				' with runAsNonRoot: true in its securityContext.'`, prefix),
+				' with runAsNonRoot: true in its securityContext, and never in group 0.'`, prefix),
 		},
 		{
 			Name:       prefix + ".read-only-root",
@@ -126,10 +129,18 @@ func DebugContainer() Policy {
 				(has(object.spec.hostPID) && object.spec.hostPID) || (has(object.spec.hostIPC) && object.spec.hostIPC) ||
 				(has(object.spec.hostNetwork) && object.spec.hostNetwork) ||
 				variables.added.exists(c, has(c.volumeMounts) && c.volumeMounts.exists(m, m.name in variables.hostPathVolumes)))`},
-			// The user ids the app's containers declare (pod-wide or their own).
-			{Name: "appUsers", Expression: `(has(object.spec.securityContext) && has(object.spec.securityContext.runAsUser) ?
+			// The user ids the pod's containers declare (pod-wide or their own):
+			// app containers, init containers (sidecars among them) and other
+			// ephemeral containers already there, whose processes an added one
+			// could see. Earlier break-glass debug containers hold nothing of
+			// the app's (the same rules kept secrets from them).
+			{Name: "appUsers", Expression: fmt.Sprintf(`(has(object.spec.securityContext) && has(object.spec.securityContext.runAsUser) ?
 				[object.spec.securityContext.runAsUser] : []) +
-				object.spec.containers.filter(c, has(c.securityContext) && has(c.securityContext.runAsUser)).map(c, c.securityContext.runAsUser)`},
+				(object.spec.containers + (has(object.spec.initContainers) ? object.spec.initContainers : []))
+					.filter(c, has(c.securityContext) && has(c.securityContext.runAsUser)).map(c, c.securityContext.runAsUser) +
+				(has(oldObject.spec.ephemeralContainers) ? oldObject.spec.ephemeralContainers : [])
+					.filter(c, !c.name.startsWith('%s') && has(c.securityContext) && has(c.securityContext.runAsUser)).map(c, c.securityContext.runAsUser)`,
+				v1alpha1.DebugContainerPrefix)},
 		},
 		Validations: validations,
 	}

@@ -188,3 +188,62 @@ func PlaneBindsOnlyDebugRoles() Policy {
 		}},
 	}
 }
+
+// planeBindings are the at-rest bindings the chart makes to the plane's own
+// accounts, each named for the role it binds: the ClusterRoleBindings, and
+// the RoleBindings in the plane's namespace.
+var (
+	planeClusterBindings   = []string{v1alpha1.PortalRole, v1alpha1.SweeperRole, "breakglass:webhook"}
+	planeNamespaceBindings = []string{"breakglass:sweeper-leader-election", "breakglass:webhook"}
+)
+
+// planeSubjectExpr is true when a binding names one of the plane's three
+// accounts, directly or through the group of the plane's namespace. Other
+// ServiceAccounts of that namespace are nobody special.
+var planeSubjectExpr = fmt.Sprintf(`has(object.subjects) && object.subjects.exists(s,
+	(s.kind == 'ServiceAccount' && has(s.namespace) && s.namespace == '%[1]s' && s.name in ['%[2]s', '%[3]s', '%[4]s']) ||
+	(s.kind == 'Group' && s.name == 'system:serviceaccounts:%[1]s'))`,
+	v1alpha1.Namespace, v1alpha1.PortalServiceAccount, v1alpha1.SweeperServiceAccount, v1alpha1.WebhookServiceAccount)
+
+func quoted(names []string) string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = q(n)
+	}
+	return "[" + strings.Join(out, ", ") + "]"
+}
+
+// NoStandingPlaneBindings keeps standing rights away from the plane's
+// accounts: a binding that names one of them is either a session grant (a
+// RoleBinding to a debug role, which GrantGuard and GrantShape hold to
+// shape) or one of the chart's own at-rest bindings. Otherwise a namespace
+// admin could bind the portal to admin, and the portal would hold, for good,
+// what grants give for minutes (a wildcard role even answers yes to the
+// process-access check). It reads no params.
+func NoStandingPlaneBindings() Policy {
+	return Policy{
+		Name:     "breakglass-no-standing-plane-bindings",
+		Summary:  "The plane's accounts are bound only by session grants and the chart's own at-rest bindings.",
+		Profiles: Profiles,
+		Rules: []Rule{{
+			APIGroups:   []string{"rbac.authorization.k8s.io"},
+			APIVersions: []string{"v1"},
+			Resources:   []string{"rolebindings", "clusterrolebindings"},
+			Operations:  []Operation{Create, Update},
+		}},
+		MatchConditions: []Condition{{Name: "names-a-plane-account", Expression: planeSubjectExpr}},
+		Validations: []Validation{{
+			Name: "grant.no-standing",
+			Expression: fmt.Sprintf(`(request.resource.resource == 'rolebindings' && object.roleRef.kind == 'ClusterRole' &&
+				object.roleRef.name in %[1]s) ||
+				(object.roleRef.name == object.metadata.name &&
+				 ((request.resource.resource == 'clusterrolebindings' && object.roleRef.kind == 'ClusterRole' && object.metadata.name in %[2]s) ||
+				  (request.resource.resource == 'rolebindings' && request.namespace == '%[4]s' && object.roleRef.kind == 'Role' &&
+				   object.metadata.name in %[3]s)))`,
+				debugRolesExpr, quoted(planeClusterBindings), quoted(planeNamespaceBindings), v1alpha1.Namespace),
+			Message: fmt.Sprintf("[grant.no-standing] the plane's accounts (%s, %s and %s in %s) hold no standing rights: they are bound only by "+
+				"session grants and the chart's own bindings. Request a break-glass session instead.",
+				v1alpha1.PortalServiceAccount, v1alpha1.SweeperServiceAccount, v1alpha1.WebhookServiceAccount, v1alpha1.Namespace),
+		}},
+	}
+}

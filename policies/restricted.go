@@ -13,13 +13,13 @@ import "fmt"
 const seLinuxTypesExpr = `['', 'container_t', 'container_init_t', 'container_kvm_t', 'container_engine_t']`
 
 // restrictedPrivilege: no privileged container, no privilege escalation, the
-// default /proc mount, and no Windows host process.
+// default /proc mount, and no Windows options (a host process, or a group
+// managed service account: an Active Directory identity).
 const restrictedPrivilege = `has(c.securityContext) &&
 	has(c.securityContext.allowPrivilegeEscalation) && !c.securityContext.allowPrivilegeEscalation &&
 	(!has(c.securityContext.privileged) || !c.securityContext.privileged) &&
 	(!has(c.securityContext.procMount) || c.securityContext.procMount == 'Default') &&
-	(!has(c.securityContext.windowsOptions) || !has(c.securityContext.windowsOptions.hostProcess) ||
-	 !c.securityContext.windowsOptions.hostProcess)`
+	!has(c.securityContext.windowsOptions)`
 
 // restrictedCapabilities: every capability dropped, none added (stricter than
 // the profile, which allows NET_BIND_SERVICE: nothing the plane runs binds a
@@ -57,8 +57,7 @@ var restrictedPodExpr = fmt.Sprintf(`(!has(object.spec.hostNetwork) || !object.s
 	  (!has(object.spec.securityContext.runAsUser) || object.spec.securityContext.runAsUser != 0) &&
 	  (!has(object.spec.securityContext.seccompProfile) || object.spec.securityContext.seccompProfile.type != 'Unconfined') &&
 	  (!has(object.spec.securityContext.appArmorProfile) || object.spec.securityContext.appArmorProfile.type != 'Unconfined') &&
-	  (!has(object.spec.securityContext.windowsOptions) || !has(object.spec.securityContext.windowsOptions.hostProcess) ||
-	   !object.spec.securityContext.windowsOptions.hostProcess) &&
+	  !has(object.spec.securityContext.windowsOptions) &&
 	  (!has(object.spec.securityContext.seLinuxOptions) ||
 	   ((!has(object.spec.securityContext.seLinuxOptions.type) || object.spec.securityContext.seLinuxOptions.type in %s) &&
 	    !has(object.spec.securityContext.seLinuxOptions.user) && !has(object.spec.securityContext.seLinuxOptions.role))))) &&
@@ -76,7 +75,7 @@ func restricted(prefix, list, who string) []Validation {
 	}
 	return []Validation{
 		rule("privilege", restrictedPrivilege,
-			"is not privileged, sets allowPrivilegeEscalation: false, keeps the default /proc mount and is no Windows host process."),
+			"is not privileged, sets allowPrivilegeEscalation: false, keeps the default /proc mount and sets no Windows options."),
 		rule("capabilities", restrictedCapabilities, "drops ALL capabilities and adds none."),
 		rule("seccomp", restrictedSeccomp, "sets seccompProfile type RuntimeDefault (or Localhost) in its securityContext."),
 		rule("confinement", restrictedConfinement,

@@ -100,9 +100,34 @@ func SessionRules() Policy {
 			{
 				Name: "session.write-once",
 				Expression: update + allOf(writtenOnce, once) + ` &&
-				(!oldObject.?status.?review.?fallbackNotified.orValue(false) || object.?status.?review.?fallbackNotified.orValue(false)) &&
-				(oldObject.?status.?evidence.?anchorPending.orValue(true) || !object.?status.?evidence.?anchorPending.orValue(false))`,
+				(!oldObject.?status.?review.?fallbackNotified.orValue(false) || object.?status.?review.?fallbackNotified.orValue(false))`,
 				Message: "[session.write-once] a Session's decisions, grant, end, review and evidence are written once and never changed.",
+			},
+			{
+				Name:       "session.evidence-at-end",
+				Expression: `!object.?status.?evidence.hasValue() || variables.phase in ['Ended', 'Expired']`,
+				Message:    "[session.evidence-at-end] a Session's evidence is written when it is over (Ended or Expired), never while it runs.",
+			},
+			{
+				// A pending anchor is cleared only by the entry that anchors
+				// it, and an anchored recording never goes back to pending.
+				Name: "session.anchor",
+				Expression: update + `(!object.?status.?evidence.?anchorPending.orValue(false) || !oldObject.?status.?evidence.?entryID.hasValue()) &&
+				(!oldObject.?status.?evidence.?anchorPending.orValue(false) || object.?status.?evidence.?anchorPending.orValue(false) ||
+				 (object.?status.?evidence.?entryID.hasValue() && object.?status.?evidence.?logIndex.hasValue()))`,
+				Message: "[session.anchor] a recording's anchor stops pending only with its transparency-log entry (entryID and logIndex), and never pends again once anchored.",
+			},
+			{
+				Name: "session.sweeper-ends",
+				Expression: update + `!variables.isSweeper || oldObject.?status.?end.hasValue() || !object.?status.?end.hasValue() ||
+				(object.status.end.reason == 'swept' && object.status.end.?abnormal.orValue(false))`,
+				Message: "[session.sweeper-ends] the sweeper ends a session only as swept and abnormal: it never speaks for a person.",
+			},
+			{
+				Name: "session.owners",
+				Expression: `request.operation == 'UPDATE' ? object.metadata.?ownerReferences == oldObject.metadata.?ownerReferences :
+				!has(object.metadata.ownerReferences)`,
+				Message: "[session.owners] a Session has no owner references: nothing may hand it to the garbage collector.",
 			},
 			{
 				Name: "session.phase",
@@ -155,5 +180,35 @@ func SessionRules() Policy {
 				Message: "[session.self-review] the requester never reviews their own session: another person reviews it.",
 			},
 		},
+	}
+}
+
+// terminalPhasesExpr are the phases a Session never leaves.
+var terminalPhasesExpr = "['Ended', 'Denied', 'Expired']"
+
+// SessionDelete keeps a Session, the cluster's record of a session, until it
+// is over, and a glass-broken one until someone reviewed it. The portal may
+// take back a request it could not finish writing (no phase yet), and a
+// namespace that is going away takes its Sessions with it. It reads no
+// params. A delete-collection has no old object to judge, and is refused.
+func SessionDelete() Policy {
+	return Policy{
+		Name:     "breakglass-session-delete",
+		Summary:  "Sessions are deleted only when over, and glass-broken ones only once reviewed.",
+		Profiles: Profiles,
+		Rules: []Rule{{
+			APIGroups:   []string{"breakglass.tower.dev"},
+			APIVersions: []string{"v1alpha1"},
+			Resources:   []string{"sessions"},
+			Operations:  []Operation{Delete},
+		}},
+		Validations: []Validation{{
+			Name: "session.delete",
+			Expression: fmt.Sprintf(`(oldObject.?status.?phase.orValue('') in %s &&
+				(!oldObject.spec.?glassBroken.orValue(false) || oldObject.?status.?review.?by.hasValue())) ||
+				(oldObject.?status.?phase.orValue('') == '' && %s) ||
+				namespaceObject.?status.?phase.orValue('') == 'Terminating'`, terminalPhasesExpr, isPortalExpr),
+			Message: "[session.delete] a Session is kept until it is over (Ended, Denied or Expired), and a glass-broken one until it is reviewed: it is the cluster's record of who did what.",
+		}},
 	}
 }

@@ -181,14 +181,22 @@ var powers = map[string]func(p *corev1.Pod, c *corev1.Container){
 		c.Env = append(c.Env, corev1.EnvVar{Name: "PW", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
 			LocalObjectReference: corev1.LocalObjectReference{Name: "db"}, Key: "pw"}}})
 	},
-	"privileged":         func(_ *corev1.Pod, c *corev1.Container) { c.SecurityContext.Privileged = ptr.To(true) },
-	"escalation":         func(_ *corev1.Pod, c *corev1.Container) { c.SecurityContext.AllowPrivilegeEscalation = ptr.To(true) },
-	"capability":         func(_ *corev1.Pod, c *corev1.Container) { c.SecurityContext.Capabilities.Add = []corev1.Capability{"SYS_PTRACE"} },
-	"root":               func(_ *corev1.Pod, c *corev1.Container) { c.SecurityContext.RunAsUser = ptr.To[int64](0) },
-	"not non-root":       func(_ *corev1.Pod, c *corev1.Container) { c.SecurityContext.RunAsNonRoot = nil },
-	"seccomp unconfined": func(_ *corev1.Pod, c *corev1.Container) { c.SecurityContext.SeccompProfile.Type = corev1.SeccompProfileTypeUnconfined },
-	"unmasked proc":      func(_ *corev1.Pod, c *corev1.Container) { c.SecurityContext.ProcMount = ptr.To(corev1.UnmaskedProcMount) },
-	"SELinux user":       func(_ *corev1.Pod, c *corev1.Container) { c.SecurityContext.SELinuxOptions = &corev1.SELinuxOptions{User: "system_u"} },
+	"privileged": func(_ *corev1.Pod, c *corev1.Container) { c.SecurityContext.Privileged = ptr.To(true) },
+	"escalation": func(_ *corev1.Pod, c *corev1.Container) { c.SecurityContext.AllowPrivilegeEscalation = ptr.To(true) },
+	"capability": func(_ *corev1.Pod, c *corev1.Container) {
+		c.SecurityContext.Capabilities.Add = []corev1.Capability{"SYS_PTRACE"}
+	},
+	"root":         func(_ *corev1.Pod, c *corev1.Container) { c.SecurityContext.RunAsUser = ptr.To[int64](0) },
+	"not non-root": func(_ *corev1.Pod, c *corev1.Container) { c.SecurityContext.RunAsNonRoot = nil },
+	"seccomp unconfined": func(_ *corev1.Pod, c *corev1.Container) {
+		c.SecurityContext.SeccompProfile.Type = corev1.SeccompProfileTypeUnconfined
+	},
+	"unmasked proc": func(_ *corev1.Pod, c *corev1.Container) {
+		c.SecurityContext.ProcMount = ptr.To(corev1.UnmaskedProcMount)
+	},
+	"SELinux user": func(_ *corev1.Pod, c *corev1.Container) {
+		c.SecurityContext.SELinuxOptions = &corev1.SELinuxOptions{User: "system_u"}
+	},
 	"AppArmor unconfined": func(_ *corev1.Pod, c *corev1.Container) {
 		c.SecurityContext.AppArmorProfile = &corev1.AppArmorProfile{Type: corev1.AppArmorProfileTypeUnconfined}
 	},
@@ -209,7 +217,9 @@ var copyPowers = map[string]func(p *corev1.Pod){
 	"a host port": func(p *corev1.Pod) {
 		p.Spec.Containers[0].Ports = []corev1.ContainerPort{{ContainerPort: 80, HostPort: 80}}
 	},
-	"every taint":     func(p *corev1.Pod) { p.Spec.Tolerations = append(p.Spec.Tolerations, corev1.Toleration{Operator: corev1.TolerationOpExists}) },
+	"every taint": func(p *corev1.Pod) {
+		p.Spec.Tolerations = append(p.Spec.Tolerations, corev1.Toleration{Operator: corev1.TolerationOpExists})
+	},
 	"system priority": func(p *corev1.Pod) { p.Spec.PriorityClassName = "system-cluster-critical" },
 	"a sysctl": func(p *corev1.Pod) {
 		if p.Spec.SecurityContext == nil {
@@ -218,6 +228,16 @@ var copyPowers = map[string]func(p *corev1.Pod){
 		p.Spec.SecurityContext.Sysctls = []corev1.Sysctl{{Name: "kernel.msgmax", Value: "1"}}
 	},
 	"the app's labels": func(p *corev1.Pod) { p.Labels["app"] = "web" },
+	"a cloud role annotation": func(p *corev1.Pod) {
+		p.Annotations = map[string]string{"iam.amazonaws.com/role": "arn:aws:iam::1:role/shop-web"}
+	},
+	"a probe the kubelet runs from the node": func(p *corev1.Pod) {
+		p.Spec.Containers[0].LivenessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{
+			HTTPGet: &corev1.HTTPGetAction{Host: "169.254.169.254", Path: "/latest/meta-data/"}}}
+	},
+	"a device claim": func(p *corev1.Pod) {
+		p.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimName: ptr.To("gpu-0")}}
+	},
 	"a writable claim": func(p *corev1.Pod) {
 		p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: "rw", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}}})
 	},
@@ -272,12 +292,13 @@ func podReach(p *corev1.Pod) bool {
 	return ptr.Deref(p.Spec.ShareProcessNamespace, false) || p.Spec.HostPID || p.Spec.HostIPC || p.Spec.HostNetwork
 }
 
-// runsAsDebugUser: the app declares the debug user as its own.
+// runsAsDebugUser: the app declares the debug user as its own, in the pod
+// or in any of its containers, init containers (sidecars) included.
 func runsAsDebugUser(p *corev1.Pod) bool {
 	if sc := p.Spec.SecurityContext; sc != nil && ptr.Deref(sc.RunAsUser, -1) == v1alpha1.DebugUserID {
 		return true
 	}
-	for _, c := range p.Spec.Containers {
+	for _, c := range append(append([]corev1.Container(nil), p.Spec.Containers...), p.Spec.InitContainers...) {
 		if c.SecurityContext != nil && ptr.Deref(c.SecurityContext.RunAsUser, -1) == v1alpha1.DebugUserID {
 			return true
 		}
@@ -303,7 +324,7 @@ func checkDebug(t *testing.T, plane *propertyPlane, seed uint64) {
 	pod.Spec.EphemeralContainers = append(pod.Spec.EphemeralContainers, ec)
 	res := plane.addDebug(t, target, pod, allowed)
 	reach := processAccess || podReach(target)
-	want := (!reach || processAccess) && !(reach && runsAsDebugUser(target))
+	want := (!reach || processAccess) && (!reach || !runsAsDebugUser(target))
 	if res.Allowed() != want {
 		t.Fatalf("seed %d: the relay's debug container (process access %t): admitted %t, want %t: %v", seed, processAccess, res.Allowed(), want, res.Denials)
 	}

@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
@@ -156,6 +157,13 @@ func TestCopyPodFence(t *testing.T) {
 			}, want: "[copy.placement]"},
 			{name: "the app's labels", mutate: func(p *corev1.Pod) { p.Labels["app"] = "web" }, want: "[copy.no-app-labels]"},
 			{name: "no session label", mutate: func(p *corev1.Pod) { p.Labels = nil }, want: "[copy.session-label]"},
+			{name: "a probe the kubelet runs from the node", mutate: func(p *corev1.Pod) {
+				app(p).LivenessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{
+					HTTPGet: &corev1.HTTPGetAction{Host: "169.254.169.254", Path: "/latest/meta-data/", Port: intstr.FromInt32(80)}}}
+			}, want: "[copy.hooks]"},
+			{name: "a cloud role annotation", mutate: func(p *corev1.Pod) {
+				p.Annotations = map[string]string{"iam.amazonaws.com/role": "arn:aws:iam::1:role/shop-web"}
+			}, want: "[copy.annotations]"},
 			{name: "a shared process namespace without the process grant", mutate: func(p *corev1.Pod) { p.Spec.ShareProcessNamespace = ptr.To(true) },
 				want: "[copy.process-access]"},
 			{name: "a root debug container", mutate: func(p *corev1.Pod) { p.Spec.Containers[2].SecurityContext.RunAsUser = ptr.To[int64](0) },

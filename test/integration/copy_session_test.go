@@ -118,6 +118,20 @@ func TestSessionRules(t *testing.T) {
 			reason.Status.End.Reason = v1alpha1.EndUser
 			wantDenied(t, sweeper.Client.Status().Update(testContext(t), reason), "[session.write-once]")
 		})
+		t.Run("deleting Sessions", func(t *testing.T) {
+			running := session(ns, "s-running", "30m")
+			wantAdmitted(t, portal.Client.Create(testContext(t), running))
+			running.Status.Phase = v1alpha1.PhasePending
+			wantAdmitted(t, portal.Client.Status().Update(testContext(t), running))
+			wantDenied(t, admin.Client.Delete(testContext(t), running), "[session.delete] a Session is kept until it is over")
+			// An ended session that needs no review is the team's to clean up.
+			wantAdmitted(t, team.Client.Delete(testContext(t), s, client.DryRunAll))
+
+			// What the relay does when it could not write a new request's status.
+			unwritten := session(ns, "s-unwritten", "30m")
+			wantAdmitted(t, portal.Client.Create(testContext(t), unwritten))
+			wantAdmitted(t, portal.Client.Delete(testContext(t), unwritten))
+		})
 	})
 }
 
@@ -127,7 +141,7 @@ func appTeam(t *testing.T, c *cluster.Cluster, ns string) *cluster.User {
 	t.Helper()
 	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "sessions-admin", Namespace: ns},
 		Rules: []rbacv1.PolicyRule{{APIGroups: []string{v1alpha1.GroupVersion.Group}, Resources: []string{"sessions", "sessions/status"},
-			Verbs: []string{"get", "list", "create", "update", "patch"}}}}
+			Verbs: []string{"get", "list", "create", "update", "patch", "delete"}}}}
 	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "sessions-admin", Namespace: ns},
 		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name},
 		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "User", Name: "mallory"}}}

@@ -12,9 +12,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
+	"github.com/tower-dev/breakglass/manifests"
 	"github.com/tower-dev/breakglass/policies"
 	"github.com/tower-dev/breakglass/test/cluster"
 )
@@ -40,7 +42,7 @@ func TestGrantShape(t *testing.T) {
 				want: "is attempting to grant RBAC permissions not currently held"},
 			// admin has no rules in a control plane without the aggregation controller, so RBAC lets it through: the policy does not.
 			{name: "escalation: bind admin", as: portal, mutate: func(rb *rbacv1.RoleBinding) { rb.RoleRef.Name = "admin" },
-				want: "[portal.binds-only-debug-roles]"},
+				want: "[portal.binds-only-debug-roles] | [grant.no-standing]"},
 			{name: "subject another user", as: portal, mutate: func(rb *rbacv1.RoleBinding) {
 				rb.Subjects = []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "User", Name: "alice"}}
 			}, want: "a debug role is bound only to the portal"},
@@ -72,7 +74,7 @@ func TestGrantShape(t *testing.T) {
 					wantAdmitted(t, err)
 					return
 				}
-				wantDenied(t, err, tc.want)
+				wantDeniedByOneOf(t, err, strings.Split(tc.want, " | ")...)
 			})
 		}
 
@@ -81,7 +83,7 @@ func TestGrantShape(t *testing.T) {
 			crb.Name = "debug-everywhere"
 			crb.RoleRef = rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: v1alpha1.DebugRole}
 			crb.Subjects = []rbacv1.Subject{{Kind: "ServiceAccount", Name: v1alpha1.PortalServiceAccount, Namespace: v1alpha1.Namespace}}
-			wantDenied(t, admin.Client.Create(testContext(t), crb, dryRun), "[grant.cluster-wide]")
+			wantDeniedByOneOf(t, admin.Client.Create(testContext(t), crb, dryRun), "[grant.cluster-wide]", "[grant.no-standing]")
 		})
 
 		t.Run("the TTL of a live grant never changes", func(t *testing.T) {
@@ -160,4 +162,52 @@ func waitRefusal(t *testing.T, u *cluster.User, ns, want string) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	t.Fatalf("a grant in %s: want %q, got %v", ns, want, last)
+}
+
+// TestNoStandingPlaneBindings binds the plane's accounts as a namespace
+// admin and a cluster admin would: nothing but grants and the chart's own
+// bindings, which an upgrade applies again, are admitted.
+func TestNoStandingPlaneBindings(t *testing.T) {
+	eachProfile(t, func(t *testing.T, _ policies.Profile, c *cluster.Cluster) {
+		ctx := testContext(t)
+		ns := namespace(t, c, "standing")
+		admin := mustUser(t)(c.As("alice", "system:masters"))
+		standing := &rbacv1.RoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: "portal-admin", Namespace: ns},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "admin"},
+			Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: v1alpha1.PortalServiceAccount, Namespace: v1alpha1.Namespace}},
+		}
+		wantDenied(t, admin.Client.Create(ctx, standing, dryRun), "[grant.no-standing]")
+		group := &rbacv1.ClusterRoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: "plane-view"},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "view"},
+			Subjects:   []rbacv1.Subject{{Kind: "Group", APIGroup: rbacv1.GroupName, Name: "system:serviceaccounts:" + v1alpha1.Namespace}},
+		}
+		wantDenied(t, admin.Client.Create(ctx, group, dryRun), "[grant.no-standing]")
+
+		// Every at-rest binding the chart ships, applied again as an upgrade does.
+		objs, err := manifests.Generated(policies.Flight)
+		if err != nil {
+			t.Fatal(err)
+		}
+		applied := 0
+		for _, o := range append(objs, manifests.WebhookRoles()...) {
+			switch b := o.(type) {
+			case *rbacv1.ClusterRoleBinding, *rbacv1.RoleBinding:
+				obj := b.(client.Object)
+				cur := obj.DeepCopyObject().(client.Object)
+				if err := c.Client.Get(ctx, client.ObjectKeyFromObject(obj), cur); err != nil {
+					// The webhook's bindings are installed with the webhook only.
+					wantAdmitted(t, admin.Client.Create(ctx, obj, dryRun))
+				} else {
+					obj.SetResourceVersion(cur.GetResourceVersion())
+					wantAdmitted(t, admin.Client.Update(ctx, obj, dryRun))
+				}
+				applied++
+			}
+		}
+		if applied < 5 {
+			t.Fatalf("applied %d of the chart's bindings, want all 5", applied)
+		}
+	})
 }

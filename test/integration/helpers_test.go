@@ -79,6 +79,22 @@ func wantDenied(t *testing.T, err error, want string) {
 	}
 }
 
+// wantDeniedByOneOf fails unless err is a refusal that says one of wants:
+// where two policies refuse the same request, the API server reports the
+// first, and the order among policies is not fixed.
+func wantDeniedByOneOf(t *testing.T, err error, wants ...string) {
+	t.Helper()
+	if err == nil {
+		t.Fatalf("admitted; want a refusal saying one of %q", wants)
+	}
+	for _, w := range wants {
+		if strings.Contains(err.Error(), w) {
+			return
+		}
+	}
+	t.Fatalf("the refusal says none of %q: %v", wants, err)
+}
+
 // wantAdmitted fails if err is an error at all.
 func wantAdmitted(t *testing.T, err error) {
 	t.Helper()

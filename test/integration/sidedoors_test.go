@@ -87,6 +87,9 @@ func TestSideDoors(t *testing.T) {
 			{"the kubelet's exec", func(t *testing.T) error {
 				return proxyGet(t, admin, "", "nodes", cluster.NodeName, "exec/"+ns+"/web-1/web?command=sh")
 			}, "[proxy.nodes]"},
+			{"a read-only path on another port of the node", func(t *testing.T) error {
+				return proxyGet(t, admin, "", "nodes", cluster.NodeName+":9100", "metrics")
+			}, "[proxy.nodes]"},
 			{"a read-only path with a way out", func(t *testing.T) error {
 				return proxyGet(t, admin, "", "nodes", cluster.NodeName, "metrics/../attach/"+ns+"/web-1/web")
 			}, "[proxy.nodes]"},

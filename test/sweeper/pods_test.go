@@ -133,10 +133,11 @@ func TestCopyOfActiveSessionStays(t *testing.T) {
 	eventually(t, "the copy deleted at the hard stop and grace", gone(cp))
 }
 
-// TestDebuggedPodOfDeletedSessionRecycled: a pod that carries a debug
-// container is recycled as soon as the Session the container names is
-// deleted, although its grant still stands.
-func TestDebuggedPodOfDeletedSessionRecycled(t *testing.T) {
+// TestDebuggedPodWithoutSessionRecycled: the cluster keeps an Active
+// Session from being deleted; a pod whose debug container names a Session
+// that is not there (never written, or gone with a policy that was) is
+// recycled, while its grant is left to its own TTL.
+func TestDebuggedPodWithoutSessionRecycled(t *testing.T) {
 	ns := namespace(t, "pods-deleted")
 	pod := appPod(t, ns, "web-1")
 	rb := grant(t, ns, "x", "45m")
@@ -149,13 +150,20 @@ func TestDebuggedPodOfDeletedSessionRecycled(t *testing.T) {
 	waitForWaiter(t, fake)
 	stillThere(t, pod, "its session is Active and its grant stands")
 
-	if err := cl.Client.Delete(context.Background(), s); err != nil {
-		t.Fatal(err)
+	err := cl.Client.Delete(context.Background(), s)
+	if err == nil || !strings.Contains(err.Error(), "[session.delete]") {
+		t.Fatalf("want the cluster to keep an Active Session, got %v", err)
 	}
-	eventually(t, "the pod recycled once its Session was deleted", gone(pod))
-	if !exists(rb) {
+
+	other := appPod(t, ns, "web-2")
+	ghost := grant(t, ns, "ghost", "45m")
+	addDebugContainer(t, ns, other.Name, "breakglass-ghost")
+	fake.Step(10 * time.Second) // past the grace a new pod's Session has to show
+	eventually(t, "the pod of a Session that is not there recycled", gone(other))
+	if !exists(ghost) {
 		t.Fatal("the grant went too: the pod was not recycled for its Session alone")
 	}
+	stillThere(t, pod, "its session is still Active")
 }
 
 // TestLyingDeadlineRecycledAtGrantTTL: an Active session whose deadline
@@ -205,15 +213,15 @@ func TestUnrelatedPodsUntouched(t *testing.T) {
 	if err != nil && !strings.Contains(err.Error(), "breakglass-debug-container") {
 		t.Fatalf("adding an unrelated ephemeral container: %v", err)
 	}
-	// A regular container named like a debug container makes no debugged pod.
+	// A regular container named like a debug container is refused outright
+	// (names.reserved), so it can never pass for a debugged pod.
 	tools := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "tools-1", Namespace: ns, Labels: map[string]string{"app": "tools"}},
 		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "breakglass-tools", Image: "registry.example/tools:1"}}},
 	}
-	if err := cl.Client.Create(context.Background(), tools); err != nil {
-		t.Fatal(err)
+	if err := cl.Client.Create(context.Background(), tools); err == nil || !strings.Contains(err.Error(), "[names.reserved]") {
+		t.Fatalf("want a pod with a container named breakglass-tools refused, got %v", err)
 	}
-	untouched = append(untouched, tools)
 
 	control := appPod(t, ns, "web-2")
 	grant(t, ns, "ctl", "45m")
