@@ -145,9 +145,9 @@ func CopyPodShape() Policy {
 			Message: "[copy.devices] a copy claims no device (resourceClaims): a device's driver can hand a container the node's devices and paths.",
 		},
 		Validation{
-			Name: "copy.hooks",
+			Name:       "copy.hooks",
 			Expression: `variables.all.all(c, !has(c.livenessProbe) && !has(c.readinessProbe) && !has(c.startupProbe) && !has(c.lifecycle))`,
-			Message: "[copy.hooks] no container of a copy has a probe or a lifecycle hook: the kubelet runs them from the node, with the node's network.",
+			Message:    "[copy.hooks] no container of a copy has a probe or a lifecycle hook: the kubelet runs them from the node, with the node's network.",
 		},
 		Validation{
 			Name:       "copy.annotations",
