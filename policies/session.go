@@ -42,7 +42,7 @@ var portalOnly = []string{"approval", "denial", "grant", "debugContainer", "star
 // writtenOnce are the parts of a Session's status that never change once written.
 var writtenOnce = []string{"approval", "denial", "grant", "debugContainer", "startedAt", "deadline", "end",
 	"review.?by", "review.?at", "review.?comment", "review.?dueAt",
-	"evidence.?uris", "evidence.?manifestSHA256", "evidence.?entryID", "evidence.?logIndex"}
+	"evidence.?manifestSHA256", "evidence.?entryID", "evidence.?logIndex"}
 
 func allOf(paths []string, f func(string) string) string {
 	parts := make([]string, len(paths))
@@ -100,8 +100,10 @@ func SessionRules() Policy {
 			{
 				Name: "session.write-once",
 				Expression: update + allOf(writtenOnce, once) + ` &&
-				(!oldObject.?status.?review.?fallbackNotified.orValue(false) || object.?status.?review.?fallbackNotified.orValue(false))`,
-				Message: "[session.write-once] a Session's decisions, grant, end, review and evidence are written once and never changed.",
+				(!oldObject.?status.?review.?fallbackNotified.orValue(false) || object.?status.?review.?fallbackNotified.orValue(false)) &&
+				oldObject.?status.?evidence.?uris.orValue([]).all(u, u in object.?status.?evidence.?uris.orValue([]))`,
+				// The evidence's files only grow: anchoring adds the bundle.
+				Message: "[session.write-once] a Session's decisions, grant, end, review and evidence are written once and never changed (the evidence's files only added to).",
 			},
 			{
 				Name:       "session.evidence-at-end",
