@@ -18,6 +18,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
 	"github.com/tower-dev/breakglass/manifests"
@@ -153,10 +154,11 @@ func TestSignatures(t *testing.T) {
 
 	t.Run("a copy pod with an unsigned debug container", func(t *testing.T) {
 		sc := cluster.DebugSecurityContext()
+		// A copy in the shape the copy policies admit, as the relay builds it.
 		pod := &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Name: "web-1-copy", Namespace: "signatures", Labels: map[string]string{v1alpha1.SessionLabel: "s1"}},
-			Spec: corev1.PodSpec{Containers: []corev1.Container{
-				{Name: "web", Image: "registry.example/shop/web:1.2"},
+			Spec: corev1.PodSpec{AutomountServiceAccountToken: ptr.To(false), Containers: []corev1.Container{
+				{Name: "web", Image: "registry.example/shop/web@sha256:" + strings.Repeat("a", 64), SecurityContext: manifests.RestrictedSecurityContext(1000)},
 				{Name: "breakglass-s1", Image: unsigned.String(), SecurityContext: sc},
 			}},
 		}
