@@ -1,18 +1,18 @@
 package integration
 
 import (
-	authorizationv1 "k8s.io/api/authorization/v1"
 	"testing"
 	"time"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
 	"github.com/tower-dev/breakglass/policies"
 	relaysession "github.com/tower-dev/breakglass/relay/session"
 	"github.com/tower-dev/breakglass/test/cluster"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 func session(ns, name, duration string) *v1alpha1.Session {
