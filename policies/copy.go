@@ -31,12 +31,7 @@ func CopyPodGuard() Policy {
 		Name:     "breakglass-copy-pod-guard",
 		Summary:  "Pods the plane creates: only the portal's copies, session-labelled, behind no Service.",
 		Profiles: Profiles,
-		Rules: []Rule{{
-			APIGroups:   []string{""},
-			APIVersions: []string{"v1"},
-			Resources:   []string{"pods"},
-			Operations:  []Operation{Create},
-		}},
+		Rules:    []Rule{podCreates},
 		// A pod create by anyone else is not this policy's business.
 		MatchConditions: []Condition{planeUserCondition},
 		Variables: []Variable{
@@ -162,12 +157,7 @@ func CopyPodShape() Policy {
 		Profiles:    Profiles,
 		UsesParams:  true,
 		SelectLabel: v1alpha1.SessionLabel,
-		Rules: []Rule{{
-			APIGroups:   []string{""},
-			APIVersions: []string{"v1"},
-			Resources:   []string{"pods"},
-			Operations:  []Operation{Create},
-		}},
+		Rules:       []Rule{podCreates},
 		Variables: []Variable{
 			{Name: "all", Expression: `object.spec.containers +
 				(has(object.spec.initContainers) ? object.spec.initContainers : [])`},
@@ -190,12 +180,7 @@ func ReservedNames() Policy {
 		Name:     "breakglass-reserved-names",
 		Summary:  "The breakglass- container name prefix is kept for debug containers.",
 		Profiles: Profiles,
-		Rules: []Rule{{
-			APIGroups:   []string{""},
-			APIVersions: []string{"v1"},
-			Resources:   []string{"pods"},
-			Operations:  []Operation{Create},
-		}},
+		Rules:    []Rule{podCreates},
 		MatchConditions: []Condition{{
 			Name: "names-a-container-breakglass",
 			Expression: fmt.Sprintf(`(object.spec.containers.exists(c, c.name.startsWith(%[1]s)) ||

@@ -169,15 +169,10 @@ func NoDebugClusterRoleBinding() Policy {
 // bind itself anything else.
 func PlaneBindsOnlyDebugRoles() Policy {
 	return Policy{
-		Name:     "breakglass-plane-binds-only-debug-roles",
-		Summary:  "The plane's ServiceAccounts bind the two debug roles and nothing else.",
-		Profiles: Profiles,
-		Rules: []Rule{{
-			APIGroups:   []string{"rbac.authorization.k8s.io"},
-			APIVersions: []string{"v1"},
-			Resources:   []string{"rolebindings", "clusterrolebindings"},
-			Operations:  []Operation{Create, Update},
-		}},
+		Name:            "breakglass-plane-binds-only-debug-roles",
+		Summary:         "The plane's ServiceAccounts bind the two debug roles and nothing else.",
+		Profiles:        Profiles,
+		Rules:           []Rule{bindingWrites},
 		MatchConditions: []Condition{planeUserCondition},
 		Validations: []Validation{{
 			Name: "portal.binds-only-debug-roles",
@@ -222,15 +217,10 @@ func quoted(names []string) string {
 // process-access check). It reads no params.
 func NoStandingPlaneBindings() Policy {
 	return Policy{
-		Name:     "breakglass-no-standing-plane-bindings",
-		Summary:  "The plane's accounts are bound only by session grants and the chart's own at-rest bindings.",
-		Profiles: Profiles,
-		Rules: []Rule{{
-			APIGroups:   []string{"rbac.authorization.k8s.io"},
-			APIVersions: []string{"v1"},
-			Resources:   []string{"rolebindings", "clusterrolebindings"},
-			Operations:  []Operation{Create, Update},
-		}},
+		Name:            "breakglass-no-standing-plane-bindings",
+		Summary:         "The plane's accounts are bound only by session grants and the chart's own at-rest bindings.",
+		Profiles:        Profiles,
+		Rules:           []Rule{bindingWrites},
 		MatchConditions: []Condition{{Name: "names-a-plane-account", Expression: planeSubjectExpr}},
 		Validations: []Validation{{
 			Name: "grant.no-standing",

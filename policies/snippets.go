@@ -45,3 +45,10 @@ var processAccessAllowedExpr = fmt.Sprintf(
 
 // q quotes s as a CEL string literal; the names it is used on hold no quotes.
 func q(s string) string { return "'" + s + "'" }
+
+// The requests several policies see.
+var (
+	podCreates    = Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"}, Operations: []Operation{Create}}
+	bindingWrites = Rule{APIGroups: []string{"rbac.authorization.k8s.io"}, APIVersions: []string{"v1"},
+		Resources: []string{"rolebindings", "clusterrolebindings"}, Operations: []Operation{Create, Update}}
+)

@@ -184,6 +184,9 @@ func (s *SessionSweeper) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 // end records the end first, so a crash half-way leaves an Ended session
 // whose clean-up the next pass finishes.
 func (s *SessionSweeper) end(ctx context.Context, sess *v1alpha1.Session, now time.Time) error {
+	if !v1alpha1.CanMove(sess.Status.Phase, v1alpha1.PhaseEnded, v1alpha1.WriterSweeper) {
+		return fmt.Errorf("session %s/%s is %s: the sweeper does not end it", sess.Namespace, sess.Name, sess.Status.Phase)
+	}
 	sess.Status.Phase = v1alpha1.PhaseEnded
 	sess.Status.End = &v1alpha1.End{By: s.Identity, Reason: v1alpha1.EndSwept, At: metav1.NewTime(now), Abnormal: true}
 	if err := s.Client.Status().Update(ctx, sess); err != nil {
