@@ -309,6 +309,13 @@ func TestCopies(t *testing.T) {
 			if cp.Spec.AutomountServiceAccountToken == nil || *cp.Spec.AutomountServiceAccountToken {
 				t.Fatal("the copy mounts the app's API token")
 			}
+			if !strings.HasPrefix(app.Image, "registry.example/shop/web@sha256:") {
+				t.Fatalf("the copy runs %s, not the app's image pinned to the digest its node ran", app.Image)
+			}
+			if sc := app.SecurityContext; sc == nil || sc.RunAsNonRoot == nil || !*sc.RunAsNonRoot ||
+				(mode == v1alpha1.ModeHeldCopy) != (sc.RunAsUser != nil && *sc.RunAsUser == v1alpha1.DebugUserID) {
+				t.Fatalf("the copy's app container runs with %+v: non-root, and a held copy's as the debug user", sc)
+			}
 			tm, _, err := tr.dial(t, alice, ns, s.Name, nil)
 			if err != nil {
 				t.Fatal(err)
