@@ -35,7 +35,8 @@ func TestGrantExpiry(t *testing.T) {
 }
 
 func TestDecide(t *testing.T) {
-	s := &SessionSweeper{HeartbeatTimeout: time.Minute, Grace: 30 * time.Second, ReviewWithin: 24 * time.Hour}
+	s := &SessionSweeper{HeartbeatTimeout: time.Minute, Grace: 30 * time.Second, ReviewWithin: 24 * time.Hour,
+		PendingFor: time.Hour, ApprovedFor: 30 * time.Minute}
 	active := func(mut func(*v1alpha1.Session)) *v1alpha1.Session {
 		sess := &v1alpha1.Session{
 			ObjectMeta: metav1.ObjectMeta{CreationTimestamp: metav1.NewTime(t0)},
@@ -52,6 +53,7 @@ func TestDecide(t *testing.T) {
 		sess        *v1alpha1.Session
 		now         time.Duration
 		wantEnd     bool
+		wantExpire  bool
 		wantRecycle bool
 		wantNotify  bool
 		wantDue     bool
@@ -70,7 +72,20 @@ func TestDecide(t *testing.T) {
 		{name: "never a heartbeat", sess: active(func(s *v1alpha1.Session) { s.Status.Heartbeat = nil }), now: time.Minute, wantEnd: true},
 		{name: "ended: make sure the debug container is gone", sess: active(func(s *v1alpha1.Session) { s.Status.Phase = v1alpha1.PhaseEnded }),
 			now: time.Hour, wantRecycle: true},
-		{name: "pending sessions are not the sweeper's", sess: active(func(s *v1alpha1.Session) { s.Status.Phase = v1alpha1.PhasePending }), now: time.Hour},
+		{name: "a pending request waits for its decision", sess: active(func(s *v1alpha1.Session) { s.Status.Phase = v1alpha1.PhasePending }),
+			now: 59 * time.Minute, wantRequeue: time.Minute},
+		{name: "a request nobody decided on expires", sess: active(func(s *v1alpha1.Session) { s.Status.Phase = v1alpha1.PhasePending }),
+			now: time.Hour, wantExpire: true},
+		{name: "an approval waits for its start, from when it was given", sess: active(func(s *v1alpha1.Session) {
+			s.Status.Phase = v1alpha1.PhaseApproved
+			s.Status.Approval = &v1alpha1.Approval{By: "bob", At: *at(50 * time.Minute)}
+		}), now: 70 * time.Minute, wantRequeue: 10 * time.Minute},
+		{name: "an approval nobody used expires", sess: active(func(s *v1alpha1.Session) {
+			s.Status.Phase = v1alpha1.PhaseApproved
+			s.Status.Approval = &v1alpha1.Approval{By: "bob", At: *at(50 * time.Minute)}
+		}), now: 80 * time.Minute, wantExpire: true},
+		{name: "expired: make sure nothing is left", sess: active(func(s *v1alpha1.Session) { s.Status.Phase = v1alpha1.PhaseExpired }),
+			now: 2 * time.Hour, wantRecycle: true},
 		{name: "glass broken: the review falls due", sess: active(func(s *v1alpha1.Session) {
 			s.Status.Phase = v1alpha1.PhaseEnded
 			s.Spec.GlassBroken = true
@@ -93,7 +108,7 @@ func TestDecide(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			a := s.decide(tc.sess, t0.Add(tc.now))
-			if a.end != tc.wantEnd || a.recycle != tc.wantRecycle || a.notify != tc.wantNotify || (a.setDueAt != nil) != tc.wantDue || a.requeueIn != tc.wantRequeue {
+			if a.end != tc.wantEnd || a.expire != tc.wantExpire || a.recycle != tc.wantRecycle || a.notify != tc.wantNotify || (a.setDueAt != nil) != tc.wantDue || a.requeueIn != tc.wantRequeue {
 				t.Errorf("decide = end %v recycle %v notify %v due %v requeue %v; want %v %v %v %v %v",
 					a.end, a.recycle, a.notify, a.setDueAt != nil, a.requeueIn, tc.wantEnd, tc.wantRecycle, tc.wantNotify, tc.wantDue, tc.wantRequeue)
 			}

@@ -33,10 +33,12 @@ import (
 type Options struct {
 	// Clock drives every TTL, deadline and requeue; tests move it.
 	Clock clock.WithTicker
-	// HeartbeatTimeout, Grace and ReviewWithin: see SessionSweeper.
+	// HeartbeatTimeout, Grace, ReviewWithin, PendingFor and ApprovedFor: see SessionSweeper.
 	HeartbeatTimeout time.Duration
 	Grace            time.Duration
 	ReviewWithin     time.Duration
+	PendingFor       time.Duration
+	ApprovedFor      time.Duration
 	Notifier         Notifier
 	Evidence         EvidenceFinalizer
 	// Anchors, when set, anchors recordings whose anchor is still pending
@@ -82,6 +84,12 @@ func (o *Options) defaults() {
 	}
 	if o.ReviewWithin == 0 {
 		o.ReviewWithin = 24 * time.Hour
+	}
+	if o.PendingFor == 0 {
+		o.PendingFor = time.Hour
+	}
+	if o.ApprovedFor == 0 {
+		o.ApprovedFor = 30 * time.Minute
 	}
 	if o.MetricsAddr == "" {
 		o.MetricsAddr = "0"
@@ -156,6 +164,7 @@ func New(cfg *rest.Config, opts Options) (manager.Manager, error) {
 	sessions := &SessionSweeper{
 		Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Clock: opts.Clock, Identity: opts.Identity,
 		HeartbeatTimeout: opts.HeartbeatTimeout, Grace: opts.Grace, ReviewWithin: opts.ReviewWithin,
+		PendingFor: opts.PendingFor, ApprovedFor: opts.ApprovedFor,
 		Notifier: opts.Notifier, Evidence: opts.Evidence, Anchors: opts.Anchors, AnchorAfter: opts.AnchorAfter,
 	}
 	if err := ctrl.NewControllerManagedBy(mgr).Named("sessions").For(&v1alpha1.Session{}).

@@ -57,15 +57,20 @@ type SessionSweeper struct {
 	Grace time.Duration
 	// ReviewWithin is when a glass-broken session's review falls due, from its request.
 	ReviewWithin time.Duration
-	Notifier     Notifier
-	Evidence     EvidenceFinalizer
-	Anchors      EvidenceAnchorer
-	AnchorAfter  time.Duration
+	// PendingFor and ApprovedFor are how long a request waits for a
+	// decision, and an approval for its start, before the session expires:
+	// mid-incident, a yes given an hour ago is not a yes for now.
+	PendingFor, ApprovedFor time.Duration
+	Notifier                Notifier
+	Evidence                EvidenceFinalizer
+	Anchors                 EvidenceAnchorer
+	AnchorAfter             time.Duration
 }
 
 // action is what the sweeper does about a Session now.
 type action struct {
 	end       bool
+	expire    bool
 	why       string
 	recycle   bool // the session ended: make sure its debug container is gone
 	notify    bool
@@ -101,6 +106,25 @@ func (s *SessionSweeper) decide(sess *v1alpha1.Session, now time.Time) action {
 				soonest(st.Heartbeat.Add(s.HeartbeatTimeout))
 			} else if st.StartedAt != nil {
 				soonest(st.StartedAt.Add(s.HeartbeatTimeout))
+			}
+		}
+	case v1alpha1.PhasePending, v1alpha1.PhaseApproved:
+		// A request waits for a decision from its creation, an approval for
+		// its start from the moment it was approved.
+		due := sess.CreationTimestamp.Add(s.PendingFor)
+		if st.Phase == v1alpha1.PhaseApproved {
+			from := sess.CreationTimestamp.Time
+			if st.Approval != nil {
+				from = st.Approval.At.Time
+			}
+			due = from.Add(s.ApprovedFor)
+		}
+		if now.Before(due) {
+			soonest(due)
+		} else {
+			a.expire, a.why = true, "not started within "+s.ApprovedFor.String()+" of its approval"
+			if st.Phase == v1alpha1.PhasePending {
+				a.why = "no decision within " + s.PendingFor.String()
 			}
 		}
 	case v1alpha1.PhaseEnded, v1alpha1.PhaseExpired:
@@ -155,6 +179,13 @@ func (s *SessionSweeper) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 		}
 		a = s.decide(sess, now)
 	}
+	if a.expire {
+		logger.Info("a session expired", "why", a.why)
+		if err := s.expireSession(ctx, sess); err != nil {
+			return ctrl.Result{}, err
+		}
+		a = s.decide(sess, now)
+	}
 	if a.recycle {
 		if err := s.cleanUp(ctx, sess); err != nil {
 			return ctrl.Result{}, err
@@ -179,6 +210,19 @@ func (s *SessionSweeper) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 		logger.Info("anchored the recording", "entry", ev.EntryID)
 	}
 	return ctrl.Result{RequeueAfter: a.requeueIn}, nil
+}
+
+// expireSession marks a request nobody decided on, or an approval nobody
+// used, Expired: the relay starts only Approved sessions, so it never starts.
+func (s *SessionSweeper) expireSession(ctx context.Context, sess *v1alpha1.Session) error {
+	if !v1alpha1.CanMove(sess.Status.Phase, v1alpha1.PhaseExpired, v1alpha1.WriterSweeper) {
+		return fmt.Errorf("session %s/%s is %s: the sweeper does not expire it", sess.Namespace, sess.Name, sess.Status.Phase)
+	}
+	sess.Status.Phase = v1alpha1.PhaseExpired
+	if err := s.Client.Status().Update(ctx, sess); err != nil {
+		return fmt.Errorf("recording the expiry of %s/%s: %w", sess.Namespace, sess.Name, err)
+	}
+	return nil
 }
 
 // end records the end first, so a crash half-way leaves an Ended session

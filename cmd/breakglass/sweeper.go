@@ -71,6 +71,8 @@ reviews. It reads all of its state from the cluster.`,
 	f.DurationVar(&opts.HeartbeatTimeout, "heartbeat-timeout", time.Minute, "how stale the relay's heartbeat may get before a session counts as abandoned")
 	f.DurationVar(&opts.Grace, "grace", 30*time.Second, "how long after a session's hard stop the relay has to end it itself")
 	f.DurationVar(&opts.ReviewWithin, "review-within", 24*time.Hour, "when a glass-broken session's review falls due, from its request")
+	f.DurationVar(&opts.PendingFor, "pending-for", time.Hour, "how long a request waits for a decision before it expires")
+	f.DurationVar(&opts.ApprovedFor, "approved-for", 30*time.Minute, "how long an approved session waits to be started before it expires")
 	f.BoolVar(&opts.LeaderElection, "leader-elect", true, "run one active sweeper among replicas")
 	f.StringVar(&opts.MetricsAddr, "metrics-bind-address", ":8080", "Prometheus metrics address (0 to turn off)")
 	f.StringVar(&opts.HealthAddr, "health-probe-bind-address", ":8081", "/healthz and /readyz address")
