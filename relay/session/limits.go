@@ -28,7 +28,8 @@ var DefaultLimits = Limits{Idle: 10 * time.Minute, Disconnect: 2 * time.Minute, 
 const Relay = "breakglass-relay"
 
 // Watch keeps the heartbeat and ends the session when a limit is reached,
-// returning why. It checks every second of the runner's clock, so tests move
+// or at once when its terminal stream ends by itself (the shell exited, or
+// the stream failed), returning why. It checks every second of the runner's clock, so tests move
 // time instead of sleeping.
 func (l *Live) Watch(ctx context.Context, limits Limits) (v1alpha1.EndReason, error) {
 	r := l.r
@@ -48,6 +49,12 @@ func (l *Live) Watch(ctx context.Context, limits Limits) (v1alpha1.EndReason, er
 		select {
 		case <-ctx.Done():
 			return "", ctx.Err()
+		case <-l.streamEnded:
+			if reason, ended, err := l.streamOver(ctx); ended {
+				return reason, err
+			}
+			<-l.ended
+			return "", nil
 		case <-r.Clock.After(time.Second):
 		}
 		now := r.Clock.Now()

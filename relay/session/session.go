@@ -80,6 +80,12 @@ type Live struct {
 	lastInput atomic.Int64
 	sizes     *sizeQueue
 	ended     chan struct{}
+	// ending is set once someone ends the session; streamEnded is closed
+	// when the terminal stream ends, whoever or whatever ended it, with
+	// streamErr (written before the close) saying how.
+	ending      atomic.Bool
+	streamEnded chan struct{}
+	streamErr   error
 }
 
 // Start starts an approved session. A session that cannot be recorded is
@@ -264,8 +270,11 @@ func (r *Runner) attach(s *v1alpha1.Session, pod, container string, rec *recordi
 	}
 	l, stdin, stdout := r.newLive(s, rec)
 	go func() {
-		l.done <- exec.StreamWithContext(l.ctx, remotecommand.StreamOptions{
+		err := exec.StreamWithContext(l.ctx, remotecommand.StreamOptions{
 			Stdin: stdin, Stdout: stdout, Tty: true, TerminalSizeQueue: l.sizes})
+		l.streamErr = err
+		close(l.streamEnded)
+		l.done <- err
 		l.out.close()
 	}()
 	return l, nil
@@ -278,7 +287,7 @@ func (r *Runner) newLive(s *v1alpha1.Session, rec *recording.Recorder) (l *Live,
 	inR, inW := io.Pipe()
 	ctx, cancel := context.WithCancel(context.Background())
 	l = &Live{Session: s, r: r, rec: rec, stdin: inW, out: newFanout(r.Clock.Now()), done: make(chan error, 1), ctx: ctx, cancel: cancel,
-		sizes: newSizeQueue(), ended: make(chan struct{})}
+		sizes: newSizeQueue(), ended: make(chan struct{}), streamEnded: make(chan struct{})}
 	l.lastInput.Store(r.Clock.Now().UnixNano())
 	stdin = &teeReader{r: inR, record: func(p []byte) error { return rec.Input(ctx, p) }}
 	stdout = writerFunc(func(p []byte) (int, error) {
@@ -321,15 +330,42 @@ func (l *Live) Output() io.ReadCloser { return l.out.subscribe(l.r.Clock.Now) }
 // unless the approver chose to keep it, revoke the grant, and write who
 // ended it and why.
 func (l *Live) End(ctx context.Context, by string, reason v1alpha1.EndReason) error {
+	return l.finish(ctx, by, reason, false)
+}
+
+// finish ends the session once, whoever asks first; abnormal says the relay
+// did not end it by a person's word or a limit (its terminal stream failed).
+func (l *Live) finish(ctx context.Context, by string, reason v1alpha1.EndReason, abnormal bool) error {
 	var result error
 	l.endOnce.Do(func() {
-		result = l.end(ctx, by, reason)
+		l.ending.Store(true)
+		result = l.end(ctx, by, reason, abnormal)
 		close(l.ended)
 	})
 	return result
 }
 
-func (l *Live) end(ctx context.Context, by string, reason v1alpha1.EndReason) error {
+// streamOver ends the session whose terminal stream ended by itself: the
+// shell exited (the requester ended it) or the stream failed (abnormally).
+// Either way nobody can type any more, so the pod is recycled and the grant
+// revoked now, not at the idle limit. It reports false when someone was
+// already ending the session (closing stdin ends the stream too).
+func (l *Live) streamOver(ctx context.Context) (reason v1alpha1.EndReason, ended bool, err error) {
+	if l.ending.Load() {
+		return "", false, nil
+	}
+	if l.streamErr == nil {
+		return v1alpha1.EndUser, true, l.finish(ctx, l.Session.Spec.Requester, v1alpha1.EndUser, false)
+	}
+	why := l.streamErr.Error()
+	if len(why) > 160 {
+		why = why[:160] + "..."
+	}
+	by := Relay + " (the terminal stream failed: " + why + ")"
+	return v1alpha1.EndDisconnect, true, l.finish(ctx, by, v1alpha1.EndDisconnect, true)
+}
+
+func (l *Live) end(ctx context.Context, by string, reason v1alpha1.EndReason, abnormal bool) error {
 	r, s := l.r, l.Session
 	_ = l.stdin.Close() // stdin EOF is the detach
 	l.sizes.close()
@@ -365,7 +401,7 @@ func (l *Live) end(ctx context.Context, by string, reason v1alpha1.EndReason) er
 	defer l.mu.Unlock()
 	before := s.DeepCopy()
 	s.Status.Phase = v1alpha1.PhaseEnded
-	s.Status.End = &v1alpha1.End{By: by, Reason: reason, At: metav1.NewTime(r.Clock.Now())}
+	s.Status.End = &v1alpha1.End{By: by, Reason: reason, At: metav1.NewTime(r.Clock.Now()), Abnormal: abnormal}
 	if body != nil {
 		sum := sha256.Sum256(body)
 		prefix := recording.Prefix(s.Namespace, s.Name)

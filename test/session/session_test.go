@@ -326,3 +326,54 @@ func TestLimits(t *testing.T) {
 		})
 	}
 }
+
+// TestShellExitEndsSession: the requester's shell exiting ends the session
+// at once, as ended by the requester: no waiting for the idle limit, the
+// pod recycled and the grant revoked.
+func TestShellExitEndsSession(t *testing.T) {
+	ns := cl.Namespace(t, "shell-exit")
+	s := approvedSession(t, ns, false)
+	r := runner(t, &recording.Dir{Root: t.TempDir()}, nil)
+	ctx := context.Background()
+	live, err := r.Start(ctx, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ended := make(chan v1alpha1.EndReason, 1)
+	go func() {
+		// Limits far away: only the stream's end can end it in time.
+		reason, err := live.Watch(ctx, session.Limits{Idle: time.Hour, Disconnect: time.Hour, Heartbeat: 15 * time.Second})
+		if err != nil {
+			t.Errorf("Watch: %v", err)
+		}
+		ended <- reason
+	}()
+	if _, err := live.Write([]byte("exit\n")); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case got := <-ended:
+		if got != v1alpha1.EndUser {
+			t.Fatalf("ended by %s, want %s", got, v1alpha1.EndUser)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the shell exited and the session went on")
+	}
+	cur := &v1alpha1.Session{}
+	if err := cl.Client.Get(ctx, client.ObjectKeyFromObject(s), cur); err != nil {
+		t.Fatal(err)
+	}
+	if cur.Status.Phase != v1alpha1.PhaseEnded || cur.Status.End == nil || cur.Status.End.By != "alice" ||
+		cur.Status.End.Reason != v1alpha1.EndUser || cur.Status.End.Abnormal {
+		t.Fatalf("the Session: %+v", cur.Status)
+	}
+	list := &rbacv1.RoleBindingList{}
+	if err := cl.Client.List(ctx, list, client.InNamespace(ns)); err != nil || len(list.Items) != 0 {
+		t.Fatalf("the grant was left: %d, %v", len(list.Items), err)
+	}
+	pod := &corev1.Pod{}
+	err = cl.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web-1"}, pod)
+	if err == nil && pod.DeletionTimestamp == nil {
+		t.Fatal("the debugged pod was not recycled")
+	}
+}
