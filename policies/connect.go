@@ -42,10 +42,6 @@ var kubeletReadOnlyPaths = []string{"healthz", "metrics", "metrics/cadvisor", "m
 // through the node proxy (its run, exec and attach above all). It reads no
 // params.
 func NoSideDoors() Policy {
-	paths := make([]string, len(kubeletReadOnlyPaths))
-	for i, p := range kubeletReadOnlyPaths {
-		paths[i] = q(p)
-	}
 	return Policy{
 		Name:     "breakglass-no-side-doors",
 		Summary:  "No port-forward, pod or service proxy, or kubelet API beyond read-only figures on production, for anyone.",
@@ -75,7 +71,7 @@ func NoSideDoors() Policy {
 			{
 				Name: "proxy.nodes",
 				Expression: fmt.Sprintf(`request.resource.resource != 'nodes' ||
-					((!has(request.name) || !request.name.contains(':')) && has(object.path) && (object.path.startsWith('/') ? object.path.substring(1) : object.path) in [%s])`, strings.Join(paths, ", ")),
+					((!has(request.name) || !request.name.contains(':')) && has(object.path) && (object.path.startsWith('/') ? object.path.substring(1) : object.path) in %s)`, celList(kubeletReadOnlyPaths)),
 				Message: fmt.Sprintf("[proxy.nodes] through the node proxy this cluster serves only the kubelet's read-only figures (%s), on the kubelet's own port: "+
 					"its run, exec, attach and port-forward are disabled; request a break-glass debug session in the portal.",
 					strings.Join(kubeletReadOnlyPaths, ", ")),

@@ -2,19 +2,12 @@ package policies
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
 )
 
 // systemNamespacesExpr is the CEL list of the namespaces no grant ever enters.
-var systemNamespacesExpr = func() string {
-	names := make([]string, len(v1alpha1.SystemNamespaces))
-	for i, n := range v1alpha1.SystemNamespaces {
-		names[i] = q(n)
-	}
-	return "[" + strings.Join(names, ", ") + "]"
-}()
+var systemNamespacesExpr = celList(v1alpha1.SystemNamespaces)
 
 // bindsDebugRole matches a binding whose roleRef is one of the debug ClusterRoles.
 var bindsDebugRole = Condition{
@@ -200,14 +193,6 @@ var planeSubjectExpr = fmt.Sprintf(`has(object.subjects) && object.subjects.exis
 	(s.kind == 'Group' && s.name == 'system:serviceaccounts:%[1]s'))`,
 	v1alpha1.Namespace, v1alpha1.PortalServiceAccount, v1alpha1.SweeperServiceAccount, v1alpha1.WebhookServiceAccount)
 
-func quoted(names []string) string {
-	out := make([]string, len(names))
-	for i, n := range names {
-		out[i] = q(n)
-	}
-	return "[" + strings.Join(out, ", ") + "]"
-}
-
 // NoStandingPlaneBindings keeps standing rights away from the plane's
 // accounts: a binding that names one of them is either a session grant (a
 // RoleBinding to a debug role, which GrantGuard and GrantShape hold to
@@ -230,7 +215,7 @@ func NoStandingPlaneBindings() Policy {
 				 ((request.resource.resource == 'clusterrolebindings' && object.roleRef.kind == 'ClusterRole' && object.metadata.name in %[2]s) ||
 				  (request.resource.resource == 'rolebindings' && request.namespace == '%[4]s' && object.roleRef.kind == 'Role' &&
 				   object.metadata.name in %[3]s)))`,
-				debugRolesExpr, quoted(planeClusterBindings), quoted(planeNamespaceBindings), v1alpha1.Namespace),
+				debugRolesExpr, celList(planeClusterBindings), celList(planeNamespaceBindings), v1alpha1.Namespace),
 			Message: fmt.Sprintf("[grant.no-standing] the plane's accounts (%s, %s and %s in %s) hold no standing rights: they are bound only by "+
 				"session grants and the chart's own bindings. Request a break-glass session instead.",
 				v1alpha1.PortalServiceAccount, v1alpha1.SweeperServiceAccount, v1alpha1.WebhookServiceAccount, v1alpha1.Namespace),

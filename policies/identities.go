@@ -2,7 +2,6 @@ package policies
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
 )
@@ -41,11 +40,7 @@ func same(a, b, f string) string {
 
 // allSame joins same for each field.
 func allSame(a, b string, fields ...string) string {
-	parts := make([]string, len(fields))
-	for i, f := range fields {
-		parts[i] = same(a, b, f)
-	}
-	return strings.Join(parts, " &&\n\t\t")
+	return allOf(fields, func(f string) string { return same(a, b, f) })
 }
 
 // WebhookCABundleOnly keeps the signature webhook's account to what its

@@ -3,7 +3,6 @@ package policies
 import (
 	"fmt"
 	"sort"
-	"strings"
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
 )
@@ -15,12 +14,12 @@ func movesExpr(w v1alpha1.Writer) string {
 	for from, tos := range v1alpha1.PhaseMoves {
 		for to := range tos {
 			if v1alpha1.CanMove(from, to, w) {
-				moves = append(moves, q(string(from)+">"+string(to)))
+				moves = append(moves, string(from)+">"+string(to))
 			}
 		}
 	}
 	sort.Strings(moves)
-	return "[" + strings.Join(moves, ", ") + "]"
+	return celList(moves)
 }
 
 // unchanged is true when the status field at path (an optional chain such as
@@ -43,14 +42,6 @@ var portalOnly = []string{"approval", "denial", "grant", "debugContainer", "star
 var writtenOnce = []string{"approval", "denial", "grant", "debugContainer", "startedAt", "deadline", "end",
 	"review.?by", "review.?at", "review.?comment", "review.?dueAt",
 	"evidence.?manifestSHA256", "evidence.?entryID", "evidence.?logIndex"}
-
-func allOf(paths []string, f func(string) string) string {
-	parts := make([]string, len(paths))
-	for i, p := range paths {
-		parts[i] = f(p)
-	}
-	return strings.Join(parts, " &&\n\t\t\t\t")
-}
 
 // SessionRules keeps a Session honest whoever writes it: only the portal
 // creates one and records decisions; only the portal and the sweeper write

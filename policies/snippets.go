@@ -2,6 +2,7 @@ package policies
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
 )
@@ -45,6 +46,24 @@ var processAccessAllowedExpr = fmt.Sprintf(
 
 // q quotes s as a CEL string literal; the names it is used on hold no quotes.
 func q(s string) string { return "'" + s + "'" }
+
+// celList is the CEL list literal of names, each quoted with q.
+func celList(names []string) string {
+	quoted := make([]string, len(names))
+	for i, n := range names {
+		quoted[i] = q(n)
+	}
+	return "[" + strings.Join(quoted, ", ") + "]"
+}
+
+// allOf joins f of each item with &&: one condition that holds for all.
+func allOf(items []string, f func(string) string) string {
+	parts := make([]string, len(items))
+	for i, it := range items {
+		parts[i] = f(it)
+	}
+	return strings.Join(parts, " &&\n\t\t")
+}
 
 // The requests several policies see.
 var (
