@@ -69,7 +69,6 @@ type Live struct {
 	rec     *recording.Recorder
 	stdin   *io.PipeWriter
 	out     *fanout
-	done    chan error
 	// ctx lives as long as the terminal stream; cancel ends it.
 	ctx     context.Context
 	cancel  context.CancelFunc
@@ -274,7 +273,6 @@ func (r *Runner) attach(s *v1alpha1.Session, pod, container string, rec *recordi
 			Stdin: stdin, Stdout: stdout, Tty: true, TerminalSizeQueue: l.sizes})
 		l.streamErr = err
 		close(l.streamEnded)
-		l.done <- err
 		l.out.close()
 	}()
 	return l, nil
@@ -286,7 +284,7 @@ func (r *Runner) attach(s *v1alpha1.Session, pod, container string, rec *recordi
 func (r *Runner) newLive(s *v1alpha1.Session, rec *recording.Recorder) (l *Live, stdin io.Reader, stdout io.Writer) {
 	inR, inW := io.Pipe()
 	ctx, cancel := context.WithCancel(context.Background())
-	l = &Live{Session: s, r: r, rec: rec, stdin: inW, out: newFanout(r.Clock.Now()), done: make(chan error, 1), ctx: ctx, cancel: cancel,
+	l = &Live{Session: s, r: r, rec: rec, stdin: inW, out: newFanout(r.Clock.Now()), ctx: ctx, cancel: cancel,
 		sizes: newSizeQueue(), ended: make(chan struct{}), streamEnded: make(chan struct{})}
 	l.lastInput.Store(r.Clock.Now().UnixNano())
 	stdin = &teeReader{r: inR, record: func(p []byte) error { return rec.Input(ctx, p) }}
@@ -369,13 +367,13 @@ func (l *Live) end(ctx context.Context, by string, reason v1alpha1.EndReason, ab
 	r, s := l.r, l.Session
 	_ = l.stdin.Close() // stdin EOF is the detach
 	l.sizes.close()
-	var streamErr error
 	select {
-	case streamErr = <-l.done:
+	case <-l.streamEnded:
 	case <-time.After(10 * time.Second):
 		l.cancel()
-		streamErr = <-l.done
+		<-l.streamEnded
 	}
+	streamErr := l.streamErr
 	var errs []error
 	if streamErr != nil && !errors.Is(streamErr, context.Canceled) {
 		// Reported after the clean-up below, which happens regardless.
