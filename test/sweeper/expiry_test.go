@@ -16,19 +16,8 @@ import (
 // Pending, or Approved by bob at approvedAt when that is not zero.
 func requested(t testing.TB, ns, name string, approvedAt time.Time) *v1alpha1.Session {
 	t.Helper()
-	portal, err := cl.Portal()
-	if err != nil {
-		t.Fatal(err)
-	}
+	portal, s := newSession(t, ns, name, v1alpha1.ModeLive, "web-1", false)
 	ctx := context.Background()
-	s := &v1alpha1.Session{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-		Spec: v1alpha1.SessionSpec{TargetPod: "web-1", Mode: v1alpha1.ModeLive, Duration: metav1.Duration{Duration: 30 * time.Minute},
-			Reason: "checkout returns 500s", Requester: "alice"},
-	}
-	if err := portal.Client.Create(ctx, s); err != nil {
-		t.Fatal(err)
-	}
 	s.Status.Phase = v1alpha1.PhasePending
 	if !approvedAt.IsZero() {
 		s.Status.Phase = v1alpha1.PhaseApproved

@@ -155,19 +155,8 @@ func activeSession(t testing.TB, ns, name string, mode v1alpha1.SessionMode, pod
 // (or a stolen portal token) wrote them.
 func startedSession(t testing.TB, ns, name string, mode v1alpha1.SessionMode, pod string, started, deadline time.Time, keepPod bool) *v1alpha1.Session {
 	t.Helper()
-	portal, err := cl.Portal()
-	if err != nil {
-		t.Fatal(err)
-	}
+	portal, s := newSession(t, ns, name, mode, pod, keepPod)
 	ctx := context.Background()
-	s := &v1alpha1.Session{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-		Spec: v1alpha1.SessionSpec{TargetPod: pod, Mode: mode, Duration: metav1.Duration{Duration: 30 * time.Minute},
-			Reason: "checkout returns 500s", Requester: "alice", KeepPod: keepPod},
-	}
-	if err := portal.Client.Create(ctx, s); err != nil {
-		t.Fatal(err)
-	}
 	start := metav1.NewTime(started)
 	s.Status = v1alpha1.SessionStatus{
 		Phase:    v1alpha1.PhaseApproved,
@@ -185,6 +174,25 @@ func startedSession(t testing.TB, ns, name string, mode v1alpha1.SessionMode, po
 		t.Fatal(err)
 	}
 	return s
+}
+
+// newSession creates alice's 30-minute request on pod as the portal, which
+// it returns too, for the status writes that follow.
+func newSession(t testing.TB, ns, name string, mode v1alpha1.SessionMode, pod string, keepPod bool) (*cluster.User, *v1alpha1.Session) {
+	t.Helper()
+	portal, err := cl.Portal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &v1alpha1.Session{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: v1alpha1.SessionSpec{TargetPod: pod, Mode: mode, Duration: metav1.Duration{Duration: 30 * time.Minute},
+			Reason: "checkout returns 500s", Requester: "alice", KeepPod: keepPod},
+	}
+	if err := portal.Client.Create(context.Background(), s); err != nil {
+		t.Fatal(err)
+	}
+	return portal, s
 }
 
 func clientKey(obj client.Object) client.ObjectKey { return client.ObjectKeyFromObject(obj) }
