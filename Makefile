@@ -7,7 +7,7 @@ ETCD_VERSION := v3.6.16
 
 export KUBEBUILDER_ASSETS := $(BIN)
 
-.PHONY: all build dev image rekor test test-unit test-integration bench generate verify-generate lint tools clean
+.PHONY: all build dev image rekor debian-packages test test-unit test-integration bench generate verify-generate lint tools clean
 
 all: build
 
@@ -96,8 +96,12 @@ test-integration: $(BIN)/kube-apiserver $(BIN)/etcd $(BIN)/versitygw rekor test/
 	$(GO) test -count=1 -timeout 20m -race ./test/sweeper/... ./test/cluster/... ./test/session/... ./test/relay/...
 	$(GO) test -count=1 -timeout 20m ./test/webhook/... ./test/chart/... ./test/dev/...
 
+## debian-packages: PostgreSQL, Chromium and Node from Debian, where missing.
+debian-packages:
+	bash hack/debian-packages.sh
+
 ## test: everything CI runs.
-test: tools verify-generate lint test-unit test-integration
+test: debian-packages tools verify-generate lint test-unit test-integration
 
 bench: $(BIN)/kube-apiserver $(BIN)/etcd
 	$(GO) test -run '^$$' -bench . -benchmem ./vap/...

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Installs the Debian packages the tests use and cannot build from module
+# sources: PostgreSQL (for Trillian), Chromium and Node (the browser test).
+# Only what is missing, and only with apt-get as root; otherwise it says
+# what to install and fails.
+set -euo pipefail
+missing=()
+compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || missing+=(postgresql)
+command -v chromium >/dev/null || missing+=(chromium)
+command -v npm >/dev/null || missing+=(nodejs npm)
+((${#missing[@]})) || exit 0
+if [[ $(id -u) != 0 ]] || ! command -v apt-get >/dev/null; then
+  echo "the tests need these Debian packages: ${missing[*]} (apt-get install them as root)" >&2
+  exit 1
+fi
+apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y "${missing[@]}"
