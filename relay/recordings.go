@@ -6,7 +6,7 @@ import (
 	"net/http"
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
-	"github.com/tower-dev/breakglass/relay/recording"
+	"github.com/tower-dev/breakglass/evidence/recording"
 )
 
 // recordingFiles are what may be fetched, by the name the API uses.

@@ -18,11 +18,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
-	"github.com/tower-dev/breakglass/relay/audit"
+	"github.com/tower-dev/breakglass/evidence/audit"
+	"github.com/tower-dev/breakglass/evidence/recording"
+	"github.com/tower-dev/breakglass/evidence/tlog"
 	"github.com/tower-dev/breakglass/relay/notify"
-	"github.com/tower-dev/breakglass/relay/recording"
 	"github.com/tower-dev/breakglass/relay/session"
-	"github.com/tower-dev/breakglass/relay/tlog"
 )
 
 // Target is how the relay reaches one cluster: as the portal's

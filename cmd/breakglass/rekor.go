@@ -7,7 +7,7 @@ import (
 
 	sigs "github.com/sigstore/cosign/v2/pkg/signature"
 
-	"github.com/tower-dev/breakglass/relay/tlog"
+	"github.com/tower-dev/breakglass/evidence/tlog"
 )
 
 // loadAnchorer is the transparency log at url with the relay's signing key:

@@ -16,11 +16,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/tower-dev/breakglass/evidence/audit"
+	"github.com/tower-dev/breakglass/evidence/recording"
+	"github.com/tower-dev/breakglass/evidence/tlog"
 	"github.com/tower-dev/breakglass/relay"
-	"github.com/tower-dev/breakglass/relay/audit"
 	"github.com/tower-dev/breakglass/relay/notify"
-	"github.com/tower-dev/breakglass/relay/recording"
-	"github.com/tower-dev/breakglass/relay/tlog"
 	"github.com/tower-dev/breakglass/sweeper"
 )
 

@@ -10,8 +10,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/tower-dev/breakglass/evidence/recording"
 	"github.com/tower-dev/breakglass/relay/notify"
-	"github.com/tower-dev/breakglass/relay/recording"
 	"github.com/tower-dev/breakglass/sweeper"
 )
 

@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/tower-dev/breakglass/relay/audit"
+	"github.com/tower-dev/breakglass/evidence/audit"
 )
 
 func newAuditCommand() *cobra.Command {

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tower-dev/breakglass/relay/audit"
+	"github.com/tower-dev/breakglass/evidence/audit"
 )
 
 func TestAuditVerify(t *testing.T) {

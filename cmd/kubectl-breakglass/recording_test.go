@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tower-dev/breakglass/relay/recording"
+	"github.com/tower-dev/breakglass/evidence/recording"
 )
 
 func TestRecordingVerify(t *testing.T) {

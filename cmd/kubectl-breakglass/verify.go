@@ -11,8 +11,8 @@ import (
 	"github.com/sigstore/rekor/pkg/generated/client/entries"
 	"github.com/spf13/cobra"
 
-	"github.com/tower-dev/breakglass/relay/recording"
-	"github.com/tower-dev/breakglass/relay/tlog"
+	"github.com/tower-dev/breakglass/evidence/recording"
+	"github.com/tower-dev/breakglass/evidence/tlog"
 )
 
 func newRecordingVerifyCommand() *cobra.Command {

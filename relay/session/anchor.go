@@ -7,8 +7,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
-	"github.com/tower-dev/breakglass/relay/recording"
-	"github.com/tower-dev/breakglass/relay/tlog"
+	"github.com/tower-dev/breakglass/evidence/recording"
+	"github.com/tower-dev/breakglass/evidence/tlog"
 )
 
 // anchor puts the manifest in the transparency log, retrying while the log

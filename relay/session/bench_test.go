@@ -17,7 +17,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
-	"github.com/tower-dev/breakglass/relay/recording"
+	"github.com/tower-dev/breakglass/evidence/recording"
 )
 
 // memStore is a write-once store in memory, so the benchmarks measure the

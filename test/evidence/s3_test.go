@@ -13,7 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
-	"github.com/tower-dev/breakglass/relay/recording"
+	"github.com/tower-dev/breakglass/evidence/recording"
 )
 
 // TestLockedRecording records a session into the locked bucket: every

@@ -24,7 +24,7 @@ import (
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
 	"github.com/sigstore/sigstore/pkg/signature/payload"
 
-	"github.com/tower-dev/breakglass/relay/tlog"
+	"github.com/tower-dev/breakglass/evidence/tlog"
 )
 
 // issuerOID is Fulcio's certificate extension naming the OIDC issuer of

@@ -13,8 +13,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
+	"github.com/tower-dev/breakglass/evidence/recording"
 	"github.com/tower-dev/breakglass/internal/oidcissuer"
-	"github.com/tower-dev/breakglass/relay/recording"
 	"github.com/tower-dev/breakglass/relay/terminal"
 )
 

@@ -12,7 +12,7 @@ import (
 
 	"k8s.io/utils/clock"
 
-	"github.com/tower-dev/breakglass/relay/recording"
+	"github.com/tower-dev/breakglass/evidence/recording"
 )
 
 // TestBrowserTerminal: alice's session in a real browser (Debian's

@@ -23,12 +23,12 @@ import (
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/tower-dev/breakglass/evidence/audit"
+	"github.com/tower-dev/breakglass/evidence/recording"
 	"github.com/tower-dev/breakglass/internal/oidcissuer"
 	"github.com/tower-dev/breakglass/policies"
 	"github.com/tower-dev/breakglass/relay"
-	"github.com/tower-dev/breakglass/relay/audit"
 	"github.com/tower-dev/breakglass/relay/notify"
-	"github.com/tower-dev/breakglass/relay/recording"
 	"github.com/tower-dev/breakglass/test/cluster"
 )
 

@@ -13,7 +13,7 @@ import (
 	"k8s.io/client-go/tools/remotecommand"
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
-	"github.com/tower-dev/breakglass/relay/recording"
+	"github.com/tower-dev/breakglass/evidence/recording"
 	"github.com/tower-dev/breakglass/relay/session"
 )
 

@@ -27,9 +27,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
+	"github.com/tower-dev/breakglass/evidence/audit"
+	"github.com/tower-dev/breakglass/evidence/recording"
 	"github.com/tower-dev/breakglass/policies"
-	"github.com/tower-dev/breakglass/relay/audit"
-	"github.com/tower-dev/breakglass/relay/recording"
 	"github.com/tower-dev/breakglass/relay/session"
 	"github.com/tower-dev/breakglass/test/cluster"
 )

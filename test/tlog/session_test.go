@@ -18,10 +18,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
+	"github.com/tower-dev/breakglass/evidence/recording"
+	"github.com/tower-dev/breakglass/evidence/tlog"
 	"github.com/tower-dev/breakglass/policies"
-	"github.com/tower-dev/breakglass/relay/recording"
 	"github.com/tower-dev/breakglass/relay/session"
-	"github.com/tower-dev/breakglass/relay/tlog"
 	"github.com/tower-dev/breakglass/sweeper"
 	"github.com/tower-dev/breakglass/test/cluster"
 )

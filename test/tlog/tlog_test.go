@@ -18,7 +18,7 @@ import (
 
 	"github.com/sigstore/sigstore/pkg/signature"
 
-	"github.com/tower-dev/breakglass/relay/tlog"
+	"github.com/tower-dev/breakglass/evidence/tlog"
 	"github.com/tower-dev/breakglass/test/rekor"
 )
 

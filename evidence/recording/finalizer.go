@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
-	"github.com/tower-dev/breakglass/relay/tlog"
+	"github.com/tower-dev/breakglass/evidence/tlog"
 )
 
 // Prefix is where a session's evidence lives in the store.

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
-	"github.com/tower-dev/breakglass/relay/tlog"
+	"github.com/tower-dev/breakglass/evidence/tlog"
 )
 
 // KeepBundle writes an anchor's bundle beside the recording under prefix.
