@@ -41,7 +41,7 @@ var portalOnly = []string{"approval", "denial", "grant", "debugContainer", "star
 // writtenOnce are the parts of a Session's status that never change once written.
 var writtenOnce = []string{"approval", "denial", "grant", "debugContainer", "startedAt", "deadline", "end",
 	"review.?by", "review.?at", "review.?comment", "review.?dueAt",
-	"evidence.?manifestSHA256", "evidence.?entryID", "evidence.?logIndex"}
+	"evidence.?manifestSHA256", "evidence.?manifestVersion", "evidence.?cluster", "evidence.?entryID", "evidence.?logIndex"}
 
 // SessionRules keeps a Session honest whoever writes it: only the portal
 // creates one and records decisions; only the portal and the sweeper write

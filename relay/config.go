@@ -141,6 +141,10 @@ type Rekor struct {
 	// KeyFile is the relay's signing key: a cosign key file (its password in
 	// $BREAKGLASS_REKOR_KEY_PASSWORD), a KMS URI or k8s://namespace/secret.
 	KeyFile string `json:"keyFile"`
+	// CertificateFile, when set, is a certificate for that key naming the
+	// relay's identity (PEM): each anchor carries it, and reviewers pin the
+	// identity (issuer and subject) instead of the key.
+	CertificateFile string `json:"certificateFile,omitempty"`
 }
 
 // AuditSinks are where audit events go besides stdout.

@@ -2,7 +2,6 @@ package relay
 
 import (
 	"errors"
-	"fmt"
 	"net/http"
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
@@ -47,12 +46,28 @@ func (s *Server) recording(w http.ResponseWriter, r *http.Request, c Caller) err
 	if sess.Status.Phase != v1alpha1.PhaseEnded || sess.Status.Evidence == nil {
 		return conflict("the session is %s: its recording is served once it has ended and been finalized", sess.Status.Phase)
 	}
-	body, err := s.store.Get(ctx, recording.Prefix(ns, sess.Name)+f.key)
-	if err != nil {
-		if errors.Is(err, recording.ErrNotFound) {
-			return notFound("the recording's %s is not in the store", file)
-		}
-		return fmt.Errorf("reading the recording: %w", err)
+	// Served only what the Session names: the manifest of this cluster's
+	// Session with this UID, at the version and hash the Session recorded,
+	// and the file at the version and hash the manifest names. Anything
+	// written over them since is reported, never served.
+	ref := recording.RefOf(t.Name, sess)
+	m, manifest, err := recording.ReadManifest(ctx, s.store, ref, sess.Status.Evidence)
+	body := manifest
+	if f.key != recording.ManifestFile && (err == nil || errors.Is(err, recording.ErrOverwritten)) {
+		overwritten := err
+		body, err = recording.ReadFile(ctx, s.store, ref, m, f.key)
+		err = errors.Join(overwritten, err)
+	}
+	switch {
+	case errors.Is(err, recording.ErrOverwritten) && body != nil:
+		// The genuine bytes are served; the overwrite is evidence of its own.
+		_ = t.runner.Step(ctx, "tampered", c.Name, sess, "recording written over in the store: "+err.Error())
+		w.Header().Set("Breakglass-Warning", "the store holds a newer version of this recording, written by someone else; the recorded version is served")
+	case errors.Is(err, recording.ErrNotFound):
+		return notFound("the recording's %s is not in the store", file)
+	case err != nil:
+		_ = t.runner.Step(ctx, "tampered", c.Name, sess, "recording does not match its Session: "+err.Error())
+		return conflict("the recording in the store is not this session's: %v", err)
 	}
 	if err := t.runner.Step(ctx, "play", c.Name, sess, file); err != nil {
 		return err

@@ -97,7 +97,7 @@ func NewServer(o Options) (*Server, error) {
 			return nil, fmt.Errorf("relay: no credentials for cluster %s", c.Name)
 		}
 		s.clusters[c.Name] = &target{Cluster: c, Target: t, runner: &session.Runner{
-			Client: t.Client, Kube: t.Kube, Config: t.Config, Store: o.Store, Audit: o.Audit, Clock: o.Clock,
+			Cluster: c.Name, Client: t.Client, Kube: t.Kube, Config: t.Config, Store: o.Store, Audit: o.Audit, Clock: o.Clock,
 			DebugImage: c.DebugImage, Grace: o.Config.Limits.Grace.Duration, Retention: o.Config.Recording.Retention.Duration,
 			MaxTTL: maxDuration, Anchorer: o.Anchorer, Log: o.Log,
 		}}

@@ -1,13 +1,13 @@
 package webhook
 
 import (
-	"crypto/x509"
 	"fmt"
 	"os"
 
 	"github.com/sigstore/cosign/v2/pkg/cosign"
-	"github.com/sigstore/sigstore/pkg/cryptoutils"
 	"github.com/sigstore/sigstore/pkg/tuf" //nolint:staticcheck // cosign v2 takes this package's StatusKind for a log key
+
+	"github.com/tower-dev/breakglass/evidence/tlog"
 )
 
 // keylessOpts are the checks of a keyless policy: the certificate chains to
@@ -20,17 +20,9 @@ func keylessOpts(k *Keyless) (*cosign.CheckOpts, error) {
 	if err != nil {
 		return nil, fmt.Errorf("keyless.roots: %w", err)
 	}
-	certs, err := cryptoutils.UnmarshalCertificatesFromPEM(rootsPEM)
-	if err != nil || len(certs) == 0 {
-		return nil, fmt.Errorf("keyless.roots: %s holds no PEM certificate", k.Roots)
-	}
-	roots, intermediates := x509.NewCertPool(), x509.NewCertPool()
-	for _, c := range certs {
-		if c.Subject.String() == c.Issuer.String() {
-			roots.AddCert(c)
-		} else {
-			intermediates.AddCert(c)
-		}
+	roots, intermediates, err := tlog.CertPools(rootsPEM)
+	if err != nil {
+		return nil, fmt.Errorf("keyless.roots: %s: %w", k.Roots, err)
 	}
 	rekorPEM, err := os.ReadFile(k.RekorPublicKey)
 	if err != nil {

@@ -147,6 +147,16 @@ type Evidence struct {
 	// ManifestSHA256 is the hex SHA-256 of the recording's manifest: what is anchored.
 	// +optional
 	ManifestSHA256 string `json:"manifestSHA256,omitempty"`
+	// ManifestVersion is the store's version of the manifest (S3's version
+	// ID): the one read back, whatever is written over it later.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	ManifestVersion string `json:"manifestVersion,omitempty"`
+	// Cluster is the name the relay knows this cluster by: part of the
+	// recording's key, and named in its manifest.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	Cluster string `json:"cluster,omitempty"`
 	// +optional
 	LogIndex *int64 `json:"logIndex,omitempty"`
 	// +optional

@@ -14,12 +14,21 @@ import (
 // a PEM file (its password, if any, in $BREAKGLASS_REKOR_KEY_PASSWORD), a
 // KMS URI (awskms://, gcpkms://, azurekms://, hashivault://) or a
 // k8s://namespace/secret, as cosign reads them.
-func loadAnchorer(ctx context.Context, url, keyRef string) (*tlog.Anchorer, error) {
+func loadAnchorer(ctx context.Context, url, keyRef, certFile string) (*tlog.Anchorer, error) {
 	sv, err := sigs.SignerVerifierFromKeyRef(ctx, keyRef, func(bool) ([]byte, error) {
 		return []byte(os.Getenv("BREAKGLASS_REKOR_KEY_PASSWORD")), nil
 	}, nil)
 	if err != nil {
 		return nil, fmt.Errorf("the transparency log's signing key %s: %w", keyRef, err)
 	}
-	return &tlog.Anchorer{URL: url, Signer: sv}, nil
+	a := &tlog.Anchorer{URL: url, Signer: sv}
+	if certFile != "" {
+		if a.Certificate, err = os.ReadFile(certFile); err != nil {
+			return nil, fmt.Errorf("the signing certificate: %w", err)
+		}
+		if _, err := a.PublicKey(); err != nil {
+			return nil, fmt.Errorf("the signing certificate %s: %w", certFile, err)
+		}
+	}
+	return a, nil
 }

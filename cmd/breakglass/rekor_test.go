@@ -22,7 +22,7 @@ func TestLoadAnchorer(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Setenv("BREAKGLASS_REKOR_KEY_PASSWORD", "s3cret")
-	a, err := loadAnchorer(context.Background(), "http://127.0.0.1:1", path)
+	a, err := loadAnchorer(context.Background(), "http://127.0.0.1:1", path, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,7 +34,7 @@ func TestLoadAnchorer(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Setenv("BREAKGLASS_REKOR_KEY_PASSWORD", "wrong")
-	if _, err := loadAnchorer(context.Background(), "http://127.0.0.1:1", path); err == nil {
+	if _, err := loadAnchorer(context.Background(), "http://127.0.0.1:1", path, ""); err == nil {
 		t.Fatal("a wrong password loaded the key")
 	}
 }

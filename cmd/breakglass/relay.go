@@ -142,7 +142,7 @@ func buildRelay(ctx context.Context, cfg *relay.Config) (*relay.Server, func(), 
 	}
 	var anchorer *tlog.Anchorer
 	if r := cfg.Rekor; r != nil {
-		if anchorer, err = loadAnchorer(ctx, r.URL, r.KeyFile); err != nil {
+		if anchorer, err = loadAnchorer(ctx, r.URL, r.KeyFile, r.CertificateFile); err != nil {
 			return fail(fmt.Errorf("rekor: %w", err))
 		}
 	}

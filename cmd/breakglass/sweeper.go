@@ -20,6 +20,7 @@ func newSweeperCommand() *cobra.Command {
 		opts                                   sweeper.Options
 		notifyURL, portalURL, fallbackReviewer string
 		recordingDir, rekorURL, rekorKey       string
+		clusterName, rekorCert                 string
 	)
 	cmd := &cobra.Command{
 		Use:   "sweeper",
@@ -39,9 +40,13 @@ reviews. It reads all of its state from the cluster.`,
 				opts.Notifier = &notify.Webhook{URL: notifyURL, PortalURL: portalURL, FallbackReviewer: fallbackReviewer}
 			}
 			if recordingDir != "" {
-				finalizer := &recording.SessionFinalizer{Store: &recording.Dir{Root: recordingDir}, Retention: 365 * 24 * time.Hour, URI: "file://" + recordingDir + "/"}
+				if clusterName == "" {
+					return errors.New("--cluster: required with --recording-dir: recordings are kept under the cluster's name, as the relay's config names it")
+				}
+				finalizer := &recording.SessionFinalizer{Store: &recording.Dir{Root: recordingDir}, Cluster: clusterName,
+					Retention: 365 * 24 * time.Hour, URI: "file://" + recordingDir + "/"}
 				if rekorURL != "" {
-					a, err := loadAnchorer(cmd.Context(), rekorURL, rekorKey)
+					a, err := loadAnchorer(cmd.Context(), rekorURL, rekorKey, rekorCert)
 					if err != nil {
 						return err
 					}
@@ -79,9 +84,11 @@ reviews. It reads all of its state from the cluster.`,
 	f.StringVar(&notifyURL, "notify-url", "", "webhook that receives notifications (JSON POST)")
 	f.StringVar(&portalURL, "portal-url", "", "the portal's base URL, for deep links to sessions")
 	f.StringVar(&fallbackReviewer, "fallback-reviewer", "", "who is told when a review is overdue")
+	f.StringVar(&clusterName, "cluster", "", "this cluster's name in the relay's config: part of every recording's key")
 	f.StringVar(&recordingDir, "recording-dir", "", "the write-once recording directory, to finalize the evidence of swept sessions")
 	f.StringVar(&rekorURL, "rekor-url", "", "the transparency log: anchor finalized recordings whose anchor is still pending")
 	f.StringVar(&rekorKey, "rekor-key", "", "the signing key (PEM) for --rekor-url")
+	f.StringVar(&rekorCert, "rekor-certificate", "", "the signing key's certificate (PEM) naming the plane's identity, for --rekor-url")
 	f.DurationVar(&opts.AnchorAfter, "anchor-after", 2*time.Minute, "how long after a session's end the relay has to anchor it itself")
 	return cmd
 }

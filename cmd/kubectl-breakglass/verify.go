@@ -1,9 +1,11 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 
@@ -15,35 +17,89 @@ import (
 	"github.com/tower-dev/breakglass/evidence/tlog"
 )
 
+// signerFlags pin who must have signed: the relay's key, or a keyless
+// identity, never what the bundle under check says.
+type signerFlags struct {
+	key                                     string
+	identity, identityRegExp, issuer, roots string
+	integrityOnly                           bool
+}
+
+func (f *signerFlags) add(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.StringVar(&f.key, "key", "", "the relay's public key: a PEM file, k8s://namespace/secret or a KMS URI (as cosign reads keys)")
+	fl.StringVar(&f.identity, "certificate-identity", "", "keyless: the relay's identity in its signing certificate")
+	fl.StringVar(&f.identityRegExp, "certificate-identity-regexp", "", "keyless: a pattern for that identity")
+	fl.StringVar(&f.issuer, "certificate-oidc-issuer", "", "keyless: the issuer of that identity")
+	fl.StringVar(&f.roots, "certificate-roots", "", "keyless: the CA certificates (PEM) that issue the relay's signing certificates")
+	fl.BoolVar(&f.integrityOnly, "integrity-only", false, "check only that the files match their manifest (and the log, if anchored): proves nothing about who made the recording")
+}
+
+// signer is the pinned signer, or nil for an integrity-only check.
+func (f *signerFlags) signer(ctx context.Context) (*tlog.Signer, error) {
+	keyless := f.identity != "" || f.identityRegExp != "" || f.issuer != "" || f.roots != ""
+	switch {
+	case f.integrityOnly && (f.key != "" || keyless):
+		return nil, errors.New("--integrity-only checks no signer: drop it, or drop --key and the --certificate-* flags")
+	case f.integrityOnly:
+		return nil, nil
+	case f.key != "" && keyless:
+		return nil, errors.New("pin one signer: --key or the --certificate-* flags, not both")
+	case f.key != "":
+		s, err := tlog.KeySigner(ctx, f.key)
+		return &s, err
+	case keyless:
+		if f.roots == "" {
+			return nil, errors.New("--certificate-roots: the CA that issues the relay's certificates is required for a keyless identity")
+		}
+		roots, err := os.ReadFile(f.roots)
+		if err != nil {
+			return nil, fmt.Errorf("--certificate-roots: %w", err)
+		}
+		s, err := tlog.KeylessSigner(roots, f.issuer, f.identity, f.identityRegExp)
+		if err != nil {
+			return nil, fmt.Errorf("--certificate-*: %w", err)
+		}
+		return &s, nil
+	}
+	return nil, errors.New("pin the signer: --key (the relay's public key, from a source you trust) or " +
+		"--certificate-identity and --certificate-oidc-issuer with --certificate-roots; " +
+		"--integrity-only checks the files alone and proves nothing about who made them")
+}
+
 func newRecordingVerifyCommand() *cobra.Command {
-	var rekorKey string
+	var signerOpts signerFlags
+	var rekorKey, sessionFile, cluster string
 	var online bool
 	cmd := &cobra.Command{
 		Use:   "verify DIR",
-		Short: "Check a recording's files against its manifest, and the manifest against the transparency log",
+		Short: "Check a recording: its files, its signer, its Session and the transparency log",
 		Long: `Check every file of a recording (recording.cast, transcript.raw) in DIR
-against the SHA-256 and size its manifest.json names, and print the manifest's
-own SHA-256: the value anchored in the transparency log. When DIR holds
-` + tlog.BundleFile + `, also check, offline, that the log's entry names that SHA-256
-and the relay's signature of the manifest, and that its inclusion proof,
-checkpoint and signed entry timestamp verify with the log's public key
-(--rekor-public-key; without it, the key kept in the bundle, which proves less).
+against the SHA-256 and size its manifest.json names; that the manifest was
+signed by the signer you pin (--key, or a keyless identity with the
+--certificate-* flags) and logged in the transparency log (` + tlog.BundleFile + `:
+the entry names the manifest's SHA-256 and the signature, and its inclusion
+proof, checkpoint and signed entry timestamp verify with the log's key,
+--rekor-public-key); and, with --session, that it is the recording of that
+Session (exported with kubectl get session NAME -o yaml): the manifest's
+SHA-256, cluster, namespace, name and UID are the ones the Session records.
 --online also fetches the entry from the log and compares. Exits non-zero
 naming the first thing that does not match.
 
-The same checks with stock tools:
+Without a pinned signer the check fails, unless --integrity-only asks for the
+files alone: that proves nothing about who made the recording (anyone can
+write a manifest, sign it with a key of their own and anchor it).
 
-  jq -r '.files | to_entries[] | "\(.value.sha256)  \(.key)"' manifest.json | sha256sum -c
-  sha256sum manifest.json
-  rekor-cli get --rekor_server URL --uuid UUID      # the entry names that SHA-256
-  jq -r .publicKey rekor-bundle.json | base64 -d > relay.pub
-  jq -r .signature rekor-bundle.json | base64 -d > manifest.sig
-  cosign verify-blob --key relay.pub --signature manifest.sig --insecure-ignore-tlog manifest.json`,
+The same checks with stock tools are in docs/evidence.md.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			dir := args[0]
+			ctx := cmd.Context()
+			signer, err := signerOpts.signer(ctx)
+			if err != nil {
+				return err
+			}
+			dir, w := args[0], cmd.OutOrStdout()
 			manifest, checks, err := recording.VerifyDir(dir)
-			w := cmd.OutOrStdout()
 			for _, c := range checks {
 				if c.Verified {
 					fmt.Fprintf(w, "ok        %-18s sha256:%s\n", c.Name, c.Got)
@@ -55,60 +111,107 @@ The same checks with stock tools:
 				return err
 			}
 			fmt.Fprintf(w, "manifest  sha256:%s\n", manifest)
-			raw, err := os.ReadFile(filepath.Join(dir, tlog.BundleFile))
-			if errors.Is(err, os.ErrNotExist) {
-				fmt.Fprintf(w, "not anchored: no %s beside the recording\n", tlog.BundleFile)
-				if online {
-					return errors.New("--online: the recording has no anchor to check")
-				}
-				return nil
-			}
-			if err != nil {
-				return err
-			}
-			var b tlog.Bundle
-			if err := json.Unmarshal(raw, &b); err != nil {
-				return fmt.Errorf("%s: %w", tlog.BundleFile, err)
-			}
 			body, err := os.ReadFile(filepath.Join(dir, recording.ManifestFile))
 			if err != nil {
 				return err
 			}
-			key := b.RekorPublicKey
+			if sessionFile != "" {
+				if err := checkAgainstSession(w, body, manifest, sessionFile, cluster); err != nil {
+					fmt.Fprintf(w, "MISMATCH  session            %v\n", err)
+					return err
+				}
+			} else {
+				fmt.Fprintln(w, "note      not checked against a Session: pass --session (kubectl get session NAME -o yaml) to check whose recording it is")
+			}
+			b, err := readBundle(dir)
+			switch {
+			case errors.Is(err, os.ErrNotExist) && signer == nil:
+				fmt.Fprintf(w, "not anchored: no %s beside the recording\n", tlog.BundleFile)
+				return integrityOnly(w, online)
+			case errors.Is(err, os.ErrNotExist):
+				return fmt.Errorf("not anchored: no %s, so nothing proves who made the recording (--integrity-only checks the files alone)", tlog.BundleFile)
+			case err != nil:
+				return err
+			}
+			logKey := b.RekorPublicKey
 			if rekorKey != "" {
-				if key, err = os.ReadFile(rekorKey); err != nil {
+				if logKey, err = os.ReadFile(rekorKey); err != nil {
 					return err
 				}
 			} else {
 				fmt.Fprintln(w, "note      the log's key is taken from the bundle; pass --rekor-public-key to check it against yours")
 			}
-			if err := b.Verify(cmd.Context(), body, key); err != nil {
-				fmt.Fprintf(w, "MISMATCH  %-18s %v\n", tlog.BundleFile, err)
-				return err
+			if signer == nil {
+				if err := b.Verify(ctx, body, logKey); err != nil {
+					fmt.Fprintf(w, "MISMATCH  %-18s %v\n", tlog.BundleFile, err)
+					return err
+				}
+			} else {
+				who, err := b.VerifySigned(ctx, body, logKey, *signer)
+				if err != nil {
+					fmt.Fprintf(w, "MISMATCH  %-18s %v\n", tlog.BundleFile, err)
+					return err
+				}
+				fmt.Fprintf(w, "ok        signer             signed by %s\n", who)
 			}
 			fmt.Fprintf(w, "ok        %-18s entry %s, log index %d, %s\n", tlog.BundleFile, b.UUID, *b.Entry.LogIndex, b.RekorURL)
-			if !online {
-				return nil
-			}
-			rc, err := client.GetRekorClient(b.RekorURL)
-			if err != nil {
-				return err
-			}
-			got, err := rc.Entries.GetLogEntryByUUIDContext(cmd.Context(), entries.NewGetLogEntryByUUIDParams().WithEntryUUID(b.UUID))
-			if err != nil {
-				return fmt.Errorf("--online: %w", err)
-			}
-			for _, e := range got.Payload {
-				if e.Body != b.Entry.Body || e.LogIndex == nil || *e.LogIndex != *b.Entry.LogIndex {
-					return errors.New("--online: the log's entry differs from the bundle's")
+			if online {
+				if err := checkOnline(ctx, w, b); err != nil {
+					return err
 				}
-				fmt.Fprintf(w, "ok        online             the log holds the same entry at index %d\n", *e.LogIndex)
-				return nil
 			}
-			return errors.New("--online: the log has no such entry")
+			if signer == nil {
+				return integrityOnly(w, false)
+			}
+			return nil
 		},
 	}
+	signerOpts.add(cmd)
 	cmd.Flags().StringVar(&rekorKey, "rekor-public-key", "", "the transparency log's public key (PEM), from a source you trust")
+	cmd.Flags().StringVar(&sessionFile, "session", "", "the Session the recording should belong to, exported as YAML or JSON")
+	cmd.Flags().StringVar(&cluster, "cluster", "", "the cluster the Session is on, as the relay names it (default: the one its evidence records)")
 	cmd.Flags().BoolVar(&online, "online", false, "also fetch the entry from the log and compare")
 	return cmd
+}
+
+func integrityOnly(w io.Writer, online bool) error {
+	if online {
+		return errors.New("--online: the recording has no anchor to check")
+	}
+	fmt.Fprintln(w, "INTEGRITY ONLY: the files match their manifest; nothing here proves who made the recording")
+	return nil
+}
+
+func readBundle(dir string) (*tlog.Bundle, error) {
+	raw, err := os.ReadFile(filepath.Join(dir, tlog.BundleFile))
+	if err != nil {
+		return nil, err
+	}
+	var b tlog.Bundle
+	if err := json.Unmarshal(raw, &b); err != nil {
+		return nil, fmt.Errorf("%s: %w", tlog.BundleFile, err)
+	}
+	if b.Entry.LogIndex == nil {
+		return nil, fmt.Errorf("%s: the entry has no log index", tlog.BundleFile)
+	}
+	return &b, nil
+}
+
+func checkOnline(ctx context.Context, w io.Writer, b *tlog.Bundle) error {
+	rc, err := client.GetRekorClient(b.RekorURL)
+	if err != nil {
+		return err
+	}
+	got, err := rc.Entries.GetLogEntryByUUIDContext(ctx, entries.NewGetLogEntryByUUIDParams().WithEntryUUID(b.UUID))
+	if err != nil {
+		return fmt.Errorf("--online: %w", err)
+	}
+	for _, e := range got.Payload {
+		if e.Body != b.Entry.Body || e.LogIndex == nil || *e.LogIndex != *b.Entry.LogIndex {
+			return errors.New("--online: the log's entry differs from the bundle's")
+		}
+		fmt.Fprintf(w, "ok        online             the log holds the same entry at index %d\n", *e.LogIndex)
+		return nil
+	}
+	return errors.New("--online: the log has no such entry")
 }

@@ -11,15 +11,16 @@ import (
 	"github.com/tower-dev/breakglass/evidence/tlog"
 )
 
-// KeepBundle writes an anchor's bundle beside the recording under prefix.
-// A bundle already there is left as it is (evidence is written once).
-func KeepBundle(ctx context.Context, store Store, prefix string, b *tlog.Bundle, retainUntil time.Time) (string, error) {
+// KeepBundle writes an anchor's bundle beside the recording ref names. A
+// bundle already there is left as it is (evidence is written once): a
+// bundle proves itself against the manifest, whoever wrote it.
+func KeepBundle(ctx context.Context, store Store, ref Ref, b *tlog.Bundle, retainUntil time.Time) (string, error) {
 	raw, err := json.MarshalIndent(b, "", "  ")
 	if err != nil {
 		return "", err
 	}
-	key := prefix + tlog.BundleFile
-	if err := store.Put(ctx, key, raw, retainUntil); err != nil && !errors.Is(err, ErrExists) {
+	key := ref.Prefix() + tlog.BundleFile
+	if _, err := store.Put(ctx, key, raw, retainUntil); err != nil && !errors.Is(err, ErrExists) {
 		return "", err
 	}
 	return key, nil
@@ -33,13 +34,16 @@ func (f *SessionFinalizer) Anchor(ctx context.Context, s *v1alpha1.Session) (*v1
 	if f.Anchorer == nil {
 		return nil, errors.New("no transparency log is configured")
 	}
-	prefix := Prefix(s.Namespace, s.Name)
-	manifest, err := f.Store.Get(ctx, prefix+ManifestFile)
-	if err != nil {
+	ref := RefOf(f.Cluster, s)
+	prefix := ref.Prefix()
+	// Only the manifest the Session names is anchored, never one written
+	// over it.
+	_, manifest, err := ReadManifest(ctx, f.Store, ref, s.Status.Evidence)
+	if err != nil && !errors.Is(err, ErrOverwritten) {
 		return nil, fmt.Errorf("the manifest to anchor: %w", err)
 	}
 	var b *tlog.Bundle
-	if raw, err := f.Store.Get(ctx, prefix+tlog.BundleFile); err == nil {
+	if raw, err := f.Store.Get(ctx, prefix+tlog.BundleFile, ""); err == nil {
 		// Anchored before the Session could say so.
 		b = &tlog.Bundle{}
 		if err := json.Unmarshal(raw, b); err != nil {
@@ -52,7 +56,7 @@ func (f *SessionFinalizer) Anchor(ctx context.Context, s *v1alpha1.Session) (*v1
 		if err != nil {
 			return nil, err
 		}
-		if _, err := KeepBundle(ctx, f.Store, prefix, b, time.Now().Add(f.Retention)); err != nil {
+		if _, err := KeepBundle(ctx, f.Store, ref, b, time.Now().Add(f.Retention)); err != nil {
 			return nil, err
 		}
 	}

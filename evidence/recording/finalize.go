@@ -16,46 +16,73 @@ import (
 
 // Meta is what the manifest says about the session.
 type Meta struct {
-	Session     string
+	Session     Ref
 	Started     time.Time
 	RetainUntil time.Time
 	// Abnormal marks a recording finalized by someone other than the relay
 	// that recorded it (it died mid-session).
 	Abnormal bool
+	// Segments are the versions the recorder wrote, by key: those are read
+	// back, whatever was written over them since. The sweeper, finalizing
+	// for a relay that died, has none and reads the current versions.
+	Segments map[string]string
 }
 
-// FileDigest names one file's hash and size.
+// FileDigest names one file's hash and size, and the store's version of it.
 type FileDigest struct {
 	SHA256 string `json:"sha256"`
 	Size   int    `json:"size"`
+	// +optional: a store without versions (a directory) has none.
+	Version string `json:"version,omitempty"`
 }
+
+// ManifestVersion is the version of the manifest's format written now:
+// version 2 names the session by cluster, namespace, name and UID.
+const ManifestVersion = 2
 
 // Manifest lists the recording's files and their hashes. Its own SHA-256 is
 // what goes to the transparency log.
 type Manifest struct {
-	Version         int                   `json:"version"`
+	Version int `json:"version"`
+	// Session is namespace/name, as version 1 named it.
 	Session         string                `json:"session"`
+	Cluster         string                `json:"cluster,omitempty"`
+	Namespace       string                `json:"namespace,omitempty"`
+	Name            string                `json:"name,omitempty"`
+	UID             string                `json:"uid,omitempty"`
 	Started         time.Time             `json:"started"`
 	Segments        int                   `json:"segments"`
 	EndedAbnormally bool                  `json:"endedAbnormally"`
 	Files           map[string]FileDigest `json:"files"`
 }
 
-// Finalize assembles the segments under prefix into the playable recording
+// Finalized is a finalized recording: its manifest, the manifest's bytes
+// (their SHA-256 is what is anchored) and the store's version of them.
+type Finalized struct {
+	Manifest Manifest
+	Body     []byte
+	Version  string
+}
+
+// Finalize assembles the session's segments into the playable recording
 // and the transcript, and writes the manifest. The relay calls it at the end
 // of a session; the sweeper calls it for a session whose relay died.
 // Running it again over the same segments is harmless.
-func Finalize(ctx context.Context, store Store, prefix string, meta Meta) (Manifest, []byte, error) {
+func Finalize(ctx context.Context, store Store, meta Meta) (Finalized, error) {
+	if err := meta.Session.Check(); err != nil {
+		return Finalized{}, err
+	}
+	prefix := meta.Session.Prefix()
 	keys, err := store.List(ctx, prefix+segmentsDir)
 	if err != nil {
-		return Manifest{}, nil, err
+		return Finalized{}, err
 	}
 	var cast, raw bytes.Buffer
 	n := 0
 	for _, k := range keys {
-		data, err := store.Get(ctx, k)
+		data, err := store.Get(ctx, k, meta.Segments[k])
 		if err != nil {
-			return Manifest{}, nil, err
+			return Finalized{}, err
 		}
 		switch {
 		case strings.HasSuffix(k, ".cast"):
@@ -66,36 +93,48 @@ func Finalize(ctx context.Context, store Store, prefix string, meta Meta) (Manif
 		}
 	}
 	if n == 0 {
-		return Manifest{}, nil, fmt.Errorf("recording %s: no segments", prefix)
+		return Finalized{}, fmt.Errorf("recording %s: no segments", prefix)
 	}
-	m := Manifest{Version: 1, Session: meta.Session, Started: meta.Started.UTC(), Segments: n, EndedAbnormally: meta.Abnormal,
-		Files: map[string]FileDigest{CastFile: digest(cast.Bytes()), TranscriptFile: digest(raw.Bytes())}}
+	ref := meta.Session
+	m := Manifest{Version: ManifestVersion, Session: ref.Namespace + "/" + ref.Name,
+		Cluster: ref.Cluster, Namespace: ref.Namespace, Name: ref.Name, UID: ref.UID,
+		Started: meta.Started.UTC(), Segments: n, EndedAbnormally: meta.Abnormal, Files: map[string]FileDigest{}}
+	for name, data := range map[string][]byte{CastFile: cast.Bytes(), TranscriptFile: raw.Bytes()} {
+		d := digest(data)
+		if d.Version, err = putOnce(ctx, store, prefix+name, data, meta.RetainUntil); err != nil {
+			return Finalized{}, err
+		}
+		m.Files[name] = d
+	}
 	body, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {
-		return Manifest{}, nil, err
+		return Finalized{}, err
 	}
-	for name, data := range map[string][]byte{CastFile: cast.Bytes(), TranscriptFile: raw.Bytes(), ManifestFile: body} {
-		if err := putOnce(ctx, store, prefix+name, data, meta.RetainUntil); err != nil {
-			return Manifest{}, nil, err
-		}
+	version, err := putOnce(ctx, store, prefix+ManifestFile, body, meta.RetainUntil)
+	if err != nil {
+		return Finalized{}, err
 	}
-	return m, body, nil
+	return Finalized{Manifest: m, Body: body, Version: version}, nil
 }
 
-// putOnce writes data, or accepts an existing object with the same bytes.
-func putOnce(ctx context.Context, store Store, key string, data []byte, retain time.Time) error {
-	err := store.Put(ctx, key, data, retain)
+// putOnce writes data, or accepts an existing object with the same bytes
+// (an earlier finalization), returning its version.
+func putOnce(ctx context.Context, store Store, key string, data []byte, retain time.Time) (string, error) {
+	version, err := store.Put(ctx, key, data, retain)
 	if !errors.Is(err, ErrExists) {
-		return err
+		return version, err
 	}
-	old, gerr := store.Get(ctx, key)
-	if gerr != nil {
-		return gerr
+	if version, err = store.Current(ctx, key); err != nil {
+		return "", err
+	}
+	old, err := store.Get(ctx, key, version)
+	if err != nil {
+		return "", err
 	}
 	if !bytes.Equal(old, data) {
-		return fmt.Errorf("%s exists with other content: %w", key, ErrExists)
+		return "", fmt.Errorf("%s exists with other content: %w", key, ErrExists)
 	}
-	return nil
+	return version, nil
 }
 
 func digest(b []byte) FileDigest {

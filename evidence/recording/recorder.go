@@ -43,9 +43,12 @@ type Options struct {
 // Recorder turns a terminal's traffic into evidence. Safe for concurrent use.
 type Recorder struct {
 	store  Store
+	ref    Ref
 	prefix string
 	opts   Options
 	start  time.Time
+	// versions are the segments' versions as written, read back at the end.
+	versions map[string]string
 
 	mu      sync.Mutex
 	last    time.Duration
@@ -56,9 +59,12 @@ type Recorder struct {
 	closed  bool
 }
 
-// New starts a recording under prefix (e.g. "sessions/shop/s1/"). It checks
-// the store first: a session that cannot be recorded does not start.
-func New(ctx context.Context, store Store, prefix string, opts Options) (*Recorder, error) {
+// New starts the recording of the session ref names. It checks the store
+// first: a session that cannot be recorded does not start.
+func New(ctx context.Context, store Store, ref Ref, opts Options) (*Recorder, error) {
+	if err := ref.Check(); err != nil {
+		return nil, err
+	}
 	if err := store.Check(ctx); err != nil {
 		return nil, err
 	}
@@ -71,7 +77,7 @@ func New(ctx context.Context, store Store, prefix string, opts Options) (*Record
 	if opts.Width <= 0 || opts.Height <= 0 {
 		opts.Width, opts.Height = 80, 24
 	}
-	r := &Recorder{store: store, prefix: prefix, opts: opts, start: opts.Clock.Now()}
+	r := &Recorder{store: store, ref: ref, prefix: ref.Prefix(), opts: opts, start: opts.Clock.Now(), versions: map[string]string{}}
 	header, err := json.Marshal(map[string]any{
 		"version": 2, "width": opts.Width, "height": opts.Height, "timestamp": r.start.Unix(),
 		"env": map[string]string{"TERM": "xterm-256color"},
@@ -211,11 +217,15 @@ func (r *Recorder) flushLocked(ctx context.Context) error {
 		return nil
 	}
 	name := fmt.Sprintf("%s%s%08d", r.prefix, segmentsDir, r.seq)
-	if err := r.store.Put(ctx, name+".cast", r.cast.Bytes(), r.opts.RetainUntil); err != nil {
-		return fmt.Errorf("streaming a recording segment: %w", err)
-	}
-	if err := r.store.Put(ctx, name+".raw", r.raw.Bytes(), r.opts.RetainUntil); err != nil {
-		return fmt.Errorf("streaming a recording segment: %w", err)
+	for key, data := range map[string][]byte{name + ".cast": r.cast.Bytes(), name + ".raw": r.raw.Bytes()} {
+		if _, written := r.versions[key]; written {
+			continue // a flush that failed half-way is retried with the other half
+		}
+		version, err := r.store.Put(ctx, key, data, r.opts.RetainUntil)
+		if err != nil {
+			return fmt.Errorf("streaming a recording segment: %w", err)
+		}
+		r.versions[key] = version
 	}
 	r.seq++
 	r.cast.Reset()
@@ -224,11 +234,11 @@ func (r *Recorder) flushLocked(ctx context.Context) error {
 }
 
 // Close writes the last segment and finalizes the recording.
-func (r *Recorder) Close(ctx context.Context, session string) (Manifest, []byte, error) {
+func (r *Recorder) Close(ctx context.Context) (Finalized, error) {
 	r.mu.Lock()
 	if r.closed {
 		r.mu.Unlock()
-		return Manifest{}, nil, fmt.Errorf("recording %s is already closed", r.prefix)
+		return Finalized{}, fmt.Errorf("recording %s is already closed", r.prefix)
 	}
 	// A sequence still cut at the end is what it is: shown as U+FFFD.
 	for i, kind := range []byte{KindOutput, KindInput} {
@@ -240,7 +250,7 @@ func (r *Recorder) Close(ctx context.Context, session string) (Manifest, []byte,
 	r.closed = true
 	r.mu.Unlock()
 	if err != nil {
-		return Manifest{}, nil, err
+		return Finalized{}, err
 	}
-	return Finalize(ctx, r.store, r.prefix, Meta{Session: session, Started: r.start, RetainUntil: r.opts.RetainUntil})
+	return Finalize(ctx, r.store, Meta{Session: r.ref, Started: r.start, RetainUntil: r.opts.RetainUntil, Segments: r.versions})
 }

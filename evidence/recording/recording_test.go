@@ -15,11 +15,13 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 )
 
+var testRef = Ref{Cluster: "prod", Namespace: "shop", Name: "s1", UID: "0b9f1e4c-uid"}
+
 func newTestRecorder(t *testing.T, segmentBytes int) (*Recorder, *Dir, *clocktesting.FakeClock) {
 	t.Helper()
 	clk := clocktesting.NewFakeClock(time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC))
 	store := &Dir{Root: t.TempDir(), Now: clk.Now}
-	r, err := New(context.Background(), store, "sessions/shop/s1/", Options{
+	r, err := New(context.Background(), store, testRef, Options{
 		RetainUntil: clk.Now().Add(365 * 24 * time.Hour), SegmentBytes: segmentBytes, Clock: clk})
 	if err != nil {
 		t.Fatal(err)
@@ -77,11 +79,15 @@ func TestRecordsEveryByteAndDecodesSplitCharacters(t *testing.T) {
 	if err := r.Resize(ctx, 120, 40); err != nil {
 		t.Fatal(err)
 	}
-	m, body, err := r.Close(ctx, "shop/s1")
+	done, err := r.Close(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cast, _ := store.Get(ctx, "sessions/shop/s1/"+CastFile)
+	m, body := done.Manifest, done.Body
+	if err := m.Names(testRef); err != nil {
+		t.Fatal(err)
+	}
+	cast, _ := store.Get(ctx, testRef.Prefix()+CastFile, "")
 	var text strings.Builder
 	var last float64
 	for _, ev := range castEvents(t, cast) {
@@ -97,7 +103,7 @@ func TestRecordsEveryByteAndDecodesSplitCharacters(t *testing.T) {
 	if got, want := text.String(), "café €!\uFFFDbinary"; got != want {
 		t.Fatalf("the cast shows %q, want %q", got, want)
 	}
-	raw, _ := store.Get(ctx, "sessions/shop/s1/"+TranscriptFile)
+	raw, _ := store.Get(ctx, testRef.Prefix()+TranscriptFile, "")
 	recs, err := ReadTranscript(raw)
 	if err != nil {
 		t.Fatal(err)
@@ -123,7 +129,7 @@ func TestRecordsEveryByteAndDecodesSplitCharacters(t *testing.T) {
 			t.Errorf("the manifest's hash of %s does not match its bytes", name)
 		}
 	}
-	stored, _ := store.Get(ctx, "sessions/shop/s1/"+ManifestFile)
+	stored, _ := store.Get(ctx, testRef.Prefix()+ManifestFile, "")
 	if !bytes.Equal(stored, body) || m.EndedAbnormally {
 		t.Fatal("the stored manifest differs, or says abnormal")
 	}
@@ -140,16 +146,17 @@ func TestSegmentsStreamWhileRunningAndSurviveACrash(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	segments, _ := store.List(ctx, "sessions/shop/s1/segments/")
+	segments, _ := store.List(ctx, testRef.Prefix()+"segments/")
 	if len(segments) < 10 {
 		t.Fatalf("only %d segment objects while the session runs", len(segments))
 	}
 	// The relay dies here: no Close. Someone else finalizes from the store alone.
-	m, _, err := Finalize(ctx, store, "sessions/shop/s1/", Meta{Session: "shop/s1", Abnormal: true})
+	done, err := Finalize(ctx, store, Meta{Session: testRef, Abnormal: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	raw, _ := store.Get(ctx, "sessions/shop/s1/"+TranscriptFile)
+	m := done.Manifest
+	raw, _ := store.Get(ctx, testRef.Prefix()+TranscriptFile, "")
 	recs, err := ReadTranscript(raw)
 	if err != nil {
 		t.Fatal(err)
@@ -165,7 +172,7 @@ func TestSegmentsStreamWhileRunningAndSurviveACrash(t *testing.T) {
 	if !m.EndedAbnormally {
 		t.Fatal("not marked as ended abnormally")
 	}
-	if _, _, err := Finalize(ctx, store, "sessions/shop/s1/", Meta{Session: "shop/s1", Abnormal: true}); err != nil {
+	if _, err := Finalize(ctx, store, Meta{Session: testRef, Abnormal: true}); err != nil {
 		t.Fatalf("finalizing again: %v", err)
 	}
 }
@@ -174,20 +181,20 @@ func TestDirIsWriteOnce(t *testing.T) {
 	now := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
 	d := &Dir{Root: t.TempDir(), Now: func() time.Time { return now }}
 	ctx := context.Background()
-	if err := d.Put(ctx, "a/b", []byte("one"), now.Add(time.Hour)); err != nil {
+	if _, err := d.Put(ctx, "a/b", []byte("one"), now.Add(time.Hour)); err != nil {
 		t.Fatal(err)
 	}
-	if err := d.Put(ctx, "a/b", []byte("two"), now.Add(time.Hour)); !errors.Is(err, ErrExists) {
+	if _, err := d.Put(ctx, "a/b", []byte("two"), now.Add(time.Hour)); !errors.Is(err, ErrExists) {
 		t.Fatalf("overwrite: %v", err)
 	}
 	if err := d.Delete(ctx, "a/b"); !errors.Is(err, ErrRetained) {
 		t.Fatalf("delete under retention: %v", err)
 	}
-	if got, _ := d.Get(ctx, "a/b"); string(got) != "one" {
+	if got, _ := d.Get(ctx, "a/b", ""); string(got) != "one" {
 		t.Fatalf("got %q", got)
 	}
 	for _, bad := range []string{"../escape", "", "x.retain"} {
-		if err := d.Put(ctx, bad, []byte("x"), now); err == nil {
+		if _, err := d.Put(ctx, bad, []byte("x"), now); err == nil {
 			t.Errorf("key %q accepted", bad)
 		}
 	}
@@ -198,7 +205,7 @@ func TestDirIsWriteOnce(t *testing.T) {
 }
 
 func TestNoStoreNoRecording(t *testing.T) {
-	_, err := New(context.Background(), &Dir{Root: "/proc/breakglass-no-such-store"}, "p/", Options{})
+	_, err := New(context.Background(), &Dir{Root: "/proc/breakglass-no-such-store"}, testRef, Options{})
 	if err == nil {
 		t.Fatal("a recording started on a store that cannot be written")
 	}
@@ -234,5 +241,69 @@ func TestCastEventEscaping(t *testing.T) {
 	}
 	if len(ev) != 3 || ev[0].(float64) != 1.5 || ev[1] != "o" || ev[2] != string(text) || !bytes.HasSuffix(buf.Bytes(), []byte("\n")) {
 		t.Fatalf("decoded %q", ev)
+	}
+}
+
+func TestRefRefusesPartsThatLeaveTheirPrefix(t *testing.T) {
+	for _, bad := range []Ref{
+		{Namespace: "shop", Name: "s1", UID: "u"},
+		{Cluster: "prod", Namespace: "shop", Name: "s1"},
+		{Cluster: "..", Namespace: "shop", Name: "s1", UID: "u"},
+		{Cluster: "prod", Namespace: "shop/../x", Name: "s1", UID: "u"},
+	} {
+		if _, err := New(context.Background(), &Dir{Root: t.TempDir()}, bad, Options{}); err == nil {
+			t.Errorf("%+v accepted", bad)
+		}
+	}
+}
+
+// A recording is read only as the session it names: a manifest and files
+// copied under another session's key (another cluster, or a re-created
+// Session with a new UID) are refused, and so is a file that is not the
+// one the manifest names.
+func TestReadChecksTheSessionAndTheHashes(t *testing.T) {
+	r, store, _ := newTestRecorder(t, 1<<20)
+	ctx := context.Background()
+	if err := r.Output(ctx, []byte("secret output")); err != nil {
+		t.Fatal(err)
+	}
+	done, err := r.Close(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := EvidenceOf(testRef, done, "", false)
+	m, _, err := ReadManifest(ctx, store, testRef, ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := ReadFile(ctx, store, testRef, m, TranscriptFile); err != nil || len(got) == 0 {
+		t.Fatalf("reading the transcript: %v", err)
+	}
+	for _, other := range []Ref{
+		{Cluster: "staging", Namespace: "shop", Name: "s1", UID: testRef.UID},
+		{Cluster: "prod", Namespace: "shop", Name: "s1", UID: "a-new-uid"},
+	} {
+		if _, _, err := ReadManifest(ctx, store, other, ev); !errors.Is(err, ErrNotFound) {
+			t.Errorf("%s read %s's recording: %v", other, testRef, err)
+		}
+		// Copied there by someone with the bucket's keys: the manifest says whose it is.
+		for _, name := range []string{ManifestFile, CastFile, TranscriptFile} {
+			data, _ := store.Get(ctx, testRef.Prefix()+name, "")
+			if _, err := store.Put(ctx, other.Prefix()+name, data, time.Now().Add(time.Hour)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, _, err := ReadManifest(ctx, store, other, ev); err == nil || !strings.Contains(err.Error(), "is the recording of prod/shop/s1") {
+			t.Errorf("a copy under %s: %v", other, err)
+		}
+	}
+	forged := *ev
+	forged.ManifestSHA256 = strings.Repeat("0", 64)
+	if _, _, err := ReadManifest(ctx, store, testRef, &forged); err == nil || !strings.Contains(err.Error(), "not the session's") {
+		t.Errorf("a manifest with another hash than the Session's: %v", err)
+	}
+	m.Files[CastFile] = FileDigest{SHA256: strings.Repeat("1", 64), Size: 3}
+	if _, err := ReadFile(ctx, store, testRef, m, CastFile); err == nil || !strings.Contains(err.Error(), "the manifest says") {
+		t.Errorf("a cast that is not the manifest's: %v", err)
 	}
 }

@@ -90,18 +90,12 @@ func (s *S3) Check(ctx context.Context) error {
 	return nil
 }
 
-// Put writes a new locked object, refusing an existing key.
-func (s *S3) Put(ctx context.Context, key string, data []byte, retainUntil time.Time) error {
-	_, err := s.Client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(s.Bucket), Key: aws.String(key)})
-	if err == nil {
-		return fmt.Errorf("%s: %w", key, ErrExists)
-	}
-	var nf *types.NotFound
-	if !errors.As(err, &nf) {
-		return fmt.Errorf("%s: %w", key, err)
-	}
+// Put writes a new locked object only if the key does not exist: the
+// condition is the server's (If-None-Match), so two writers racing for a
+// key cannot both win, and returns the version the bucket gave it.
+func (s *S3) Put(ctx context.Context, key string, data []byte, retainUntil time.Time) (string, error) {
 	sum := sha256.Sum256(data)
-	_, err = s.Client.PutObject(ctx, &s3.PutObjectInput{
+	out, err := s.Client.PutObject(ctx, &s3.PutObjectInput{
 		Bucket:                    aws.String(s.Bucket),
 		Key:                       aws.String(key),
 		Body:                      bytes.NewReader(data),
@@ -109,18 +103,43 @@ func (s *S3) Put(ctx context.Context, key string, data []byte, retainUntil time.
 		ChecksumSHA256:            aws.String(base64.StdEncoding.EncodeToString(sum[:])),
 		ObjectLockMode:            types.ObjectLockMode(s.Mode),
 		ObjectLockRetainUntilDate: aws.Time(retainUntil),
+		IfNoneMatch:               aws.String("*"),
 	})
-	if err != nil {
-		return fmt.Errorf("writing %s: %w", key, err)
+	var apiErr smithy.APIError
+	if errors.As(err, &apiErr) && (apiErr.ErrorCode() == "PreconditionFailed" || apiErr.ErrorCode() == "ConditionalRequestConflict") {
+		return "", fmt.Errorf("%s: %w", key, ErrExists)
 	}
-	return nil
+	if err != nil {
+		return "", fmt.Errorf("writing %s: %w", key, err)
+	}
+	if aws.ToString(out.VersionId) == "" {
+		// Object Lock requires versioning: no version means a bucket that
+		// cannot keep the evidence apart from what is written over it.
+		return "", fmt.Errorf("writing %s: the bucket gave no version ID: it has no versioning", key)
+	}
+	return aws.ToString(out.VersionId), nil
 }
 
-// Get reads an object.
-func (s *S3) Get(ctx context.Context, key string) ([]byte, error) {
-	out, err := s.Client.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(s.Bucket), Key: aws.String(key)})
-	var missing *types.NoSuchKey
-	if errors.As(err, &missing) {
+// Current is the version a plain read of key sees now.
+func (s *S3) Current(ctx context.Context, key string) (string, error) {
+	out, err := s.Client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(s.Bucket), Key: aws.String(key)})
+	if isMissing(err) {
+		return "", fmt.Errorf("%s: %w", key, ErrNotFound)
+	}
+	if err != nil {
+		return "", fmt.Errorf("reading %s: %w", key, err)
+	}
+	return aws.ToString(out.VersionId), nil
+}
+
+// Get reads the given version of key ("" the current one).
+func (s *S3) Get(ctx context.Context, key, version string) ([]byte, error) {
+	in := &s3.GetObjectInput{Bucket: aws.String(s.Bucket), Key: aws.String(key)}
+	if version != "" {
+		in.VersionId = aws.String(version)
+	}
+	out, err := s.Client.GetObject(ctx, in)
+	if isMissing(err) {
 		return nil, fmt.Errorf("%s: %w", key, ErrNotFound)
 	}
 	if err != nil {
@@ -144,6 +163,16 @@ func (s *S3) List(ctx context.Context, prefix string) ([]string, error) {
 		}
 	}
 	return keys, nil
+}
+
+// isMissing is S3's answer for a key (or version) that is not there, or
+// whose current version is a delete marker.
+func isMissing(err error) bool {
+	var nf *types.NotFound
+	var nk *types.NoSuchKey
+	var apiErr smithy.APIError
+	return errors.As(err, &nf) || errors.As(err, &nk) ||
+		(errors.As(err, &apiErr) && (apiErr.ErrorCode() == "NoSuchVersion" || apiErr.ErrorCode() == "MethodNotAllowed"))
 }
 
 // IsAccessDenied reports the answer S3 gives to a delete or a retention cut

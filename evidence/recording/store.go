@@ -20,10 +20,19 @@ import (
 // Store keeps evidence objects, once: an object is never overwritten, and
 // never deleted before its retention date. S3 with Object Lock implements
 // it for production; Dir is the embedded default for development.
+//
+// A store with versions (S3) names each write: the evidence records the
+// version it wrote and reads exactly that one back, so a later write by
+// anyone else holding the bucket's keys is never served as evidence.
 type Store interface {
-	// Put writes a new object; it fails if key exists.
-	Put(ctx context.Context, key string, data []byte, retainUntil time.Time) error
-	Get(ctx context.Context, key string) ([]byte, error)
+	// Put writes a new object, only if key does not exist (ErrExists), and
+	// returns the version the store gave it ("" for a store without versions).
+	Put(ctx context.Context, key string, data []byte, retainUntil time.Time) (string, error)
+	// Get reads the given version of key; "" reads the current one.
+	Get(ctx context.Context, key, version string) ([]byte, error)
+	// Current is the version a plain read of key sees now: another than the
+	// one the evidence names means someone wrote over it.
+	Current(ctx context.Context, key string) (string, error)
 	// List returns the keys under prefix, sorted.
 	List(ctx context.Context, prefix string) ([]string, error)
 	// Check says whether the store can take evidence now; no store, no session.
@@ -35,6 +44,10 @@ var ErrExists = errors.New("evidence object exists: evidence is written once")
 
 // ErrNotFound is returned by Get for a key never written.
 var ErrNotFound = errors.New("evidence object not found")
+
+// ErrOverwritten reports a key whose current version is not the one the
+// evidence wrote.
+var ErrOverwritten = errors.New("evidence object was written over: a newer version is not the evidence and is not served")
 
 // ErrRetained is returned when deleting an object before its retention date.
 var ErrRetained = errors.New("evidence object is under retention")
@@ -54,38 +67,48 @@ func (d *Dir) path(key string) (string, error) {
 	return filepath.Join(d.Root, clean), nil
 }
 
-// Put writes data under key, refusing an existing key.
-func (d *Dir) Put(_ context.Context, key string, data []byte, retainUntil time.Time) error {
+// Put writes data under key, refusing an existing key. A directory keeps
+// one version of each file: the version is always "".
+func (d *Dir) Put(_ context.Context, key string, data []byte, retainUntil time.Time) (string, error) {
 	p, err := d.path(key)
 	if err != nil {
-		return err
+		return "", err
 	}
 	if err := os.MkdirAll(filepath.Dir(p), 0o750); err != nil {
-		return err
+		return "", err
 	}
 	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o440)
 	if errors.Is(err, fs.ErrExist) {
-		return fmt.Errorf("%s: %w", key, ErrExists)
+		return "", fmt.Errorf("%s: %w", key, ErrExists)
 	}
 	if err != nil {
-		return err
+		return "", err
 	}
 	if _, err := f.Write(data); err != nil {
 		_ = f.Close()
-		return err
+		return "", err
 	}
 	if err := f.Sync(); err != nil {
 		_ = f.Close()
-		return err
+		return "", err
 	}
 	if err := f.Close(); err != nil {
-		return err
+		return "", err
 	}
-	return os.WriteFile(p+".retain", []byte(retainUntil.UTC().Format(time.RFC3339)), 0o440)
+	return "", os.WriteFile(p+".retain", []byte(retainUntil.UTC().Format(time.RFC3339)), 0o440)
 }
 
-// Get reads an object.
-func (d *Dir) Get(_ context.Context, key string) ([]byte, error) {
+// Current is always "": files are created exclusively and never rewritten.
+func (d *Dir) Current(_ context.Context, key string) (string, error) {
+	_, err := d.path(key)
+	return "", err
+}
+
+// Get reads an object; a directory has one version of each.
+func (d *Dir) Get(_ context.Context, key, version string) ([]byte, error) {
+	if version != "" {
+		return nil, fmt.Errorf("%s: a directory store has no version %q", key, version)
+	}
 	p, err := d.path(key)
 	if err != nil {
 		return nil, err

@@ -28,12 +28,9 @@ func VerifyDir(dir string) (string, []FileCheck, error) {
 	if err != nil {
 		return "", nil, fmt.Errorf("reading the manifest: %w", err)
 	}
-	var m Manifest
-	if err := json.Unmarshal(body, &m); err != nil {
-		return "", nil, fmt.Errorf("%s: not a manifest: %w", ManifestFile, err)
-	}
-	if len(m.Files) == 0 {
-		return "", nil, fmt.Errorf("%s: names no files", ManifestFile)
+	m, err := ParseManifest(body)
+	if err != nil {
+		return "", nil, err
 	}
 	sum := sha256.Sum256(body)
 	names := make([]string, 0, len(m.Files))
@@ -69,4 +66,16 @@ func VerifyDir(dir string) (string, []FileCheck, error) {
 		checks = append(checks, c)
 	}
 	return hex.EncodeToString(sum[:]), checks, first
+}
+
+// ParseManifest reads a manifest, refusing one that names no files.
+func ParseManifest(body []byte) (Manifest, error) {
+	var m Manifest
+	if err := json.Unmarshal(body, &m); err != nil {
+		return Manifest{}, fmt.Errorf("%s: not a manifest: %w", ManifestFile, err)
+	}
+	if len(m.Files) == 0 {
+		return Manifest{}, fmt.Errorf("%s: names no files", ManifestFile)
+	}
+	return m, nil
 }

@@ -10,9 +10,7 @@ import (
 	"context"
 	"crypto"
 	"crypto/sha256"
-	"encoding/base64"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -51,6 +49,11 @@ type Bundle struct {
 type Anchorer struct {
 	URL    string
 	Signer signature.SignerVerifier
+	// Certificate (PEM), when set, is the signing key's certificate naming
+	// the relay's identity: the log's entry carries it instead of the bare
+	// key, so a reviewer can pin an identity (issuer and subject) instead of
+	// a key.
+	Certificate []byte
 	// Backoff is the first wait between attempts (doubling, at most a minute).
 	Backoff time.Duration
 }
@@ -70,15 +73,31 @@ func (a *Anchorer) Sign(manifest []byte) (*Signed, error) {
 	if err != nil {
 		return nil, fmt.Errorf("signing the manifest: %w", err)
 	}
-	pub, err := a.Signer.PublicKey()
-	if err != nil {
-		return nil, err
-	}
-	pubPEM, err := cryptoutils.MarshalPublicKeyToPEM(pub)
+	pubPEM, err := a.PublicKey()
 	if err != nil {
 		return nil, err
 	}
 	return &Signed{Manifest: manifest, Signature: sig, PublicKey: pubPEM}, nil
+}
+
+// PublicKey is what verifies the relay's signatures (PEM): its certificate
+// when it has one, else its public key. The relay publishes it.
+func (a *Anchorer) PublicKey() ([]byte, error) {
+	pub, err := a.Signer.PublicKey()
+	if err != nil {
+		return nil, err
+	}
+	if a.Certificate != nil {
+		certs, err := cryptoutils.UnmarshalCertificatesFromPEM(a.Certificate)
+		if err != nil || len(certs) == 0 {
+			return nil, errors.New("the signing certificate is not PEM")
+		}
+		if err := cryptoutils.EqualKeys(certs[0].PublicKey, pub); err != nil {
+			return nil, errors.New("the signing certificate is for another key than the relay's")
+		}
+		return cryptoutils.MarshalCertificateToPEM(certs[0])
+	}
+	return cryptoutils.MarshalPublicKeyToPEM(pub)
 }
 
 // Anchor signs manifest and submits it.
@@ -178,36 +197,18 @@ func (a *Anchorer) AnchorWithRetry(ctx context.Context, manifest []byte, pending
 }
 
 // Verify checks the bundle against manifest without the network: the
-// entry's body names the manifest's SHA-256 and the relay's signature, the
-// signature verifies with the body's key, and the inclusion proof,
-// checkpoint and signed entry timestamp verify with the log's key (PEM).
+// entry's body names the manifest's SHA-256 and a signature, the signature
+// verifies with the body's key, and the inclusion proof, checkpoint and
+// signed entry timestamp verify with the log's key (PEM). It proves nothing
+// about who signed: VerifySigned pins that.
 func (b *Bundle) Verify(ctx context.Context, manifest, rekorPublicKeyPEM []byte) error {
 	sum := sha256.Sum256(manifest)
-	raw, ok := b.Entry.Body.(string)
-	if !ok {
-		return errors.New("the entry has no body")
-	}
-	body, err := base64.StdEncoding.DecodeString(raw)
-	if err != nil {
-		return fmt.Errorf("the entry's body: %w", err)
-	}
-	var rec models.Hashedrekord
-	if err := json.Unmarshal(body, &rec); err != nil {
-		return fmt.Errorf("the entry's body: %w", err)
-	}
-	spec, err := json.Marshal(rec.Spec)
+	hr, err := b.hashedrekord()
 	if err != nil {
 		return err
 	}
-	var hr models.HashedrekordV001Schema
-	if err := json.Unmarshal(spec, &hr); err != nil {
-		return fmt.Errorf("the entry is not a hashedrekord: %w", err)
-	}
 	if hr.Data == nil || hr.Data.Hash == nil || hr.Data.Hash.Value == nil || *hr.Data.Hash.Value != hex.EncodeToString(sum[:]) {
 		return errors.New("the log's entry is for another manifest: its SHA-256 differs")
-	}
-	if hr.Signature == nil || hr.Signature.PublicKey == nil {
-		return errors.New("the log's entry has no signature")
 	}
 	pub, err := publicKeyOf(hr.Signature.PublicKey.Content)
 	if err != nil {

@@ -64,6 +64,9 @@ type Info struct {
 	RekorURL string
 }
 
+// devCluster is the local cluster's name in the relay's config.
+const devCluster = "dev"
+
 // Demo people: alice owns the shop app; bob approves.
 var (
 	Alice = oidcissuer.Person{Email: "alice@example.com", Groups: []string{"shop-owners"}}
@@ -140,7 +143,7 @@ func Up(ctx context.Context, o Options, logs io.Writer) (err error) {
 		}
 		anchorer = &tlog.Anchorer{URL: log.URL, Signer: sv}
 	}
-	finalizer := &recording.SessionFinalizer{Store: store, Retention: 24 * time.Hour, URI: "file://" + store.Root + "/", Anchorer: anchorer}
+	finalizer := &recording.SessionFinalizer{Store: store, Cluster: devCluster, Retention: 24 * time.Hour, URI: "file://" + store.Root + "/", Anchorer: anchorer}
 	step("the sweeper")
 	sweeperUser, err := c.Sweeper()
 	if err != nil {
@@ -209,7 +212,7 @@ func startRelay(ctx context.Context, c *cluster.Cluster, o Options, issuerURL, i
 	cfg := &relay.Config{
 		Listen: o.RelayAddr, PortalURL: "http://localhost:3000",
 		OIDC:     relay.OIDC{Issuer: issuerURL, Audience: "tower"},
-		Clusters: []relay.Cluster{{Name: "dev", Tier: tier, DebugImage: image}},
+		Clusters: []relay.Cluster{{Name: devCluster, Tier: tier, DebugImage: image}},
 		Permissions: []relay.Permission{
 			{Groups: []string{"shop-owners"}, Namespaces: []string{"shop"}, Actions: []relay.Action{relay.ActionRequest}},
 			{Groups: []string{"sre"}, Namespaces: []string{"*"}, Actions: []relay.Action{relay.ActionApprove, relay.ActionEnd, relay.ActionReview, relay.ActionViewSensitive}},

@@ -29,7 +29,7 @@ func (r *Runner) anchor(s *v1alpha1.Session, manifest []byte) {
 }
 
 func (r *Runner) keepBundle(ctx context.Context, s *v1alpha1.Session, b *tlog.Bundle) error {
-	key, err := recording.KeepBundle(ctx, r.Store, recording.Prefix(s.Namespace, s.Name), b, r.Clock.Now().Add(r.Retention))
+	key, err := recording.KeepBundle(ctx, r.Store, recording.RefOf(r.Cluster, s), b, r.Clock.Now().Add(r.Retention))
 	if err != nil {
 		return err
 	}

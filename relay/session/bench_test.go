@@ -29,17 +29,19 @@ type memStore struct {
 
 func newMemStore() *memStore { return &memStore{objects: map[string][]byte{}} }
 
-func (m *memStore) Put(_ context.Context, key string, data []byte, _ time.Time) error {
+func (m *memStore) Put(_ context.Context, key string, data []byte, _ time.Time) (string, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if _, ok := m.objects[key]; ok {
-		return recording.ErrExists
+		return "", recording.ErrExists
 	}
 	m.objects[key] = append([]byte(nil), data...)
-	return nil
+	return "", nil
 }
 
-func (m *memStore) Get(_ context.Context, key string) ([]byte, error) {
+func (m *memStore) Current(context.Context, string) (string, error) { return "", nil }
+
+func (m *memStore) Get(_ context.Context, key, _ string) ([]byte, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	b, ok := m.objects[key]
@@ -76,8 +78,8 @@ func newPipeline(tb testing.TB, store recording.Store, name string, record bool)
 	tb.Helper()
 	r := &Runner{Clock: clock.RealClock{}}
 	s := &v1alpha1.Session{}
-	s.Namespace, s.Name = "bench", name
-	rec, err := recording.New(context.Background(), store, recording.Prefix("bench", name), recording.Options{})
+	s.Namespace, s.Name, s.UID = "bench", name, "bench-uid"
+	rec, err := recording.New(context.Background(), store, recording.RefOf("bench", s), recording.Options{})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -232,7 +234,7 @@ func BenchmarkManySessions(b *testing.B) {
 				}
 				p.live.out.close()
 				<-done
-				if _, body, err := p.live.rec.Close(context.Background(), p.live.Session.Name); err != nil || body == nil {
+				if done, err := p.live.rec.Close(context.Background()); err != nil || done.Body == nil {
 					errs <- fmt.Errorf("finalizing: %w", err)
 					return
 				}
@@ -240,7 +242,7 @@ func BenchmarkManySessions(b *testing.B) {
 					errs <- fmt.Errorf("%s: the viewer's bytes differ from what was sent", p.live.Session.Name)
 					return
 				}
-				raw, err := store.Get(context.Background(), recording.Prefix("bench", p.live.Session.Name)+recording.TranscriptFile)
+				raw, err := store.Get(context.Background(), recording.RefOf("bench", p.live.Session).Prefix()+recording.TranscriptFile, "")
 				if err != nil {
 					errs <- err
 					return

@@ -7,8 +7,6 @@ package session
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -41,6 +39,9 @@ import (
 
 // Runner starts and ends sessions on one cluster, as the portal.
 type Runner struct {
+	// Cluster is the name the relay knows this cluster by: part of every
+	// recording's key and manifest.
+	Cluster string
 	// Client, Kube and Config act as the portal's ServiceAccount.
 	Client client.Client
 	Kube   kubernetes.Interface
@@ -105,7 +106,7 @@ func (r *Runner) Start(ctx context.Context, s *v1alpha1.Session) (_ *Live, err e
 		return nil, fmt.Errorf("mode %q is not one of live, copy, heldCopy", s.Spec.Mode)
 	}
 	now := r.Clock.Now()
-	rec, err := recording.New(ctx, r.Store, recording.Prefix(s.Namespace, s.Name), recording.Options{
+	rec, err := recording.New(ctx, r.Store, recording.RefOf(r.Cluster, s), recording.Options{
 		RetainUntil: now.Add(r.Retention), Clock: r.Clock})
 	if err != nil {
 		_ = r.record(ctx, "refusal", s, "no recording store: "+err.Error())
@@ -379,7 +380,7 @@ func (l *Live) end(ctx context.Context, by string, reason v1alpha1.EndReason, ab
 		// Reported after the clean-up below, which happens regardless.
 		errs = append(errs, fmt.Errorf("the terminal stream: %w", streamErr))
 	}
-	_, body, err := l.rec.Close(ctx, s.Namespace+"/"+s.Name)
+	done, err := l.rec.Close(ctx)
 	errs = append(errs, err)
 	// A live session's pod carries the debug container: recycled unless the
 	// approver chose to keep it. A copy is always deleted; its original was
@@ -400,18 +401,15 @@ func (l *Live) end(ctx context.Context, by string, reason v1alpha1.EndReason, ab
 	before := s.DeepCopy()
 	s.Status.Phase = v1alpha1.PhaseEnded
 	s.Status.End = &v1alpha1.End{By: by, Reason: reason, At: metav1.NewTime(r.Clock.Now()), Abnormal: abnormal}
-	if body != nil {
-		sum := sha256.Sum256(body)
-		prefix := recording.Prefix(s.Namespace, s.Name)
-		s.Status.Evidence = &v1alpha1.Evidence{ManifestSHA256: hex.EncodeToString(sum[:]), AnchorPending: r.Anchorer != nil,
-			URIs: []string{prefix + recording.CastFile, prefix + recording.TranscriptFile, prefix + recording.ManifestFile}}
+	if done.Body != nil {
+		s.Status.Evidence = recording.EvidenceOf(recording.RefOf(r.Cluster, s), done, "", r.Anchorer != nil)
 	}
 	// A merge patch: the heartbeat may have moved the resource version.
 	errs = append(errs, r.Client.Status().Patch(ctx, s, client.MergeFrom(before)))
 	errs = append(errs, r.Step(ctx, "end", by, s, string(reason)))
 	l.cancel()
-	if body != nil && r.Anchorer != nil {
-		go r.anchor(s.DeepCopy(), body)
+	if done.Body != nil && r.Anchorer != nil {
+		go r.anchor(s.DeepCopy(), done.Body)
 	}
 	return errors.Join(errs...)
 }
@@ -442,7 +440,7 @@ func (r *Runner) Step(ctx context.Context, kind, actor string, s *v1alpha1.Sessi
 		Source:         corev1.EventSource{Component: Relay},
 		FirstTimestamp: now, LastTimestamp: now, Count: 1,
 	}
-	if kind == "refusal" {
+	if kind == "refusal" || kind == "tampered" {
 		event.Type = corev1.EventTypeWarning
 	}
 	// An Event is a courtesy to kubectl users; the audit log is the record.

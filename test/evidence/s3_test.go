@@ -26,7 +26,8 @@ func TestLockedRecording(t *testing.T) {
 	}
 	ctx := context.Background()
 	retain := time.Now().Add(365 * 24 * time.Hour)
-	rec, err := recording.New(ctx, store, recording.Prefix("shop", "s1"), recording.Options{RetainUntil: retain, SegmentBytes: 64})
+	ref := recording.Ref{Cluster: "prod", Namespace: "shop", Name: "s1", UID: "0c1d-uid"}
+	rec, err := recording.New(ctx, store, ref, recording.Options{RetainUntil: retain, SegmentBytes: 64})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,14 +36,18 @@ func TestLockedRecording(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	m, _, err := rec.Close(ctx, "shop/s1")
+	done, err := rec.Close(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
+	m := done.Manifest
 	if m.Segments < 3 {
 		t.Fatalf("%d segments: the recording did not stream", m.Segments)
 	}
-	key := recording.Prefix("shop", "s1") + recording.CastFile
+	if done.Version == "" || m.Files[recording.CastFile].Version == "" || m.Files[recording.TranscriptFile].Version == "" {
+		t.Fatalf("the bucket's versions are not recorded: manifest %q, files %+v", done.Version, m.Files)
+	}
+	key := ref.Prefix() + recording.CastFile
 	head, err := store.Client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(locked), Key: aws.String(key)})
 	if err != nil {
 		t.Fatal(err)
@@ -65,12 +70,48 @@ func TestLockedRecording(t *testing.T) {
 		}
 	})
 	t.Run("cannot be overwritten through the store", func(t *testing.T) {
-		if err := store.Put(ctx, key, []byte("forged"), retain); !errors.Is(err, recording.ErrExists) {
+		if _, err := store.Put(ctx, key, []byte("forged"), retain); !errors.Is(err, recording.ErrExists) {
 			t.Fatalf("overwrite: %v", err)
 		}
-		got, err := store.Get(ctx, key)
+		got, err := store.Get(ctx, key, "")
 		if err != nil || bytes.Contains(got, []byte("forged")) || !strings.Contains(string(got), "line 9 of the session") {
 			t.Fatalf("the recording changed: %v", err)
+		}
+	})
+	// Someone else with the bucket's keys writes over the recording without
+	// the condition: the bucket keeps the locked version and makes the new
+	// one current. The evidence reads its own versions back, and reports
+	// the newer ones without serving them.
+	t.Run("an overwrite is reported, never served", func(t *testing.T) {
+		ev := recording.EvidenceOf(ref, done, "", false)
+		forged := []byte(strings.Replace(string(done.Body), `"endedAbnormally": false`, `"endedAbnormally": true`, 1))
+		for name, data := range map[string][]byte{recording.ManifestFile: forged, recording.CastFile: []byte("forged cast")} {
+			if _, err := store.Client.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(locked), Key: aws.String(ref.Prefix() + name),
+				Body: bytes.NewReader(data), ObjectLockMode: types.ObjectLockModeCompliance, ObjectLockRetainUntilDate: aws.Time(retain)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if plain, _ := store.Get(ctx, ref.Prefix()+recording.ManifestFile, ""); !bytes.Equal(plain, forged) {
+			t.Fatal("the overwrite did not make a new current version: the test proves nothing")
+		}
+		got, body, err := recording.ReadManifest(ctx, store, ref, ev)
+		if !errors.Is(err, recording.ErrOverwritten) || !bytes.Equal(body, done.Body) || got.EndedAbnormally {
+			t.Fatalf("the manifest read back: %v, genuine %v", err, bytes.Equal(body, done.Body))
+		}
+		cast, err := recording.ReadFile(ctx, store, ref, got, recording.CastFile)
+		if !errors.Is(err, recording.ErrOverwritten) || !strings.Contains(string(cast), "line 9 of the session") {
+			t.Fatalf("the cast read back: %v, %q", err, cast)
+		}
+		transcript, err := recording.ReadFile(ctx, store, ref, got, recording.TranscriptFile)
+		if err != nil || len(transcript) == 0 {
+			t.Fatalf("the transcript, not written over, reads clean: %v", err)
+		}
+		// A delete marker hides the object from a plain read, not from the evidence.
+		if _, err := store.Client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(locked), Key: aws.String(ref.Prefix() + recording.TranscriptFile)}); err != nil {
+			t.Fatal(err)
+		}
+		if transcript, err = recording.ReadFile(ctx, store, ref, got, recording.TranscriptFile); !errors.Is(err, recording.ErrOverwritten) || len(transcript) == 0 {
+			t.Fatalf("the transcript behind a delete marker: %v", err)
 		}
 	})
 }
@@ -81,7 +122,7 @@ func TestBucketWithoutObjectLockRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = recording.New(context.Background(), store, recording.Prefix("shop", "s2"), recording.Options{RetainUntil: time.Now().Add(time.Hour)})
+	_, err = recording.New(context.Background(), store, recording.Ref{Cluster: "prod", Namespace: "shop", Name: "s2", UID: "u2"}, recording.Options{RetainUntil: time.Now().Add(time.Hour)})
 	if err == nil || !strings.Contains(err.Error(), "has no Object Lock") {
 		t.Fatalf("a recording started on a bucket without Object Lock: %v", err)
 	}

@@ -12,6 +12,7 @@ import (
 	"encoding/asn1"
 	"encoding/base64"
 	"math/big"
+	"net/url"
 	"os"
 	"path/filepath"
 	"time"
@@ -70,6 +71,30 @@ func (ca *CA) WriteRoots(dir, file string) (string, error) {
 	return path, os.WriteFile(path, ca.PEM, 0o600)
 }
 
+// Issue makes a code-signing certificate (PEM) for pub naming subject (an
+// email address, or a URI such as a ServiceAccount's) from issuer, valid
+// for validity from notBefore.
+func (ca *CA) Issue(pub crypto.PublicKey, issuer, subject string, notBefore time.Time, validity time.Duration) ([]byte, error) {
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(time.Now().UnixNano()),
+		NotBefore: notBefore, NotAfter: notBefore.Add(validity),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageCodeSigning},
+		ExtraExtensions: []pkix.Extension{{Id: issuerOID, Value: []byte(issuer)}}}
+	if u, err := url.Parse(subject); err == nil && u.Scheme != "" {
+		tmpl.URIs = []*url.URL{u}
+	} else {
+		tmpl.EmailAddresses = []string{subject}
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, pub, ca.key)
+	if err != nil {
+		return nil, err
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		return nil, err
+	}
+	return cryptoutils.MarshalCertificateToPEM(cert)
+}
+
 // SignKeyless signs ref as `cosign sign` does without a key: a fresh key, a
 // ten-minute certificate for (issuer, subject), the signature logged in
 // Rekor at rekorURL, and the log's entry carried with the signature. An
@@ -79,20 +104,7 @@ func (ca *CA) SignKeyless(ctx context.Context, ref name.Digest, issuer, subject,
 	if err != nil {
 		return err
 	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(time.Now().UnixNano()),
-		NotBefore: time.Now().Add(-time.Minute), NotAfter: time.Now().Add(10 * time.Minute),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageCodeSigning},
-		EmailAddresses:  []string{subject},
-		ExtraExtensions: []pkix.Extension{{Id: issuerOID, Value: []byte(issuer)}}}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, key.Public(), ca.key)
-	if err != nil {
-		return err
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		return err
-	}
-	certPEM, err := cryptoutils.MarshalCertificateToPEM(cert)
+	certPEM, err := ca.Issue(key.Public(), issuer, subject, time.Now().Add(-time.Minute), 11*time.Minute)
 	if err != nil {
 		return err
 	}

@@ -13,7 +13,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
-	"github.com/tower-dev/breakglass/evidence/recording"
 	"github.com/tower-dev/breakglass/internal/oidcissuer"
 	"github.com/tower-dev/breakglass/relay/terminal"
 )
@@ -201,7 +200,7 @@ func TestBadTerminalInput(t *testing.T) {
 	again.send(t, "echo back-$((2+2))\n")
 	again.waitFor(t, "back-4")
 	tr.must(t, http.StatusOK, token(t, alice), "POST", path+"/end", "")
-	in, _, _ := transcript(t, tr.store, recording.Prefix(ns, s.Name))
+	in, _, _ := transcript(t, tr.store, prefixOf(t, ns, s.Name))
 	if in != "echo still-$((1+1))\necho back-$((2+2))\n" {
 		t.Fatalf("recorded input %q: the oversized frame must not be in it, the rest must", in)
 	}

@@ -11,8 +11,6 @@ import (
 	"testing"
 
 	"k8s.io/utils/clock"
-
-	"github.com/tower-dev/breakglass/evidence/recording"
 )
 
 // TestBrowserTerminal: alice's session in a real browser (Debian's
@@ -65,7 +63,7 @@ func TestBrowserTerminal(t *testing.T) {
 		t.Fatalf("the browser's terminal size did not reach the pty:\n%s", result.Screen)
 	}
 	tr.must(t, http.StatusOK, token(t, alice), "POST", path+"/end", "")
-	in, _, resizes := transcript(t, tr.store, recording.Prefix(ns, s.Name))
+	in, _, resizes := transcript(t, tr.store, prefixOf(t, ns, s.Name))
 	if in != typed+"\r" || len(resizes) == 0 || resizes[0] != "97x31" {
 		t.Fatalf("recorded input %q, resizes %v", in, resizes)
 	}

@@ -16,7 +16,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
-	"github.com/tower-dev/breakglass/evidence/recording"
 	"github.com/tower-dev/breakglass/internal/oidcissuer"
 	"github.com/tower-dev/breakglass/relay"
 	"github.com/tower-dev/breakglass/relay/terminal"
@@ -206,11 +205,11 @@ func TestLimitsThroughTheRelay(t *testing.T) {
 	// Streamed as it goes: within seconds, what was typed is in a locked
 	// segment, so a relay that dies now loses nothing of it.
 	step(6 * time.Second)
-	segments, err := tr.store.List(ctx, recording.Prefix(ns, first))
+	segments, err := tr.store.List(ctx, prefixOf(t, ns, first))
 	if err != nil || len(segments) == 0 {
 		t.Fatalf("no segment streamed after 6s: %v %v", segments, err)
 	}
-	if raw, err := tr.store.Get(ctx, segments[len(segments)-1]); err != nil || !strings.Contains(string(raw), "export MARK") {
+	if raw, err := tr.store.Get(ctx, segments[len(segments)-1], ""); err != nil || !strings.Contains(string(raw), "export MARK") {
 		t.Fatalf("the last segment %s does not hold what was typed: %v", segments[len(segments)-1], err)
 	}
 	_ = tm.conn.Close()

@@ -111,10 +111,15 @@ func startRelay(t testing.TB, cfg *relay.Config, clk clock.Clock) *testRelay {
 		t.Fatal(err)
 	}
 	tr := &testRelay{store: &recording.Dir{Root: t.TempDir()}, audit: &syncBuffer{}, notes: &notes{}}
+	// Every cluster of the config is the test cluster, reached as the portal.
+	targets := map[string]relay.Target{}
+	for _, c := range cfg.Clusters {
+		targets[c.Name] = relay.Target{Client: portal.Client, Kube: portal.Kube, Config: portal.Config}
+	}
 	hook := httptest.NewServer(tr.notes)
 	srv, err := relay.NewServer(relay.Options{
 		Config: cfg, Auth: auth, Store: tr.store, Clock: clk,
-		Targets:  map[string]relay.Target{"prod": {Client: portal.Client, Kube: portal.Kube, Config: portal.Config}},
+		Targets:  targets,
 		Audit:    audit.NewLog(audit.Event{}, nil, &audit.Writer{W: tr.audit}),
 		Notifier: &notify.Webhook{URL: hook.URL, PortalURL: cfg.PortalURL},
 	})

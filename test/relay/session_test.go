@@ -135,8 +135,8 @@ func TestTwoPersonSession(t *testing.T) {
 	assertNothingLeft(t, ns, s.Name, "web-1", false)
 
 	// The recording: what alice typed, byte for byte; what she saw, in it.
-	prefix := recording.Prefix(ns, s.Name)
-	manifest, err := tr.store.Get(ctx, prefix+recording.ManifestFile)
+	prefix := prefixOf(t, ns, s.Name)
+	manifest, err := tr.store.Get(ctx, prefix+recording.ManifestFile, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,10 +176,21 @@ func TestTwoPersonSession(t *testing.T) {
 	}
 }
 
+// prefixOf is where the test relay (cluster "prod") keeps the recording
+// of the Session ns/name.
+func prefixOf(t testing.TB, ns, name string) string {
+	t.Helper()
+	s := &v1alpha1.Session{}
+	if err := cl.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, s); err != nil {
+		t.Fatal(err)
+	}
+	return recording.RefOf("prod", s).Prefix()
+}
+
 // transcript reads the byte-exact transcript: input, output, resizes.
 func transcript(t testing.TB, store recording.Store, prefix string) (string, string, []string) {
 	t.Helper()
-	raw, err := store.Get(context.Background(), prefix+recording.TranscriptFile)
+	raw, err := store.Get(context.Background(), prefix+recording.TranscriptFile, "")
 	if err != nil {
 		t.Fatal(err)
 	}

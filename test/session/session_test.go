@@ -63,7 +63,7 @@ func runner(t testing.TB, store recording.Store, log *audit.Log) *session.Runner
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &session.Runner{Client: portal.Client, Kube: portal.Kube, Config: portal.Config, Store: store, Audit: log,
+	return &session.Runner{Cluster: "test", Client: portal.Client, Kube: portal.Kube, Config: portal.Config, Store: store, Audit: log,
 		Clock: clock.RealClock{}, DebugImage: debugImage, Grace: 2 * time.Minute, MaxTTL: 75 * time.Minute, Retention: time.Hour}
 }
 
@@ -157,7 +157,7 @@ func TestWholeSession(t *testing.T) {
 	if got.Status.Phase != v1alpha1.PhaseEnded || got.Status.End == nil || got.Status.End.Reason != v1alpha1.EndUser || got.Status.End.By != "alice" {
 		t.Fatalf("the Session's end: %+v", got.Status)
 	}
-	manifest, err := store.Get(ctx, recording.Prefix(ns, "s1")+recording.ManifestFile)
+	manifest, err := store.Get(ctx, recording.RefOf("test", got).Prefix()+recording.ManifestFile, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,7 +165,7 @@ func TestWholeSession(t *testing.T) {
 	if got.Status.Evidence == nil || got.Status.Evidence.ManifestSHA256 != hex.EncodeToString(sum[:]) {
 		t.Fatalf("the evidence in the Session does not match the manifest")
 	}
-	raw, err := store.Get(ctx, recording.Prefix(ns, "s1")+recording.TranscriptFile)
+	raw, err := store.Get(ctx, recording.RefOf("test", got).Prefix()+recording.TranscriptFile, "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -59,7 +59,7 @@ func TestRelayKilledMidSession(t *testing.T) {
 
 			// The relay recorded and streamed a segment, then died.
 			store := &recording.Dir{Root: t.TempDir()}
-			rec, err := recording.New(context.Background(), store, recording.Prefix(ns, "s1"), recording.Options{RetainUntil: started.Add(time.Hour)})
+			rec, err := recording.New(context.Background(), store, recording.RefOf("test", s), recording.Options{RetainUntil: started.Add(time.Hour)})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -72,7 +72,7 @@ func TestRelayKilledMidSession(t *testing.T) {
 
 			fake := clockAt(started.Add(10 * time.Second))
 			startSweeper(t, sweeper.Options{Clock: fake, HeartbeatTimeout: time.Minute,
-				Evidence: &recording.SessionFinalizer{Store: store, Retention: time.Hour, URI: "file://"}})
+				Evidence: &recording.SessionFinalizer{Store: store, Cluster: "test", Retention: time.Hour, URI: "file://"}})
 			waitForWaiter(t, fake)
 			fake.Step(time.Minute) // the heartbeat is now 70s old
 
@@ -88,7 +88,7 @@ func TestRelayKilledMidSession(t *testing.T) {
 				if err := cl.Client.Get(context.Background(), clientKey(s), got); err != nil || got.Status.Evidence == nil {
 					return false, err
 				}
-				manifest, err := store.Get(context.Background(), recording.Prefix(ns, "s1")+recording.ManifestFile)
+				manifest, err := store.Get(context.Background(), recording.RefOf("test", got).Prefix()+recording.ManifestFile, "")
 				if err != nil {
 					return false, err
 				}

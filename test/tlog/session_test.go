@@ -73,7 +73,7 @@ func newBed(t *testing.T, nsName string) *bed {
 }
 
 func (b *bed) runner(store recording.Store) *session.Runner {
-	return &session.Runner{Client: b.portal.Client, Kube: b.portal.Kube, Config: b.portal.Config, Store: store, Clock: clock.RealClock{},
+	return &session.Runner{Cluster: "test", Client: b.portal.Client, Kube: b.portal.Kube, Config: b.portal.Config, Store: store, Clock: clock.RealClock{},
 		DebugImage: b.debugImage, Grace: 2 * time.Minute, MaxTTL: 75 * time.Minute, Retention: time.Hour}
 }
 
@@ -129,7 +129,7 @@ func TestSessionAnchoredAfterRekorComesBack(t *testing.T) {
 	}
 	t.Logf("the end took %s with the log down; anchored later as %s", ended, ev.EntryID)
 
-	dir := filepath.Join(store.Root, recording.Prefix(ns, "s1"))
+	dir := filepath.Join(store.Root, recording.RefOf("test", got).Prefix())
 	raw, err := os.ReadFile(filepath.Join(dir, tlog.BundleFile))
 	if err != nil {
 		t.Fatal(err)
@@ -137,11 +137,23 @@ func TestSessionAnchoredAfterRekorComesBack(t *testing.T) {
 	if !bytes.Contains(raw, []byte(ev.EntryID)) {
 		t.Fatal("the bundle names another entry than the Session")
 	}
-	// The CLI's check, offline and online.
-	out, err := verifyCLI(dir, "--online")
-	if err != nil || !strings.Contains(out, "the log holds the same entry") {
+	// The CLI's check, offline and online, pinned to the relay's key and
+	// the log's, against the Session as kubectl exports it.
+	relayPub, logPub, sessionFile := writePublicKey(t, b.sv), writeLogKey(t), exportSession(t, got)
+	out, err := verifyCLI(dir, "--online", "--key", relayPub, "--rekor-public-key", logPub, "--session", sessionFile)
+	if err != nil || !strings.Contains(out, "the log holds the same entry") || !strings.Contains(out, "signed by the pinned relay key") ||
+		!strings.Contains(out, "ok        session            test/"+ns+"/s1") {
 		t.Fatalf("recording verify --online: %v\n%s", err, out)
 	}
+	t.Run("re-signed by another key and anchored anew", func(t *testing.T) {
+		forged := forgeAnchor(t, dir)
+		if out, err := verifyCLI(forged, "--key", relayPub, "--rekor-public-key", logPub); err == nil || !strings.Contains(err.Error()+out, "signed by another key") {
+			t.Fatalf("a recording re-signed by a forger passed with the relay's key pinned: %v\n%s", err, out)
+		}
+		if out, err := verifyCLI(forged, "--rekor-public-key", logPub); err == nil || !strings.Contains(out, "pin the signer") {
+			t.Fatalf("no signer pinned: %v\n%s", err, out)
+		}
+	})
 	manifest := filepath.Join(dir, recording.ManifestFile)
 	body, err := os.ReadFile(manifest)
 	if err != nil {
@@ -155,7 +167,7 @@ func TestSessionAnchoredAfterRekorComesBack(t *testing.T) {
 	if err := os.WriteFile(manifest, body, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if out, err := verifyCLI(dir); err == nil {
+	if out, err := verifyCLI(dir, "--key", relayPub); err == nil {
 		t.Fatalf("a flipped byte in the manifest verified:\n%s", out)
 	}
 }
@@ -184,11 +196,11 @@ func TestCrashedSessionSweptAndAnchored(t *testing.T) {
 	if _, err := live.Write([]byte("echo before-the-crash\n")); err != nil {
 		t.Fatal(err)
 	}
-	prefix := recording.Prefix(b.ns, "s1")
+	prefix := recording.RefOf("test", b.s).Prefix()
 	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
 		keys, _ := store.List(ctx, prefix)
 		if len(keys) > 0 {
-			if raw, err := store.Get(ctx, keys[len(keys)-1]); err == nil && bytes.Contains(raw, []byte("before-the-crash")) {
+			if raw, err := store.Get(ctx, keys[len(keys)-1], ""); err == nil && bytes.Contains(raw, []byte("before-the-crash")) {
 				break
 			}
 		}
@@ -201,7 +213,7 @@ func TestCrashedSessionSweptAndAnchored(t *testing.T) {
 		t.Fatalf("the relay's watcher: %v", err)
 	}
 
-	finalizer := &recording.SessionFinalizer{Store: store, Retention: time.Hour, URI: "file://" + store.Root + "/",
+	finalizer := &recording.SessionFinalizer{Store: store, Cluster: "test", Retention: time.Hour, URI: "file://" + store.Root + "/",
 		Anchorer: &tlog.Anchorer{URL: log.URL, Signer: b.sv}}
 	sweeperUser, err := b.c.Sweeper()
 	if err != nil {
@@ -237,8 +249,8 @@ func TestCrashedSessionSweptAndAnchored(t *testing.T) {
 		t.Fatalf("the end: %+v", got.Status.End)
 	}
 	dir := filepath.Join(store.Root, prefix)
-	out, err := verifyCLI(dir, "--online")
-	if err != nil || !strings.Contains(out, "the log holds the same entry") {
+	out, err := verifyCLI(dir, "--online", "--key", writePublicKey(t, b.sv), "--rekor-public-key", writeLogKey(t), "--session", exportSession(t, got))
+	if err != nil || !strings.Contains(out, "the log holds the same entry") || !strings.Contains(out, "ok        session") {
 		t.Fatalf("recording verify --online: %v\n%s", err, out)
 	}
 	manifest, err := os.ReadFile(filepath.Join(dir, recording.ManifestFile))
