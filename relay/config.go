@@ -149,8 +149,18 @@ type Rekor struct {
 
 // AuditSinks are where audit events go besides stdout.
 type AuditSinks struct {
+	// File is appended to and synced per batch; the chain continues from
+	// its last event after a restart.
 	File string `json:"file,omitempty"`
-	URL  string `json:"url,omitempty"`
+	// URL is a collector taking NDJSON posts, retried with backoff.
+	URL string `json:"url,omitempty"`
+	// Chain names this relay's audit chain in the evidence store's
+	// checkpoints (default "relay").
+	Chain string `json:"chain,omitempty"`
+	// CheckpointEvery is how often the chain's head is signed and anchored
+	// in the transparency log (with rekor set; default 10m), and once more
+	// at shutdown.
+	CheckpointEvery metav1.Duration `json:"checkpointEvery,omitempty"`
 }
 
 // LoadConfig reads and checks a config file. Unknown fields are refused:
@@ -183,6 +193,10 @@ func (c *Config) Complete() error {
 	def(&c.Limits.Grace, 2*time.Minute)
 	def(&c.Limits.ReviewWithin, 24*time.Hour)
 	def(&c.Recording.Retention, 365*24*time.Hour)
+	def(&c.Audit.CheckpointEvery, 10*time.Minute)
+	if c.Audit.Chain == "" {
+		c.Audit.Chain = "relay"
+	}
 	if c.OIDC.UsernameClaim == "" {
 		c.OIDC.UsernameClaim = "email"
 	}

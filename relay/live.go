@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
+	"github.com/tower-dev/breakglass/lifecycle"
 	"github.com/tower-dev/breakglass/relay/notify"
 	"github.com/tower-dev/breakglass/relay/session"
 	"github.com/tower-dev/breakglass/relay/terminal"
@@ -136,13 +137,10 @@ func (s *Server) end(w http.ResponseWriter, r *http.Request, c Caller) error {
 	switch sess.Status.Phase {
 	case v1alpha1.PhasePending, v1alpha1.PhaseApproved:
 		// Never started: nothing to take back but the request itself.
-		sess.Status.Phase = v1alpha1.PhaseEnded
-		sess.Status.End = &v1alpha1.End{By: c.Name, Reason: reason, At: metav1.NewTime(s.clock.Now())}
-		if err := t.Client.Status().Update(ctx, sess); err != nil {
+		end := &v1alpha1.End{By: c.Name, Reason: reason, At: metav1.NewTime(s.clock.Now())}
+		if err := t.runner.Lifecycle().Make(ctx, sess, lifecycle.Move{Step: lifecycle.StepEnd, To: v1alpha1.PhaseEnded, Actor: c.Name,
+			Reason: "before it started: " + q.Reason, Record: func(st *v1alpha1.SessionStatus) { st.End = end }}); err != nil {
 			return clusterError(err)
-		}
-		if err := t.runner.Step(ctx, "end", c.Name, sess, "before it started: "+q.Reason); err != nil {
-			return err
 		}
 		writeJSON(w, http.StatusOK, view(t.Name, sess))
 		return nil
@@ -201,7 +199,7 @@ func (s *Server) terminal(w http.ResponseWriter, r *http.Request, c Caller) erro
 		}
 		defer held.typing.Store(false)
 	}
-	if err := t.runner.Step(r.Context(), "attach", c.Name, sess, map[bool]string{true: "watching", false: "typing"}[readOnly]); err != nil {
+	if err := t.runner.Lifecycle().Note(r.Context(), "attach", c.Name, sess, map[bool]string{true: "watching", false: "typing"}[readOnly]); err != nil {
 		return err
 	}
 	start := time.Now()
@@ -245,4 +243,9 @@ func (s *Server) Close(ctx context.Context) {
 		}
 	}
 	s.watchers.Wait()
+	// The head at shutdown, after the last session's end, is anchored too.
+	if s.stopCheckpoints != nil {
+		s.stopCheckpoints()
+		<-s.checkpointed
+	}
 }

@@ -61,15 +61,15 @@ func (s *Server) recording(w http.ResponseWriter, r *http.Request, c Caller) err
 	switch {
 	case errors.Is(err, recording.ErrOverwritten) && body != nil:
 		// The genuine bytes are served; the overwrite is evidence of its own.
-		_ = t.runner.Step(ctx, "tampered", c.Name, sess, "recording written over in the store: "+err.Error())
+		_ = t.runner.Lifecycle().Note(ctx, "tampered", c.Name, sess, "recording written over in the store: "+err.Error())
 		w.Header().Set("Breakglass-Warning", "the store holds a newer version of this recording, written by someone else; the recorded version is served")
 	case errors.Is(err, recording.ErrNotFound):
 		return notFound("the recording's %s is not in the store", file)
 	case err != nil:
-		_ = t.runner.Step(ctx, "tampered", c.Name, sess, "recording does not match its Session: "+err.Error())
+		_ = t.runner.Lifecycle().Note(ctx, "tampered", c.Name, sess, "recording does not match its Session: "+err.Error())
 		return conflict("the recording in the store is not this session's: %v", err)
 	}
-	if err := t.runner.Step(ctx, "play", c.Name, sess, file); err != nil {
+	if err := t.runner.Lifecycle().Note(ctx, "play", c.Name, sess, file); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", f.contentType)

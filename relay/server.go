@@ -6,12 +6,16 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"golang.org/x/time/rate"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
@@ -49,8 +53,12 @@ type Options struct {
 	Notifier Notifier
 	// Anchorer may be nil: recordings are not anchored.
 	Anchorer *tlog.Anchorer
-	Clock    clock.Clock
-	Log      logr.Logger
+	// Checkpoints, when set, anchors the audit chain's head every
+	// CheckpointEvery and once more when the server closes.
+	Checkpoints     *audit.Checkpointer
+	CheckpointEvery time.Duration
+	Clock           clock.Clock
+	Log             logr.Logger
 }
 
 // Server is the relay's HTTP API.
@@ -64,6 +72,18 @@ type Server struct {
 	clock    clock.Clock
 	log      logr.Logger
 	metrics  *metrics
+
+	// unauthenticated bounds how many refusals of requests without a valid
+	// token are audited one by one; unaudited counts the rest, reported
+	// with the next one audited. Anyone can send such requests: they must
+	// not be able to flood the audit log.
+	unauthenticated *rate.Limiter
+	unaudited       atomic.Int64
+
+	// stopCheckpoints ends the checkpointer; checkpointed is closed once its
+	// last checkpoint is written.
+	stopCheckpoints context.CancelFunc
+	checkpointed    chan struct{}
 
 	mu   sync.Mutex
 	live map[sessionKey]*liveSession
@@ -90,7 +110,20 @@ func NewServer(o Options) (*Server, error) {
 		o.Clock = clock.RealClock{}
 	}
 	s := &Server{cfg: o.Config, auth: o.Auth, clusters: map[string]*target{}, store: o.Store, audit: o.Audit,
-		notifier: o.Notifier, clock: o.Clock, log: o.Log, metrics: newMetrics(), live: map[sessionKey]*liveSession{}}
+		notifier: o.Notifier, clock: o.Clock, log: o.Log, metrics: newMetrics(), live: map[sessionKey]*liveSession{},
+		unauthenticated: rate.NewLimiter(rate.Limit(UnauthenticatedAuditRate), UnauthenticatedAuditBurst)}
+	if o.Checkpoints != nil {
+		every := o.CheckpointEvery
+		if every <= 0 {
+			every = 10 * time.Minute
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		s.stopCheckpoints, s.checkpointed = cancel, make(chan struct{})
+		go func() {
+			defer close(s.checkpointed)
+			o.Checkpoints.Run(ctx, every)
+		}()
+	}
 	for _, c := range o.Config.Clusters {
 		t, ok := o.Targets[c.Name]
 		if !ok {
@@ -197,13 +230,29 @@ func (s *Server) authed(h handler) http.HandlerFunc {
 	}
 }
 
-// refused audits a refusal: who asked for what, and why not.
+// The rate at which refusals of unauthenticated requests are audited one by
+// one (per second), and the burst allowed above it.
+const (
+	UnauthenticatedAuditRate  = 1
+	UnauthenticatedAuditBurst = 20
+)
+
+// refused audits a refusal: who asked for what, and why not. Refusals of
+// requests without a valid token are rate-limited (see unauthenticated).
 func (s *Server) refused(r *http.Request, who string, why error) {
+	details := map[string]string{"request": r.Method + " " + r.URL.Path}
 	if who == "" {
 		who = "unauthenticated"
+		if !s.unauthenticated.Allow() {
+			s.unaudited.Add(1)
+			return
+		}
+		if n := s.unaudited.Swap(0); n > 0 {
+			details["unauditedBefore"] = strconv.FormatInt(n, 10)
+		}
 	}
 	_, err := s.audit.Record(context.WithoutCancel(r.Context()), audit.Event{Kind: "refusal", Actor: who,
-		Session: sessionPath(r), Reason: why.Error(), Details: map[string]string{"request": r.Method + " " + r.URL.Path}})
+		Session: sessionPath(r), Reason: why.Error(), Details: details})
 	if err != nil {
 		s.log.Error(err, "auditing a refusal")
 	}

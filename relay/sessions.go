@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
+	"github.com/tower-dev/breakglass/lifecycle"
 	"github.com/tower-dev/breakglass/relay/notify"
 )
 
@@ -139,6 +140,10 @@ func clusterError(err error) error {
 		return conflict("the session changed meanwhile; reload it and try again")
 	case apierrors.IsInvalid(err), apierrors.IsForbidden(err):
 		return &apiError{http.StatusForbidden, "RefusedByCluster", err.Error()}
+	case errors.Is(err, lifecycle.ErrCannotMove):
+		return conflict("%v", err)
+	case errors.Is(err, lifecycle.ErrNotAudited):
+		return &apiError{http.StatusServiceUnavailable, "AuditUnavailable", err.Error()}
 	}
 	return err
 }
@@ -173,31 +178,29 @@ func (s *Server) request(w http.ResponseWriter, r *http.Request, c Caller) error
 		return clusterError(err)
 	}
 	now := metav1.NewTime(s.clock.Now())
-	sess.Status.Phase = v1alpha1.PhasePending
+	move := lifecycle.Move{Step: lifecycle.StepRequest, To: v1alpha1.PhasePending, Actor: c.Name, Reason: q.Reason}
+	note, to := "request.new", "approvers"
 	switch {
 	case q.GlassBroken:
 		// Nobody approved: the relay says so, and a review falls due.
-		sess.Status.Phase = v1alpha1.PhaseApproved
-		sess.Status.Approval = &v1alpha1.Approval{By: "glass broken by " + c.Name, At: now, Mode: q.Mode,
-			ProcessAccess: q.ProcessAccess, KeepPod: q.KeepPod}
-		due := metav1.NewTime(now.Add(s.cfg.Limits.ReviewWithin.Duration))
-		sess.Status.Review = &v1alpha1.Review{DueAt: &due}
+		move.Step, move.To, note, to = lifecycle.StepBreakGlass, v1alpha1.PhaseApproved, "glass.broken", "everyone"
+		move.Record = func(st *v1alpha1.SessionStatus) {
+			st.Approval = &v1alpha1.Approval{By: "glass broken by " + c.Name, At: now, Mode: q.Mode,
+				ProcessAccess: q.ProcessAccess, KeepPod: q.KeepPod}
+			due := metav1.NewTime(now.Add(s.cfg.Limits.ReviewWithin.Duration))
+			st.Review = &v1alpha1.Review{DueAt: &due}
+		}
 	case !t.NeedsApproval():
-		sess.Status.Phase = v1alpha1.PhaseApproved
-		sess.Status.Approval = &v1alpha1.Approval{By: "approval not required on " + t.Name, At: now, Mode: q.Mode,
-			ProcessAccess: q.ProcessAccess, KeepPod: q.KeepPod}
+		move.To = v1alpha1.PhaseApproved
+		move.Record = func(st *v1alpha1.SessionStatus) {
+			st.Approval = &v1alpha1.Approval{By: "approval not required on " + t.Name, At: now, Mode: q.Mode,
+				ProcessAccess: q.ProcessAccess, KeepPod: q.KeepPod}
+		}
 	}
-	if err := t.Client.Status().Update(ctx, sess); err != nil {
+	if err := t.runner.Lifecycle().Make(ctx, sess, move); err != nil {
 		// A Session without its status would be a half-written request.
 		_ = t.Client.Delete(context.WithoutCancel(ctx), sess)
 		return clusterError(err)
-	}
-	kind, note, to := "request", "request.new", "approvers"
-	if q.GlassBroken {
-		kind, note, to = "breakglass", "glass.broken", "everyone"
-	}
-	if err := t.runner.Step(ctx, kind, c.Name, sess, q.Reason); err != nil {
-		return err
 	}
 	s.notify(ctx, notify.Event{Kind: note, To: to}, sess)
 	writeJSON(w, http.StatusCreated, view(t.Name, sess))
@@ -288,15 +291,12 @@ func (s *Server) approve(w http.ResponseWriter, r *http.Request, c Caller) error
 		return err
 	}
 	ctx := r.Context()
-	sess.Status.Phase = v1alpha1.PhaseApproved
-	sess.Status.Approval = &v1alpha1.Approval{By: c.Name, At: metav1.NewTime(s.clock.Now()), Mode: sess.Spec.Mode,
+	approval := &v1alpha1.Approval{By: c.Name, At: metav1.NewTime(s.clock.Now()), Mode: sess.Spec.Mode,
 		ProcessAccess: sess.Spec.ProcessAccess && !d.WithoutProcessAccess, KeepPod: d.KeepPod, Comment: d.Comment}
-	if err := t.Client.Status().Update(ctx, sess); err != nil {
+	what := fmt.Sprintf("mode %s, process access %t, keep the pod %t", sess.Spec.Mode, approval.ProcessAccess, d.KeepPod)
+	if err := t.runner.Lifecycle().Make(ctx, sess, lifecycle.Move{Step: lifecycle.StepApprove, To: v1alpha1.PhaseApproved,
+		Actor: c.Name, Reason: what, Record: func(st *v1alpha1.SessionStatus) { st.Approval = approval }}); err != nil {
 		return clusterError(err)
-	}
-	what := fmt.Sprintf("mode %s, process access %t, keep the pod %t", sess.Spec.Mode, sess.Status.Approval.ProcessAccess, d.KeepPod)
-	if err := t.runner.Step(ctx, "approve", c.Name, sess, what); err != nil {
-		return err
 	}
 	s.notify(ctx, notify.Event{Kind: "request.approved", To: sess.Spec.Requester}, sess)
 	writeJSON(w, http.StatusOK, view(t.Name, sess))
@@ -309,13 +309,10 @@ func (s *Server) deny(w http.ResponseWriter, r *http.Request, c Caller) error {
 		return err
 	}
 	ctx := r.Context()
-	sess.Status.Phase = v1alpha1.PhaseDenied
-	sess.Status.Denial = &v1alpha1.Denial{By: c.Name, At: metav1.NewTime(s.clock.Now()), Reason: d.Reason}
-	if err := t.Client.Status().Update(ctx, sess); err != nil {
+	denial := &v1alpha1.Denial{By: c.Name, At: metav1.NewTime(s.clock.Now()), Reason: d.Reason}
+	if err := t.runner.Lifecycle().Make(ctx, sess, lifecycle.Move{Step: lifecycle.StepDeny, To: v1alpha1.PhaseDenied,
+		Actor: c.Name, Reason: d.Reason, Record: func(st *v1alpha1.SessionStatus) { st.Denial = denial }}); err != nil {
 		return clusterError(err)
-	}
-	if err := t.runner.Step(ctx, "deny", c.Name, sess, d.Reason); err != nil {
-		return err
 	}
 	s.notify(ctx, notify.Event{Kind: "request.denied", To: sess.Spec.Requester}, sess)
 	writeJSON(w, http.StatusOK, view(t.Name, sess))
@@ -349,16 +346,15 @@ func (s *Server) review(w http.ResponseWriter, r *http.Request, c Caller) error 
 	case sess.Status.Review != nil && sess.Status.Review.By != "":
 		return conflict("the session was reviewed by %s already", sess.Status.Review.By)
 	}
-	if sess.Status.Review == nil {
-		sess.Status.Review = &v1alpha1.Review{}
-	}
 	at := metav1.NewTime(s.clock.Now())
-	sess.Status.Review.By, sess.Status.Review.At, sess.Status.Review.Comment = c.Name, &at, q.Comment
-	if err := t.Client.Status().Update(ctx, sess); err != nil {
+	if err := t.runner.Lifecycle().Make(ctx, sess, lifecycle.Move{Step: lifecycle.StepReview, Actor: c.Name, Reason: q.Comment,
+		Record: func(st *v1alpha1.SessionStatus) {
+			if st.Review == nil {
+				st.Review = &v1alpha1.Review{}
+			}
+			st.Review.By, st.Review.At, st.Review.Comment = c.Name, &at, q.Comment
+		}}); err != nil {
 		return clusterError(err)
-	}
-	if err := t.runner.Step(ctx, "review", c.Name, sess, q.Comment); err != nil {
-		return err
 	}
 	writeJSON(w, http.StatusOK, view(t.Name, sess))
 	return nil

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
+	"github.com/tower-dev/breakglass/evidence/audit"
 )
 
 // GrantExpiry is when a grant's TTL runs out: its creation time plus the
@@ -40,6 +41,9 @@ type GrantSweeper struct {
 	Clock  clock.PassiveClock
 	// Expired, when set, is told of each grant deleted and how late.
 	Expired func(rb *rbacv1.RoleBinding, late time.Duration)
+	Audit   *audit.Log
+	// Identity names the sweeper in the audit log.
+	Identity string
 }
 
 // Reconcile handles one RoleBinding that carries a session label.
@@ -56,6 +60,8 @@ func (g *GrantSweeper) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Re
 	if readable && now.Before(expiry) {
 		return ctrl.Result{RequeueAfter: expiry.Sub(now)}, nil
 	}
+	takeAway(ctx, g.Audit, "revoke", g.Identity, rb.Namespace, rb.Labels[v1alpha1.SessionLabel],
+		fmt.Sprintf("grant %s (ttl %s) expired at %s", rb.Name, rb.Labels[v1alpha1.TTLLabel], expiry.UTC().Format(time.RFC3339)))
 	// The UID precondition keeps a grant re-created under the same name safe.
 	uid := rb.UID
 	err := g.Client.Delete(ctx, rb, client.Preconditions{UID: &uid})
@@ -68,4 +74,16 @@ func (g *GrantSweeper) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Re
 		g.Expired(rb, now.Sub(expiry))
 	}
 	return ctrl.Result{}, nil
+}
+
+// takeAway audits a step the sweeper takes on its own to remove access (a
+// grant revoked, a pod recycled). Taking access away never waits on the
+// audit log: a failure to audit it is logged, and the step goes ahead.
+func takeAway(ctx context.Context, l *audit.Log, kind, actor, namespace, session, reason string) {
+	if l == nil {
+		return
+	}
+	if _, err := l.Record(ctx, audit.Event{Kind: kind, Actor: actor, Session: namespace + "/" + session, Reason: reason}); err != nil {
+		log.FromContext(ctx).Error(err, "auditing a step that takes access away; it goes ahead", "kind", kind, "session", namespace+"/"+session)
+	}
 }

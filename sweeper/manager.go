@@ -3,6 +3,7 @@ package sweeper
 import (
 	"context"
 	"fmt"
+	"os"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -27,6 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
+	"github.com/tower-dev/breakglass/evidence/audit"
 )
 
 // Options configure the sweeper.
@@ -61,6 +63,9 @@ type Options struct {
 	MetricsAddr, HealthAddr string
 	// Identity is who the sweeper is, as written in a Session's end.
 	Identity string
+	// Audit receives every step the sweeper takes (default: a chain on
+	// stdout, as the relay's).
+	Audit *audit.Log
 	// SeveralInOneProcess lets tests run more than one sweeper in a process;
 	// controller names are otherwise unique per process (for metrics).
 	SeveralInOneProcess bool
@@ -99,6 +104,9 @@ func (o *Options) defaults() {
 	}
 	if o.Identity == "" {
 		o.Identity = "system:serviceaccount:" + v1alpha1.Namespace + ":" + v1alpha1.SweeperServiceAccount
+	}
+	if o.Audit == nil {
+		o.Audit = audit.NewLog(audit.Event{}, nil, &audit.Writer{W: os.Stdout})
 	}
 }
 
@@ -156,13 +164,13 @@ func New(cfg *rest.Config, opts Options) (manager.Manager, error) {
 	newQueue := func(name string, rl workqueue.TypedRateLimiter[reconcile.Request]) workqueue.TypedRateLimitingInterface[reconcile.Request] {
 		return workqueue.NewTypedRateLimitingQueueWithConfig(rl, workqueue.TypedRateLimitingQueueConfig[reconcile.Request]{Name: name, Clock: opts.Clock})
 	}
-	grants := &GrantSweeper{Client: mgr.GetClient(), Clock: opts.Clock, Expired: opts.Expired}
+	grants := &GrantSweeper{Client: mgr.GetClient(), Clock: opts.Clock, Expired: opts.Expired, Audit: opts.Audit, Identity: opts.Identity}
 	if err := ctrl.NewControllerManagedBy(mgr).Named("grants").For(&rbacv1.RoleBinding{}).
 		WithOptions(controller.Options{NewQueue: newQueue, MaxConcurrentReconciles: 4}).Complete(grants); err != nil {
 		return nil, err
 	}
 	sessions := &SessionSweeper{
-		Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Clock: opts.Clock, Identity: opts.Identity,
+		Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Clock: opts.Clock, Identity: opts.Identity, Audit: opts.Audit,
 		HeartbeatTimeout: opts.HeartbeatTimeout, Grace: opts.Grace, ReviewWithin: opts.ReviewWithin,
 		PendingFor: opts.PendingFor, ApprovedFor: opts.ApprovedFor,
 		Notifier: opts.Notifier, Evidence: opts.Evidence, Anchors: opts.Anchors, AnchorAfter: opts.AnchorAfter,
@@ -174,7 +182,8 @@ func New(cfg *rest.Config, opts Options) (manager.Manager, error) {
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &corev1.Pod{}, podSessionIndex, indexPodSessions); err != nil {
 		return nil, fmt.Errorf("indexing pods by session: %w", err)
 	}
-	pods := &PodSweeper{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Clock: opts.Clock, Grace: opts.Grace, NewPodGrace: opts.NewPodGrace}
+	pods := &PodSweeper{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Clock: opts.Clock, Grace: opts.Grace, NewPodGrace: opts.NewPodGrace,
+		Audit: opts.Audit, Identity: opts.Identity}
 	// A Session or grant that changes (or goes) sends its pods to be judged
 	// again; the pods' own requeues cover the passing of time.
 	if err := ctrl.NewControllerManagedBy(mgr).Named("pods").

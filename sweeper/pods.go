@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
+	"github.com/tower-dev/breakglass/evidence/audit"
 )
 
 // MaxGrantTTL is the longest a session grant stands, whatever its TTL label
@@ -45,6 +46,9 @@ type PodSweeper struct {
 	// NewPodGrace is how long a new pod is given for its Session and grant
 	// to show, before their absence counts.
 	NewPodGrace time.Duration
+	// Audit and Identity: every recycle is audited (see takeAway).
+	Audit    *audit.Log
+	Identity string
 }
 
 // claim is one session a pod belongs to: as its copy (the session label),
@@ -272,6 +276,9 @@ func (p *PodSweeper) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	if !v.delete {
 		return ctrl.Result{RequeueAfter: v.requeueIn}, nil
+	}
+	for _, c := range podClaims(pod) {
+		takeAway(ctx, p.Audit, "recycle", p.Identity, pod.Namespace, c.session, "pod "+pod.Name+": "+v.why)
 	}
 	// The UID precondition keeps a pod re-created under the same name (by
 	// its controller, after a recycle) safe.

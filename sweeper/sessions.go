@@ -18,6 +18,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
+	"github.com/tower-dev/breakglass/evidence/audit"
+	"github.com/tower-dev/breakglass/lifecycle"
 )
 
 // Notifier tells people things; the sweeper tells the fallback reviewer
@@ -44,6 +46,8 @@ type EvidenceAnchorer interface {
 // of ended sessions, and overdue reviews.
 type SessionSweeper struct {
 	Client client.Client
+	// Audit receives every move the sweeper makes, before it is made.
+	Audit *audit.Log
 	// Reader reads pods straight from the API server: the session sweeper
 	// needs whole pods, which the pod sweeper's slim cache does not hold.
 	Reader client.Reader
@@ -174,14 +178,14 @@ func (s *SessionSweeper) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	a := s.decide(sess, now)
 	if a.end {
 		logger.Info("ending an abandoned session", "why", a.why)
-		if err := s.end(ctx, sess, now); err != nil {
+		if err := s.end(ctx, sess, now, a.why); err != nil {
 			return ctrl.Result{}, err
 		}
 		a = s.decide(sess, now)
 	}
 	if a.expire {
 		logger.Info("a session expired", "why", a.why)
-		if err := s.expireSession(ctx, sess); err != nil {
+		if err := s.expireSession(ctx, sess, a.why); err != nil {
 			return ctrl.Result{}, err
 		}
 		a = s.decide(sess, now)
@@ -203,8 +207,8 @@ func (s *SessionSweeper) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 			logger.Info("the recording's anchor is still pending", "error", err.Error())
 			return ctrl.Result{RequeueAfter: 30 * time.Second}, nil
 		}
-		sess.Status.Evidence = ev
-		if err := s.Client.Status().Update(ctx, sess); err != nil {
+		if err := s.lifecycle().Make(ctx, sess, lifecycle.Move{Step: lifecycle.StepAnchor, Actor: s.Identity, Reason: ev.EntryID,
+			Record: func(st *v1alpha1.SessionStatus) { st.Evidence = ev }}); err != nil {
 			return ctrl.Result{}, err
 		}
 		logger.Info("anchored the recording", "entry", ev.EntryID)
@@ -214,26 +218,24 @@ func (s *SessionSweeper) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 
 // expireSession marks a request nobody decided on, or an approval nobody
 // used, Expired: the relay starts only Approved sessions, so it never starts.
-func (s *SessionSweeper) expireSession(ctx context.Context, sess *v1alpha1.Session) error {
-	if !v1alpha1.CanMove(sess.Status.Phase, v1alpha1.PhaseExpired, v1alpha1.WriterSweeper) {
-		return fmt.Errorf("session %s/%s is %s: the sweeper does not expire it", sess.Namespace, sess.Name, sess.Status.Phase)
-	}
-	sess.Status.Phase = v1alpha1.PhaseExpired
-	if err := s.Client.Status().Update(ctx, sess); err != nil {
+func (s *SessionSweeper) expireSession(ctx context.Context, sess *v1alpha1.Session, why string) error {
+	if err := s.lifecycle().Make(ctx, sess, lifecycle.Move{Step: lifecycle.StepExpire, To: v1alpha1.PhaseExpired, Actor: s.Identity, Reason: why}); err != nil {
 		return fmt.Errorf("recording the expiry of %s/%s: %w", sess.Namespace, sess.Name, err)
 	}
 	return nil
 }
 
+// lifecycle is the Session state machine as the sweeper.
+func (s *SessionSweeper) lifecycle() *lifecycle.Machine {
+	return &lifecycle.Machine{Client: s.Client, Writer: v1alpha1.WriterSweeper, Component: s.Identity, Audit: s.Audit, Clock: s.Clock}
+}
+
 // end records the end first, so a crash half-way leaves an Ended session
 // whose clean-up the next pass finishes.
-func (s *SessionSweeper) end(ctx context.Context, sess *v1alpha1.Session, now time.Time) error {
-	if !v1alpha1.CanMove(sess.Status.Phase, v1alpha1.PhaseEnded, v1alpha1.WriterSweeper) {
-		return fmt.Errorf("session %s/%s is %s: the sweeper does not end it", sess.Namespace, sess.Name, sess.Status.Phase)
-	}
-	sess.Status.Phase = v1alpha1.PhaseEnded
-	sess.Status.End = &v1alpha1.End{By: s.Identity, Reason: v1alpha1.EndSwept, At: metav1.NewTime(now), Abnormal: true}
-	if err := s.Client.Status().Update(ctx, sess); err != nil {
+func (s *SessionSweeper) end(ctx context.Context, sess *v1alpha1.Session, now time.Time, why string) error {
+	end := &v1alpha1.End{By: s.Identity, Reason: v1alpha1.EndSwept, At: metav1.NewTime(now), Abnormal: true}
+	if err := s.lifecycle().Make(ctx, sess, lifecycle.Move{Step: lifecycle.StepEnd, To: v1alpha1.PhaseEnded, Actor: s.Identity, Reason: why,
+		Record: func(st *v1alpha1.SessionStatus) { st.End = end }}); err != nil {
 		return fmt.Errorf("recording the end of %s/%s: %w", sess.Namespace, sess.Name, err)
 	}
 	if s.Evidence != nil {
@@ -243,8 +245,8 @@ func (s *SessionSweeper) end(ctx context.Context, sess *v1alpha1.Session, now ti
 			log.FromContext(ctx).Error(err, "finalizing the evidence of a swept session", "session", sess.Name)
 			return nil
 		}
-		sess.Status.Evidence = ev
-		if err := s.Client.Status().Update(ctx, sess); err != nil {
+		if err := s.lifecycle().Make(ctx, sess, lifecycle.Move{Step: lifecycle.StepEvidence, Actor: s.Identity, Reason: "finalized from the segments streamed: " + ev.ManifestSHA256,
+			Record: func(st *v1alpha1.SessionStatus) { st.Evidence = ev }}); err != nil {
 			return fmt.Errorf("recording the evidence of %s/%s: %w", sess.Namespace, sess.Name, err)
 		}
 	}
@@ -304,13 +306,7 @@ func ignoreGone(err error) error {
 }
 
 func (s *SessionSweeper) review(ctx context.Context, sess *v1alpha1.Session, a action) error {
-	if sess.Status.Review == nil {
-		sess.Status.Review = &v1alpha1.Review{}
-	}
-	if a.setDueAt != nil {
-		due := metav1.NewTime(*a.setDueAt)
-		sess.Status.Review.DueAt = &due
-	}
+	why := "review due"
 	if a.notify {
 		if s.Notifier == nil {
 			return errors.New("a review is overdue and no fallback reviewer is configured")
@@ -318,7 +314,17 @@ func (s *SessionSweeper) review(ctx context.Context, sess *v1alpha1.Session, a a
 		if err := s.Notifier.ReviewOverdue(ctx, sess); err != nil {
 			return fmt.Errorf("telling the fallback reviewer about %s/%s: %w", sess.Namespace, sess.Name, err)
 		}
-		sess.Status.Review.FallbackNotified = true
+		why = "review overdue: the fallback reviewer was told"
 	}
-	return s.Client.Status().Update(ctx, sess)
+	return s.lifecycle().Make(ctx, sess, lifecycle.Move{Step: lifecycle.StepReviewDue, Actor: s.Identity, Reason: why,
+		Record: func(st *v1alpha1.SessionStatus) {
+			if st.Review == nil {
+				st.Review = &v1alpha1.Review{}
+			}
+			if a.setDueAt != nil {
+				due := metav1.NewTime(*a.setDueAt)
+				st.Review.DueAt = &due
+			}
+			st.Review.FallbackNotified = st.Review.FallbackNotified || a.notify
+		}})
 }

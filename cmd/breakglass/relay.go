@@ -114,8 +114,19 @@ func buildRelay(ctx context.Context, cfg *relay.Config) (*relay.Server, func(), 
 		sinks, last = append(sinks, f), tail
 	}
 	if cfg.Audit.URL != "" {
-		sinks = append(sinks, &audit.HTTP{URL: cfg.Audit.URL})
+		sinks = append(sinks, audit.NewHTTP(cfg.Audit.URL))
 	}
+	if cfg.Audit.File == "" {
+		// No file to continue from: the chain goes on from its newest
+		// anchored checkpoint (events written after it by a relay that
+		// crashed show as a fork to audit verify).
+		cp, err := audit.LatestCheckpoint(ctx, store, cfg.Audit.Chain)
+		if err != nil {
+			return fail(fmt.Errorf("the audit chain's last checkpoint: %w", err))
+		}
+		last = audit.Event{Seq: cp.Seq, Hash: cp.Hash}
+	}
+	auditLog := audit.NewLog(last, nil, sinks...)
 	scheme, err := sweeper.Scheme()
 	if err != nil {
 		return fail(err)
@@ -146,8 +157,14 @@ func buildRelay(ctx context.Context, cfg *relay.Config) (*relay.Server, func(), 
 			return fail(fmt.Errorf("rekor: %w", err))
 		}
 	}
+	var checkpoints *audit.Checkpointer
+	if anchorer != nil {
+		checkpoints = &audit.Checkpointer{Log: auditLog, Chain: cfg.Audit.Chain, Store: store, Anchorer: anchorer,
+			Retention: cfg.Recording.Retention.Duration, Logger: ctrl.Log.WithName("audit")}
+	}
 	srv, err := relay.NewServer(relay.Options{Config: cfg, Auth: auth, Targets: targets, Store: store,
-		Audit: audit.NewLog(last, nil, sinks...), Notifier: notifier, Anchorer: anchorer, Log: ctrl.Log.WithName("relay")})
+		Audit: auditLog, Notifier: notifier, Anchorer: anchorer, Log: ctrl.Log.WithName("relay"),
+		Checkpoints: checkpoints, CheckpointEvery: cfg.Audit.CheckpointEvery.Duration})
 	if err != nil {
 		return fail(err)
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"net/url"
+	"os"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -10,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/tower-dev/breakglass/evidence/audit"
 	"github.com/tower-dev/breakglass/evidence/recording"
 	"github.com/tower-dev/breakglass/relay/notify"
 	"github.com/tower-dev/breakglass/sweeper"
@@ -20,7 +22,7 @@ func newSweeperCommand() *cobra.Command {
 		opts                                   sweeper.Options
 		notifyURL, portalURL, fallbackReviewer string
 		recordingDir, rekorURL, rekorKey       string
-		clusterName, rekorCert                 string
+		clusterName, rekorCert, auditFile      string
 	)
 	cmd := &cobra.Command{
 		Use:   "sweeper",
@@ -54,6 +56,17 @@ reviews. It reads all of its state from the cluster.`,
 				}
 				opts.Evidence = finalizer
 			}
+			sinks := []audit.Sink{&audit.Writer{W: os.Stdout}}
+			var last audit.Event
+			if auditFile != "" {
+				f, tail, err := audit.OpenFile(auditFile)
+				if err != nil {
+					return err
+				}
+				defer f.Close()
+				sinks, last = append(sinks, f), tail
+			}
+			opts.Audit = audit.NewLog(last, nil, sinks...)
 			ctrl.SetLogger(zap.New())
 			cfg, err := ctrl.GetConfig()
 			if err != nil {
@@ -84,6 +97,7 @@ reviews. It reads all of its state from the cluster.`,
 	f.StringVar(&notifyURL, "notify-url", "", "webhook that receives notifications (JSON POST)")
 	f.StringVar(&portalURL, "portal-url", "", "the portal's base URL, for deep links to sessions")
 	f.StringVar(&fallbackReviewer, "fallback-reviewer", "", "who is told when a review is overdue")
+	f.StringVar(&auditFile, "audit-file", "", "append the sweeper's audit chain to this file too, and continue its chain from it after a restart")
 	f.StringVar(&clusterName, "cluster", "", "this cluster's name in the relay's config: part of every recording's key")
 	f.StringVar(&recordingDir, "recording-dir", "", "the write-once recording directory, to finalize the evidence of swept sessions")
 	f.StringVar(&rekorURL, "rekor-url", "", "the transparency log: anchor finalized recordings whose anchor is still pending")

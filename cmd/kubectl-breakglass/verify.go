@@ -183,16 +183,20 @@ func integrityOnly(w io.Writer, online bool) error {
 }
 
 func readBundle(dir string) (*tlog.Bundle, error) {
-	raw, err := os.ReadFile(filepath.Join(dir, tlog.BundleFile))
+	return readBundleFile(filepath.Join(dir, tlog.BundleFile))
+}
+
+func readBundleFile(path string) (*tlog.Bundle, error) {
+	raw, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
 	var b tlog.Bundle
 	if err := json.Unmarshal(raw, &b); err != nil {
-		return nil, fmt.Errorf("%s: %w", tlog.BundleFile, err)
+		return nil, fmt.Errorf("%s: %w", filepath.Base(path), err)
 	}
 	if b.Entry.LogIndex == nil {
-		return nil, fmt.Errorf("%s: the entry has no log index", tlog.BundleFile)
+		return nil, fmt.Errorf("%s: the entry has no log index", filepath.Base(path))
 	}
 	return &b, nil
 }

@@ -44,18 +44,35 @@ func (e Event) digest() (string, error) {
 	return hex.EncodeToString(sum[:]), nil
 }
 
-// Sink receives each event as one JSON line.
+// Sink receives events as JSON lines: one or more whole lines per write,
+// in the chain's order.
 type Sink interface {
-	Write(ctx context.Context, line []byte) error
+	Write(ctx context.Context, lines []byte) error
 }
 
 // Log chains events and hands them to its sinks. Safe for concurrent use.
+//
+// Writes are group-committed: while one batch is being written, events
+// recorded meanwhile queue and go out together as the next batch, so a slow
+// sink (a collector retrying with backoff) costs every caller at most two
+// writes' time, instead of each waiting for everyone before it in turn, and
+// no lock is held across a sink's I/O. Events are chained when their batch
+// is taken, so the chain holds only events some sink wrote.
 type Log struct {
-	mu    sync.Mutex
 	sinks []Sink
-	seq   uint64
-	prev  string
 	now   func() time.Time
+
+	mu      sync.Mutex
+	seq     uint64
+	prev    string
+	queue   []*pending
+	writing bool
+}
+
+type pending struct {
+	e    Event
+	err  error
+	done chan struct{}
 }
 
 // NewLog starts a chain after last (the last event already written, or the
@@ -67,36 +84,113 @@ func NewLog(last Event, now func() time.Time, sinks ...Sink) *Log {
 	return &Log{sinks: sinks, seq: last.Seq, prev: last.Hash, now: now}
 }
 
-// Record chains e and writes it to every sink. A sink that fails is an
-// error: an unaudited step must not pass silently.
-func (l *Log) Record(ctx context.Context, e Event) (Event, error) {
+// Head is the chain's last event written: its sequence number and hash.
+func (l *Log) Head() (uint64, string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	e.Seq = l.seq + 1
-	e.Time = l.now().UTC()
-	e.Prev = l.prev
-	h, err := e.digest()
-	if err != nil {
-		return Event{}, err
+	return l.seq, l.prev
+}
+
+// Record chains e and writes it to every sink, returning once it is
+// written. A sink that fails is an error: an unaudited step must not pass
+// silently. ctx's values reach the sinks, its cancellation does not: an
+// event queued is written whole or fails whole.
+func (l *Log) Record(ctx context.Context, e Event) (Event, error) {
+	p := &pending{e: e, done: make(chan struct{})}
+	l.mu.Lock()
+	l.queue = append(l.queue, p)
+	if !l.writing {
+		l.writing = true
+		l.writeQueued(context.WithoutCancel(ctx))
+		l.writing = false
 	}
-	e.Hash = h
-	line, err := json.Marshal(e)
-	if err != nil {
-		return Event{}, err
+	l.mu.Unlock()
+	<-p.done
+	return p.e, p.err
+}
+
+// writeQueued writes batches until the queue is empty. Called with l.mu
+// held; it releases the lock around each batch's I/O.
+func (l *Log) writeQueued(ctx context.Context) {
+	for len(l.queue) > 0 {
+		batch := l.queue
+		l.queue = nil
+		seq, prev := l.seq, l.prev
+		var lines bytes.Buffer
+		for _, p := range batch {
+			p.e.Seq, p.e.Time, p.e.Prev = seq+1, l.now().UTC(), prev
+			h, err := p.e.digest()
+			if err == nil {
+				p.e.Hash = h
+				var line []byte
+				if line, err = json.Marshal(p.e); err == nil {
+					lines.Write(line)
+					lines.WriteByte('\n')
+					seq, prev = p.e.Seq, h
+				}
+			}
+			if err != nil {
+				p.err = err
+			}
+		}
+		l.mu.Unlock()
+		var errs []error
+		wrote := false
+		for _, s := range l.sinks {
+			err := s.Write(ctx, lines.Bytes())
+			errs = append(errs, err)
+			wrote = wrote || err == nil
+		}
+		l.mu.Lock()
+		if wrote || len(l.sinks) == 0 {
+			// Some sink holds the batch: the chain goes on from it (a sink
+			// that missed it shows the gap to audit verify).
+			l.seq, l.prev = seq, prev
+		}
+		err := errors.Join(errs...)
+		for _, p := range batch {
+			if p.err == nil {
+				p.err = err
+			}
+			close(p.done)
+		}
 	}
-	line = append(line, '\n')
-	var errs []error
-	for _, s := range l.sinks {
-		errs = append(errs, s.Write(ctx, line))
-	}
-	l.seq, l.prev = e.Seq, e.Hash
-	return e, errors.Join(errs...)
 }
 
 // Verify reads a log and checks every event's hash, that each names the
 // hash of the one before, and that no sequence number is missing. It
 // returns the number of events, or the first problem with its line.
-func Verify(r io.Reader) (int, error) {
+func Verify(r io.Reader) (int, error) { return VerifyAgainst(r, nil) }
+
+// VerifyAgainst is Verify, and then that the log holds each checkpoint's
+// event (its sequence number with its hash) and reaches the newest: a log
+// truncated before a checkpoint, or re-chained after one, fails. The
+// checkpoints' own signatures are checked by whoever gathered them.
+func VerifyAgainst(r io.Reader, checkpoints []Checkpoint) (int, error) {
+	want := map[uint64]string{}
+	var newest uint64
+	for _, cp := range checkpoints {
+		want[cp.Seq] = cp.Hash
+		newest = max(newest, cp.Seq)
+	}
+	n, last, err := verifyEach(r, func(line int, e Event) error {
+		if h, ok := want[e.Seq]; ok && h != e.Hash {
+			return fmt.Errorf("line %d (seq %d): not the event the checkpoint anchored (hash %s): the log was re-chained", line, e.Seq, h)
+		}
+		return nil
+	})
+	if err != nil {
+		return n, err
+	}
+	if last < newest {
+		return n, fmt.Errorf("the log ends at seq %d, but a checkpoint anchors seq %d: it was truncated", last, newest)
+	}
+	return n, nil
+}
+
+// verifyEach checks the chain, handing each event to check; it returns
+// the number of events and the last sequence number.
+func verifyEach(r io.Reader, check func(line int, e Event) error) (int, uint64, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 16<<20)
 	var prev *Event
@@ -110,27 +204,34 @@ func Verify(r io.Reader) (int, error) {
 		dec := json.NewDecoder(bytes.NewReader(raw))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&e); err != nil {
-			return n, fmt.Errorf("line %d: not an audit event: %w", line, err)
+			return n, 0, fmt.Errorf("line %d: not an audit event: %w", line, err)
 		}
 		h, err := e.digest()
 		if err != nil {
-			return n, err
+			return n, 0, err
 		}
 		if h != e.Hash {
-			return n, fmt.Errorf("line %d (seq %d): the event does not match its hash: it was edited", line, e.Seq)
+			return n, 0, fmt.Errorf("line %d (seq %d): the event does not match its hash: it was edited", line, e.Seq)
 		}
 		if prev != nil {
 			switch {
 			case e.Seq != prev.Seq+1:
-				return n, fmt.Errorf("line %d: seq %d follows seq %d: %d event(s) missing or reordered", line, e.Seq, prev.Seq, int64(e.Seq)-int64(prev.Seq)-1)
+				return n, 0, fmt.Errorf("line %d: seq %d follows seq %d: %d event(s) missing or reordered", line, e.Seq, prev.Seq, int64(e.Seq)-int64(prev.Seq)-1)
 			case e.Prev != prev.Hash:
-				return n, fmt.Errorf("line %d (seq %d): names a previous event that is not the one before it", line, e.Seq)
+				return n, 0, fmt.Errorf("line %d (seq %d): names a previous event that is not the one before it", line, e.Seq)
 			}
+		}
+		if err := check(line, e); err != nil {
+			return n, 0, err
 		}
 		prev = &e
 		n++
 	}
-	return n, sc.Err()
+	var last uint64
+	if prev != nil {
+		last = prev.Seq
+	}
+	return n, last, sc.Err()
 }
 
 // Last returns the last event of a log, to continue its chain.

@@ -3,11 +3,13 @@ package audit
 import (
 	"bytes"
 	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -136,5 +138,77 @@ func TestASinkFailureIsAnError(t *testing.T) {
 	l := NewLog(Event{}, nil, &HTTP{URL: "http://127.0.0.1:1/", Retries: 0})
 	if _, err := l.Record(context.Background(), Event{Kind: "grant"}); err == nil {
 		t.Fatal("an event that reached no sink passed silently")
+	}
+}
+
+// slowSink holds each write until released, counting writes and lines.
+type slowSink struct {
+	release chan struct{}
+	mu      sync.Mutex
+	writes  int
+	buf     bytes.Buffer
+	fail    bool
+}
+
+func (s *slowSink) Write(_ context.Context, lines []byte) error {
+	<-s.release
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.fail {
+		return errors.New("the collector is down")
+	}
+	s.writes++
+	s.buf.Write(lines)
+	return nil
+}
+
+// TestSlowSinkGroupCommits: events recorded while a write is in flight are
+// not held behind it one by one: they go out together in the next write,
+// in the chain's order.
+func TestSlowSinkGroupCommits(t *testing.T) {
+	sink := &slowSink{release: make(chan struct{})}
+	l := NewLog(Event{}, nil, sink)
+	const n = 20
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := l.Record(context.Background(), Event{Kind: "attach", Actor: "alice"})
+			errs <- err
+		}()
+	}
+	// Let the first write through once all 20 are queued or in flight.
+	time.Sleep(100 * time.Millisecond)
+	close(sink.release)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, err := Verify(bytes.NewReader(sink.buf.Bytes())); err != nil || got != n {
+		t.Fatalf("Verify = %d, %v", got, err)
+	}
+	if sink.writes > 3 {
+		t.Fatalf("%d writes for %d events: the events did not go out together", sink.writes, n)
+	}
+}
+
+// TestFailedWriteDoesNotAdvanceTheChain: events no sink took are refused
+// and not chained: the next event follows the last one written.
+func TestFailedWriteDoesNotAdvanceTheChain(t *testing.T) {
+	sink := &slowSink{release: make(chan struct{}), fail: true}
+	close(sink.release)
+	l := NewLog(Event{}, nil, sink)
+	if _, err := l.Record(context.Background(), Event{Kind: "approve"}); err == nil {
+		t.Fatal("an event no sink took was not an error")
+	}
+	sink.fail = false
+	e, err := l.Record(context.Background(), Event{Kind: "approve"})
+	if err != nil || e.Seq != 1 || e.Prev != "" {
+		t.Fatalf("after the sink came back: seq %d prev %q, %v", e.Seq, e.Prev, err)
 	}
 }

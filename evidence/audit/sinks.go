@@ -18,7 +18,7 @@ type Writer struct {
 	W  io.Writer
 }
 
-// Write writes one line.
+// Write writes whole lines.
 func (w *Writer) Write(_ context.Context, line []byte) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -47,7 +47,7 @@ func OpenFile(path string) (*File, Event, error) {
 	return &File{f: f}, last, nil
 }
 
-// Write appends one line and syncs it to disk.
+// Write appends whole lines and syncs them to disk.
 func (s *File) Write(_ context.Context, line []byte) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -60,7 +60,8 @@ func (s *File) Write(_ context.Context, line []byte) error {
 // Close closes the file.
 func (s *File) Close() error { return s.f.Close() }
 
-// HTTP is a sink posting each event to a collector, retrying with backoff.
+// HTTP is a sink posting events to a collector (NDJSON, one or more lines
+// per request), retrying with backoff.
 type HTTP struct {
 	URL     string
 	Client  *http.Client
@@ -68,7 +69,15 @@ type HTTP struct {
 	Backoff time.Duration
 }
 
-// Write posts one line; a 5xx answer or a network error is retried.
+// NewHTTP is the collector sink as the relay and the sweeper run it: five
+// retries with a doubling backoff from 200ms (about six seconds in all),
+// each attempt bounded by ten seconds. A collector down longer than that
+// refuses the step being audited: nothing unaudited takes effect.
+func NewHTTP(url string) *HTTP {
+	return &HTTP{URL: url, Client: &http.Client{Timeout: 10 * time.Second}, Retries: 5, Backoff: 200 * time.Millisecond}
+}
+
+// Write posts the lines; a 5xx or 429 answer or a network error is retried.
 func (h *HTTP) Write(ctx context.Context, line []byte) error {
 	client := h.Client
 	if client == nil {

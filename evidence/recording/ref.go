@@ -40,7 +40,9 @@ func (r Ref) Prefix() string {
 	return "sessions/" + r.Cluster + "/" + r.Namespace + "/" + r.Name + "/" + r.UID + "/"
 }
 
-func (r Ref) String() string { return r.Cluster + "/" + r.Namespace + "/" + r.Name + " (UID " + r.UID + ")" }
+func (r Ref) String() string {
+	return r.Cluster + "/" + r.Namespace + "/" + r.Name + " (UID " + r.UID + ")"
+}
 
 // Names checks that m is the manifest of the session r names: a manifest
 // copied under another session's key, or from another cluster, is refused.

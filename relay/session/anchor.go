@@ -4,11 +4,10 @@ import (
 	"context"
 	"time"
 
-	"sigs.k8s.io/controller-runtime/pkg/client"
-
 	"github.com/tower-dev/breakglass/api/v1alpha1"
 	"github.com/tower-dev/breakglass/evidence/recording"
 	"github.com/tower-dev/breakglass/evidence/tlog"
+	"github.com/tower-dev/breakglass/lifecycle"
 )
 
 // anchor puts the manifest in the transparency log, retrying while the log
@@ -33,15 +32,18 @@ func (r *Runner) keepBundle(ctx context.Context, s *v1alpha1.Session, b *tlog.Bu
 	if err != nil {
 		return err
 	}
-	before := s.DeepCopy()
-	ev := s.Status.Evidence
-	ev.AnchorPending, ev.EntryID, ev.LogIndex = false, b.UUID, b.Entry.LogIndex
-	ev.URIs = append(ev.URIs, key)
+	move := lifecycle.Move{Step: lifecycle.StepAnchor, Actor: PortalIdentity, Reason: b.UUID, Merge: true,
+		Record: func(st *v1alpha1.SessionStatus) {
+			ev := st.Evidence.DeepCopy()
+			ev.AnchorPending, ev.EntryID, ev.LogIndex = false, b.UUID, b.Entry.LogIndex
+			ev.URIs = append(ev.URIs, key)
+			st.Evidence = ev
+		}}
 	// Retried: the API server may be briefly away too.
 	var last error
 	for i := 0; i < 10; i++ {
-		if last = r.Client.Status().Patch(ctx, s, client.MergeFrom(before)); last == nil {
-			return r.Step(ctx, "anchor", PortalIdentity, s, b.UUID)
+		if last = r.Lifecycle().Make(ctx, s, move); last == nil {
+			return nil
 		}
 		time.Sleep(time.Second)
 	}

@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -34,6 +33,7 @@ import (
 	"github.com/tower-dev/breakglass/evidence/audit"
 	"github.com/tower-dev/breakglass/evidence/recording"
 	"github.com/tower-dev/breakglass/evidence/tlog"
+	"github.com/tower-dev/breakglass/lifecycle"
 	"github.com/tower-dev/breakglass/manifests"
 )
 
@@ -155,11 +155,13 @@ func (r *Runner) Start(ctx context.Context, s *v1alpha1.Session) (_ *Live, err e
 	}
 	deadline := metav1.NewTime(now.Add(s.Spec.Duration.Duration))
 	start := metav1.NewTime(now)
-	s.Status.Phase = v1alpha1.PhaseActive
-	s.Status.Grant = &v1alpha1.Grant{RoleBinding: grant.Name, Role: role, ExpiresAt: metav1.NewTime(now.Add(ttl))}
-	s.Status.DebugContainer = &v1alpha1.DebugContainer{Pod: pod, Name: container, Image: r.DebugImage}
-	s.Status.StartedAt, s.Status.Deadline, s.Status.Heartbeat = &start, &deadline, &start
-	if err := r.Client.Status().Update(ctx, s); err != nil {
+	if err := r.Lifecycle().Make(ctx, s, lifecycle.Move{Step: lifecycle.StepStart, To: v1alpha1.PhaseActive, Actor: PortalIdentity,
+		Reason: fmt.Sprintf("debug container %s in pod %s, grant %s", container, pod, grant.Name),
+		Record: func(st *v1alpha1.SessionStatus) {
+			st.Grant = &v1alpha1.Grant{RoleBinding: grant.Name, Role: role, ExpiresAt: metav1.NewTime(now.Add(ttl))}
+			st.DebugContainer = &v1alpha1.DebugContainer{Pod: pod, Name: container, Image: r.DebugImage}
+			st.StartedAt, st.Deadline, st.Heartbeat = &start, &deadline, &start
+		}}); err != nil {
 		return nil, fmt.Errorf("recording the start: %w", err)
 	}
 	live, err := r.attach(s, pod, container, rec)
@@ -398,15 +400,14 @@ func (l *Live) end(ctx context.Context, by string, reason v1alpha1.EndReason, ab
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	before := s.DeepCopy()
-	s.Status.Phase = v1alpha1.PhaseEnded
-	s.Status.End = &v1alpha1.End{By: by, Reason: reason, At: metav1.NewTime(r.Clock.Now()), Abnormal: abnormal}
-	if done.Body != nil {
-		s.Status.Evidence = recording.EvidenceOf(recording.RefOf(r.Cluster, s), done, "", r.Anchorer != nil)
-	}
 	// A merge patch: the heartbeat may have moved the resource version.
-	errs = append(errs, r.Client.Status().Patch(ctx, s, client.MergeFrom(before)))
-	errs = append(errs, r.Step(ctx, "end", by, s, string(reason)))
+	errs = append(errs, r.Lifecycle().Make(ctx, s, lifecycle.Move{Step: lifecycle.StepEnd, To: v1alpha1.PhaseEnded, Actor: by,
+		Reason: string(reason), Merge: true, Record: func(st *v1alpha1.SessionStatus) {
+			st.End = &v1alpha1.End{By: by, Reason: reason, At: metav1.NewTime(r.Clock.Now()), Abnormal: abnormal}
+			if done.Body != nil {
+				st.Evidence = recording.EvidenceOf(recording.RefOf(r.Cluster, s), done, "", r.Anchorer != nil)
+			}
+		}}))
 	l.cancel()
 	if done.Body != nil && r.Anchorer != nil {
 		go r.anchor(s.DeepCopy(), done.Body)
@@ -414,44 +415,16 @@ func (l *Live) end(ctx context.Context, by string, reason v1alpha1.EndReason, ab
 	return errors.Join(errs...)
 }
 
-// record writes a step the relay took to the audit log and as a Kubernetes
-// Event on the Session. An audit sink that fails is an error: no step goes
-// unaudited.
+// record audits a step the relay took as the portal (see Lifecycle).
 func (r *Runner) record(ctx context.Context, kind string, s *v1alpha1.Session, reason string) error {
-	return r.Step(ctx, kind, PortalIdentity, s, reason)
+	return r.Lifecycle().Note(ctx, kind, PortalIdentity, s, reason)
 }
 
 // PortalIdentity is who the relay acts as on the cluster.
 const PortalIdentity = v1alpha1.PortalUsername
 
-// Step audits what actor did to s and shows it as an Event on the Session.
-func (r *Runner) Step(ctx context.Context, kind, actor string, s *v1alpha1.Session, reason string) error {
-	var errs []error
-	if r.Audit != nil {
-		_, err := r.Audit.Record(ctx, audit.Event{Kind: kind, Actor: actor, Session: s.Namespace + "/" + s.Name, Reason: reason})
-		errs = append(errs, err)
-	}
-	now := metav1.NewTime(r.Clock.Now())
-	event := &corev1.Event{
-		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s.%x", s.Name, now.UnixNano()), Namespace: s.Namespace},
-		InvolvedObject: corev1.ObjectReference{APIVersion: v1alpha1.GroupVersion.String(), Kind: "Session",
-			Namespace: s.Namespace, Name: s.Name, UID: s.UID},
-		Reason: eventReason(kind), Message: reason, Type: corev1.EventTypeNormal,
-		Source:         corev1.EventSource{Component: Relay},
-		FirstTimestamp: now, LastTimestamp: now, Count: 1,
-	}
-	if kind == "refusal" || kind == "tampered" {
-		event.Type = corev1.EventTypeWarning
-	}
-	// An Event is a courtesy to kubectl users; the audit log is the record.
-	_, _ = r.Kube.CoreV1().Events(s.Namespace).Create(ctx, event, metav1.CreateOptions{})
-	return errors.Join(errs...)
-}
-
-// eventReason is the audit kind as an Event reason: "grant" -> "Grant".
-func eventReason(kind string) string {
-	if kind == "" {
-		return "Step"
-	}
-	return strings.ToUpper(kind[:1]) + kind[1:]
+// Lifecycle is the Session state machine as the portal: every status write
+// and every step the relay audits goes through it.
+func (r *Runner) Lifecycle() *lifecycle.Machine {
+	return &lifecycle.Machine{Client: r.Client, Kube: r.Kube, Writer: v1alpha1.WriterPortal, Component: Relay, Audit: r.Audit, Clock: r.Clock}
 }

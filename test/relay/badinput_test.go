@@ -14,6 +14,7 @@ import (
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
 	"github.com/tower-dev/breakglass/internal/oidcissuer"
+	"github.com/tower-dev/breakglass/relay"
 	"github.com/tower-dev/breakglass/relay/terminal"
 )
 
@@ -89,6 +90,33 @@ func TestBadTokens(t *testing.T) {
 	}
 	if strings.Contains(tr.audit.String(), good[:40]) {
 		t.Fatal("a token reached the audit log")
+	}
+}
+
+// TestUnauthenticatedFloodIsNotAuditedOneByOne: anyone can send requests
+// without a valid token; past a burst, their refusals are counted, not
+// each audited, and the count goes with the next refusal audited.
+func TestUnauthenticatedFloodIsNotAuditedOneByOne(t *testing.T) {
+	tr := startRelay(t, config(), clock.RealClock{})
+	const flood = 200
+	for i := 0; i < flood; i++ {
+		tr.must(t, http.StatusUnauthorized, "", "GET", "/api/v1/sessions", "")
+	}
+	audited := strings.Count(tr.audit.String(), `"actor":"unauthenticated"`)
+	if audited < relay.UnauthenticatedAuditBurst || audited > relay.UnauthenticatedAuditBurst+5 {
+		t.Fatalf("%d of %d unauthenticated refusals audited one by one, want about the burst of %d", audited, flood, relay.UnauthenticatedAuditBurst)
+	}
+	time.Sleep(1100 * time.Millisecond) // the limiter lets one more through
+	tr.must(t, http.StatusUnauthorized, "", "GET", "/api/v1/sessions", "")
+	if !strings.Contains(tr.audit.String(), `"unauditedBefore":"`) {
+		t.Fatal("the refusals not audited one by one are not counted in the log")
+	}
+	// A person's refusals are never rate-limited.
+	for i := 0; i < 30; i++ {
+		tr.must(t, http.StatusNotFound, token(t, alice), "GET", sessionPath("nowhere", "s-none"), "")
+	}
+	if n := strings.Count(tr.audit.String(), `"actor":"alice@example.com"`); n != 30 {
+		t.Fatalf("%d of alice's 30 refusals audited", n)
 	}
 }
 

@@ -185,7 +185,7 @@ func TestWholeSession(t *testing.T) {
 	if in.String() != "echo session-$((6*7)) as $(id -u)\n" || !strings.Contains(out.String(), want) {
 		t.Fatalf("the transcript: input %q, output %q", in.String(), out.String())
 	}
-	if n, err := audit.Verify(strings.NewReader(auditLog.String())); err != nil || n != 3 {
+	if n, err := audit.Verify(strings.NewReader(auditLog.String())); err != nil || n != 4 || !strings.Contains(auditLog.String(), `"kind":"start"`) {
 		t.Fatalf("audit: %d events, %v\n%s", n, err, auditLog.String())
 	}
 	events := &corev1.EventList{}
@@ -199,8 +199,8 @@ func TestWholeSession(t *testing.T) {
 		}
 	}
 	sort.Strings(reasons)
-	if strings.Join(reasons, ",") != "Attach,End,Grant" {
-		t.Fatalf("Events on the Session: %v, want Grant, Attach and End", reasons)
+	if strings.Join(reasons, ",") != "Attach,End,Grant,Start" {
+		t.Fatalf("Events on the Session: %v, want Grant, Start, Attach and End", reasons)
 	}
 }
 

@@ -18,9 +18,14 @@ import (
 
 // verifyCLI runs `kubectl-breakglass recording verify DIR ARGS` from source.
 func verifyCLI(dir string, args ...string) (string, error) {
+	return cli(append([]string{"recording", "verify", dir}, args...)...)
+}
+
+// cli runs `kubectl-breakglass ARGS` from source.
+func cli(args ...string) (string, error) {
 	_, here, _, _ := runtime.Caller(0)
 	root := filepath.Join(filepath.Dir(here), "..", "..")
-	cmd := exec.Command("go", append([]string{"run", "./cmd/kubectl-breakglass", "recording", "verify", dir}, args...)...)
+	cmd := exec.Command("go", append([]string{"run", "./cmd/kubectl-breakglass"}, args...)...)
 	cmd.Dir = root
 	out, err := cmd.CombinedOutput()
 	return string(out), err

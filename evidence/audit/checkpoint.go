@@ -1,0 +1,128 @@
+package audit
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+
+	"github.com/tower-dev/breakglass/evidence/recording"
+	"github.com/tower-dev/breakglass/evidence/tlog"
+)
+
+// Checkpoint is the chain's head at a moment: signed by the relay and
+// anchored in the transparency log, kept in the evidence store. A log
+// truncated before a checkpoint, or re-chained (events edited and every
+// hash after them recomputed), no longer holds the event it names, which
+// `audit verify --checkpoints` reports.
+type Checkpoint struct {
+	Chain string    `json:"chain"`
+	Seq   uint64    `json:"seq"`
+	Hash  string    `json:"hash"`
+	Time  time.Time `json:"time"`
+}
+
+// CheckpointPrefix is where a chain's checkpoints are kept in the store:
+// <seq>.json beside its <seq>.rekor-bundle.json.
+func CheckpointPrefix(chain string) string { return "audit/" + chain + "/checkpoints/" }
+
+// BundleSuffix names a checkpoint's anchor beside it.
+const BundleSuffix = "." + tlog.BundleFile
+
+// Checkpointer anchors a log's head, periodically and at shutdown.
+type Checkpointer struct {
+	Log       *Log
+	Chain     string
+	Store     recording.Store
+	Anchorer  *tlog.Anchorer
+	Retention time.Duration
+	// Logger tells of checkpoints that failed.
+	Logger logr.Logger
+
+	mu   sync.Mutex
+	last uint64
+}
+
+// Checkpoint signs and anchors the head if it moved since the last
+// checkpoint, and keeps it with its bundle in the store.
+func (c *Checkpointer) Checkpoint(ctx context.Context) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	seq, hash := c.Log.Head()
+	if seq == 0 || seq == c.last {
+		return nil
+	}
+	body, err := json.Marshal(Checkpoint{Chain: c.Chain, Seq: seq, Hash: hash, Time: time.Now().UTC()})
+	if err != nil {
+		return err
+	}
+	b, err := c.Anchorer.Anchor(ctx, body)
+	if err != nil {
+		return fmt.Errorf("anchoring the audit chain's head (seq %d): %w", seq, err)
+	}
+	raw, err := json.MarshalIndent(b, "", "  ")
+	if err != nil {
+		return err
+	}
+	key := fmt.Sprintf("%s%020d", CheckpointPrefix(c.Chain), seq)
+	retain := time.Now().Add(c.Retention)
+	for k, data := range map[string][]byte{key + ".json": body, key + BundleSuffix: raw} {
+		if _, err := c.Store.Put(ctx, k, data, retain); err != nil && !errors.Is(err, recording.ErrExists) {
+			return fmt.Errorf("keeping the audit checkpoint: %w", err)
+		}
+	}
+	c.last = seq
+	return nil
+}
+
+// Run checkpoints every interval until ctx ends, then once more (the head
+// at shutdown), with a few seconds of its own.
+func (c *Checkpointer) Run(ctx context.Context, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			final, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
+			defer cancel()
+			if err := c.Checkpoint(final); err != nil {
+				c.Logger.Error(err, "the audit checkpoint at shutdown")
+			}
+			return
+		case <-t.C:
+			if err := c.Checkpoint(ctx); err != nil {
+				c.Logger.Error(err, "an audit checkpoint failed; the next one covers it")
+			}
+		}
+	}
+}
+
+// LatestCheckpoint is the newest checkpoint of chain in store, or a zero
+// Checkpoint when there is none: where a relay without an audit file
+// continues the chain after a restart.
+func LatestCheckpoint(ctx context.Context, store recording.Store, chain string) (Checkpoint, error) {
+	keys, err := store.List(ctx, CheckpointPrefix(chain))
+	if err != nil {
+		return Checkpoint{}, err
+	}
+	for i := len(keys) - 1; i >= 0; i-- {
+		if !strings.HasSuffix(keys[i], ".json") || strings.HasSuffix(keys[i], BundleSuffix) {
+			continue
+		}
+		raw, err := store.Get(ctx, keys[i], "")
+		if err != nil {
+			return Checkpoint{}, err
+		}
+		var cp Checkpoint
+		if err := json.Unmarshal(raw, &cp); err != nil {
+			return Checkpoint{}, fmt.Errorf("%s: %w", keys[i], err)
+		}
+		return cp, nil
+	}
+	return Checkpoint{}, nil
+}

@@ -1,0 +1,190 @@
+// Package lifecycle is a Session's one state machine. The phases and who
+// may move a Session between them are api/v1alpha1's PhaseMoves table (the
+// cluster's Session policy is generated from it); this package is how the
+// relay and the sweeper make every move: checked against that table,
+// audited before it takes effect, written to the Session, and audited again
+// as undone when the write fails. Nothing else writes a Session's status.
+//
+// The moves, by step (the audit event's kind):
+//
+//	request     ""       -> Pending   the portal, for a requester
+//	request     ""       -> Approved  the portal, on a cluster needing no approval
+//	breakglass  ""       -> Approved  the portal, nobody approving; a review falls due
+//	approve     Pending  -> Approved  the portal, for an approver (never the requester)
+//	deny        Pending  -> Denied    the portal, for an approver
+//	end         Pending, Approved -> Ended  the portal, withdrawn before it started
+//	start       Approved -> Active    the portal, grant and debug container in place
+//	end         Active   -> Ended     the portal, or the sweeper for an abandoned session
+//	expire      Pending, Approved -> Expired  the sweeper (or the portal), too old to act on
+//	evidence, anchor, review, review-due, heartbeat: records that keep the phase
+package lifecycle
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/tower-dev/breakglass/api/v1alpha1"
+	"github.com/tower-dev/breakglass/evidence/audit"
+)
+
+// The steps: each move's audit kind.
+const (
+	StepRequest    = "request"
+	StepBreakGlass = "breakglass"
+	StepApprove    = "approve"
+	StepDeny       = "deny"
+	StepStart      = "start"
+	StepEnd        = "end"
+	StepExpire     = "expire"
+	StepEvidence   = "evidence"
+	StepAnchor     = "anchor"
+	StepReview     = "review"
+	StepReviewDue  = "review-due"
+	// StepUndone follows a move that was audited but could not be written:
+	// the log says it did not take effect.
+	StepUndone = "undone"
+)
+
+// Move is one change to a Session's status.
+type Move struct {
+	Step string
+	// To is the phase the move leads to; "" keeps the phase.
+	To v1alpha1.SessionPhase
+	// Actor is who asked: a person, or the plane's identity.
+	Actor  string
+	Reason string
+	// Record writes what the move records in the status besides the phase.
+	Record func(*v1alpha1.SessionStatus)
+	// Merge writes a merge patch instead of an update: for moves that race
+	// the relay's own heartbeat, where the resource version moves but no
+	// decision is at stake. Decisions use updates, so two people deciding
+	// at once cannot both win.
+	Merge bool
+}
+
+// Machine makes moves as one writer of Sessions.
+type Machine struct {
+	Client client.Client
+	// Kube posts a Kubernetes Event for each step, for kubectl users; the
+	// audit log is the record. Optional.
+	Kube   kubernetes.Interface
+	Writer v1alpha1.Writer
+	// Component names the writer in Events.
+	Component string
+	// Audit is the hash-chained log every move goes to first. Nil only in
+	// tests that do not look at the log.
+	Audit *audit.Log
+	Clock clock.PassiveClock
+}
+
+// ErrCannotMove is a move the lifecycle does not allow this writer.
+var ErrCannotMove = errors.New("the lifecycle does not allow this move")
+
+// ErrNotAudited is a move refused because the audit log could not take it:
+// nothing was changed.
+var ErrNotAudited = errors.New("the audit log could not record it, so nothing was changed")
+
+// Make audits m, then writes it to s. A move the table does not allow is
+// refused before anything is written; an audit that fails leaves the
+// Session as it was; a write that fails is audited as undone and s is left
+// as it was read.
+func (m *Machine) Make(ctx context.Context, s *v1alpha1.Session, mv Move) error {
+	from := s.Status.Phase
+	to := mv.To
+	if to == "" {
+		to = from
+	}
+	if !v1alpha1.CanMove(from, to, m.Writer) {
+		return fmt.Errorf("session %s/%s is %s: %s may not %s it (to %s): %w", s.Namespace, s.Name, phaseName(from), m.Writer, mv.Step, to, ErrCannotMove)
+	}
+	if err := m.Note(ctx, mv.Step, mv.Actor, s, mv.Reason); err != nil {
+		return fmt.Errorf("%s: %w: %w", mv.Step, ErrNotAudited, err)
+	}
+	before := s.DeepCopy()
+	s.Status.Phase = to
+	if mv.Record != nil {
+		mv.Record(&s.Status)
+	}
+	var err error
+	if mv.Merge {
+		err = m.Client.Status().Patch(ctx, s, client.MergeFrom(before))
+	} else {
+		err = m.Client.Status().Update(ctx, s)
+	}
+	if err != nil {
+		s.Status = before.Status
+		s.ResourceVersion = before.ResourceVersion
+		undone := fmt.Sprintf("%s did not take effect: %v", mv.Step, err)
+		if aerr := m.Note(context.WithoutCancel(ctx), StepUndone, mv.Actor, s, undone); aerr != nil {
+			return errors.Join(err, fmt.Errorf("auditing that %s was undone: %w", mv.Step, aerr))
+		}
+		return err
+	}
+	return nil
+}
+
+// Note audits what actor did about s (a step that writes nothing to the
+// Session, or one about to be written) and shows it as an Event on the
+// Session. An audit sink that fails is an error: no step goes unaudited.
+func (m *Machine) Note(ctx context.Context, kind, actor string, s *v1alpha1.Session, reason string) error {
+	if m.Audit != nil {
+		if _, err := m.Audit.Record(ctx, audit.Event{Kind: kind, Actor: actor, Session: s.Namespace + "/" + s.Name, Reason: reason}); err != nil {
+			return err
+		}
+	}
+	if m.Kube == nil {
+		return nil
+	}
+	now := metav1.NewTime(m.now())
+	event := &corev1.Event{
+		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s.%x", s.Name, now.UnixNano()), Namespace: s.Namespace},
+		InvolvedObject: corev1.ObjectReference{APIVersion: v1alpha1.GroupVersion.String(), Kind: "Session",
+			Namespace: s.Namespace, Name: s.Name, UID: s.UID},
+		Reason: eventReason(kind), Message: reason, Type: corev1.EventTypeNormal,
+		Source:         corev1.EventSource{Component: m.Component},
+		FirstTimestamp: now, LastTimestamp: now, Count: 1,
+	}
+	if kind == "refusal" || kind == "tampered" || kind == StepUndone {
+		event.Type = corev1.EventTypeWarning
+	}
+	// An Event is a courtesy to kubectl users; the audit log is the record.
+	_, _ = m.Kube.CoreV1().Events(s.Namespace).Create(ctx, event, metav1.CreateOptions{})
+	return nil
+}
+
+func (m *Machine) now() time.Time {
+	if m.Clock == nil {
+		return time.Now()
+	}
+	return m.Clock.Now()
+}
+
+func phaseName(p v1alpha1.SessionPhase) string {
+	if p == "" {
+		return "new"
+	}
+	return string(p)
+}
+
+// eventReason is the audit kind as an Event reason: "review-due" -> "ReviewDue".
+func eventReason(kind string) string {
+	var b strings.Builder
+	for _, part := range strings.Split(kind, "-") {
+		if part != "" {
+			b.WriteString(strings.ToUpper(part[:1]) + part[1:])
+		}
+	}
+	if b.Len() == 0 {
+		return "Step"
+	}
+	return b.String()
+}
