@@ -163,14 +163,18 @@ func SessionRules() Policy {
 			{
 				Name: "session.self-approval",
 				Expression: `!has(object.status) || !has(object.status.approval) ||
-					object.status.approval.by != object.spec.requester`,
-				Message: "[session.self-approval] the requester never approves their own session: another person approves it.",
+					(object.spec.?requesterID.orValue('') != '' && object.status.approval.?byID.orValue('') != '' ?
+					 object.status.approval.byID != object.spec.requesterID :
+					 object.status.approval.by != object.spec.requester)`,
+				Message: "[session.self-approval] the requester never approves their own session, under any name: another person approves it.",
 			},
 			{
 				Name: "session.self-review",
 				Expression: `!has(object.status) || !has(object.status.review) || !has(object.status.review.by) ||
-					object.status.review.by != object.spec.requester`,
-				Message: "[session.self-review] the requester never reviews their own session: another person reviews it.",
+					(object.spec.?requesterID.orValue('') != '' && object.status.review.?byID.orValue('') != '' ?
+					 object.status.review.byID != object.spec.requesterID :
+					 object.status.review.by != object.spec.requester)`,
+				Message: "[session.self-review] the requester never reviews their own session, under any name: another person reviews it.",
 			},
 		},
 	}

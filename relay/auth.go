@@ -9,12 +9,33 @@ import (
 	"strings"
 
 	"github.com/coreos/go-oidc/v3/oidc"
+
+	"github.com/tower-dev/breakglass/api/v1alpha1"
 )
 
 // Caller is the person behind a request, as their token says.
 type Caller struct {
+	// ID is who they are: the token's issuer and subject, "issuer#subject".
+	// It does not change with their email or display name, and it alone
+	// decides separation of duty: a second spelling of an address, a case
+	// change or a re-issued email is still the same ID.
+	ID string
+	// Name is how they are shown (the username claim, by default the
+	// verified email); it decides nothing.
 	Name   string
 	Groups []string
+}
+
+// IdentityOf is the identity a token's issuer and subject name.
+func IdentityOf(issuer, subject string) string { return issuer + "#" + subject }
+
+// IsRequester reports whether c asked for s: by identity; a Session made
+// without one (not by this relay) by name.
+func (c Caller) IsRequester(s *v1alpha1.Session) bool {
+	if s.Spec.RequesterID != "" {
+		return s.Spec.RequesterID == c.ID
+	}
+	return s.Spec.Requester == c.Name
 }
 
 // Authenticator verifies OIDC bearer tokens against the issuer's key set.
@@ -56,17 +77,21 @@ func (a *Authenticator) Verify(ctx context.Context, raw string) (Caller, error) 
 	if err := tok.Claims(&claims); err != nil {
 		return Caller{}, fmt.Errorf("%w: the token's claims: %w", errUnauthenticated, err)
 	}
+	if tok.Subject == "" {
+		return Caller{}, fmt.Errorf("%w: the token has no subject: nothing says who the person is", errUnauthenticated)
+	}
 	name, _ := claims[a.usernameClaim].(string)
 	if name == "" {
 		return Caller{}, fmt.Errorf("%w: the token has no %q claim naming the person", errUnauthenticated, a.usernameClaim)
 	}
-	// An unverified address could be anyone's: the issuer says whose it is.
+	// An address shown to people and sent notifications must be the
+	// person's: the issuer must say it verified it.
 	if a.usernameClaim == "email" {
-		if v, ok := claims["email_verified"].(bool); ok && !v {
-			return Caller{}, fmt.Errorf("%w: the token's email is not verified", errUnauthenticated)
+		if v, _ := claims["email_verified"].(bool); !v {
+			return Caller{}, fmt.Errorf("%w: the token's email is not verified (email_verified is not true)", errUnauthenticated)
 		}
 	}
-	c := Caller{Name: name}
+	c := Caller{ID: IdentityOf(tok.Issuer, tok.Subject), Name: name}
 	switch groups := claims[a.groupsClaim].(type) {
 	case nil:
 	case []any:

@@ -33,7 +33,7 @@ func (s *Server) start(w http.ResponseWriter, r *http.Request, c Caller) error {
 		return err
 	}
 	ns := sess.Namespace
-	if sess.Spec.Requester != c.Name {
+	if !c.IsRequester(sess) {
 		return forbidden("only the requester, %s, starts this session", sess.Spec.Requester)
 	}
 	// Permissions taken away since the request take the start away too.
@@ -128,7 +128,7 @@ func (s *Server) end(w http.ResponseWriter, r *http.Request, c Caller) error {
 	}
 	ns := sess.Namespace
 	reason := v1alpha1.EndUser
-	if sess.Spec.Requester != c.Name {
+	if !c.IsRequester(sess) {
 		if !s.cfg.can(c, ActionEnd, t.Name, ns) {
 			return forbidden("%s may not end sessions in %s/%s", c.Name, t.Name, ns)
 		}
@@ -179,7 +179,7 @@ func (s *Server) terminal(w http.ResponseWriter, r *http.Request, c Caller) erro
 		return err
 	}
 	ns := sess.Namespace
-	readOnly := sess.Spec.Requester != c.Name
+	readOnly := !c.IsRequester(sess)
 	if readOnly && !s.cfg.can(c, ActionApprove, t.Name, ns) {
 		return forbidden("only the requester, or an approver watching, opens this terminal")
 	}

@@ -39,7 +39,7 @@ func (s *Server) recording(w http.ResponseWriter, r *http.Request, c Caller) err
 	switch {
 	case sensitive && !s.cfg.can(c, ActionViewSensitive, t.Name, ns):
 		return forbidden("the recording of a process-access session is sensitive: %s may not view sensitive recordings in %s/%s", c.Name, t.Name, ns)
-	case sess.Spec.Requester == c.Name, s.cfg.can(c, ActionApprove, t.Name, ns), s.cfg.can(c, ActionReview, t.Name, ns):
+	case c.IsRequester(sess), s.cfg.can(c, ActionApprove, t.Name, ns), s.cfg.can(c, ActionReview, t.Name, ns):
 	default:
 		return forbidden("only the requester, approvers and reviewers play a session's recording")
 	}

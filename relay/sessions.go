@@ -172,7 +172,7 @@ func (s *Server) request(w http.ResponseWriter, r *http.Request, c Caller) error
 	sess := &v1alpha1.Session{
 		ObjectMeta: metav1.ObjectMeta{GenerateName: "s-", Namespace: ns},
 		Spec: v1alpha1.SessionSpec{TargetPod: q.Pod, TargetContainer: q.Container, Mode: q.Mode, ProcessAccess: q.ProcessAccess,
-			Duration: metav1.Duration{Duration: d}, KeepPod: q.KeepPod, Reason: q.Reason, Requester: c.Name, GlassBroken: q.GlassBroken},
+			Duration: metav1.Duration{Duration: d}, KeepPod: q.KeepPod, Reason: q.Reason, Requester: c.Name, RequesterID: c.ID, GlassBroken: q.GlassBroken},
 	}
 	if err := t.Client.Create(ctx, sess); err != nil {
 		return clusterError(err)
@@ -276,7 +276,7 @@ func (s *Server) decide(r *http.Request, c Caller) (*target, *v1alpha1.Session, 
 	if err != nil {
 		return nil, nil, d, err
 	}
-	if sess.Spec.Requester == c.Name {
+	if c.IsRequester(sess) {
 		return nil, nil, d, forbidden("%s requested this session: another person decides on it", c.Name)
 	}
 	if sess.Status.Phase != v1alpha1.PhasePending {
@@ -291,7 +291,7 @@ func (s *Server) approve(w http.ResponseWriter, r *http.Request, c Caller) error
 		return err
 	}
 	ctx := r.Context()
-	approval := &v1alpha1.Approval{By: c.Name, At: metav1.NewTime(s.clock.Now()), Mode: sess.Spec.Mode,
+	approval := &v1alpha1.Approval{By: c.Name, ByID: c.ID, At: metav1.NewTime(s.clock.Now()), Mode: sess.Spec.Mode,
 		ProcessAccess: sess.Spec.ProcessAccess && !d.WithoutProcessAccess, KeepPod: d.KeepPod, Comment: d.Comment}
 	what := fmt.Sprintf("mode %s, process access %t, keep the pod %t", sess.Spec.Mode, approval.ProcessAccess, d.KeepPod)
 	if err := t.runner.Lifecycle().Make(ctx, sess, lifecycle.Move{Step: lifecycle.StepApprove, To: v1alpha1.PhaseApproved,
@@ -309,7 +309,7 @@ func (s *Server) deny(w http.ResponseWriter, r *http.Request, c Caller) error {
 		return err
 	}
 	ctx := r.Context()
-	denial := &v1alpha1.Denial{By: c.Name, At: metav1.NewTime(s.clock.Now()), Reason: d.Reason}
+	denial := &v1alpha1.Denial{By: c.Name, ByID: c.ID, At: metav1.NewTime(s.clock.Now()), Reason: d.Reason}
 	if err := t.runner.Lifecycle().Make(ctx, sess, lifecycle.Move{Step: lifecycle.StepDeny, To: v1alpha1.PhaseDenied,
 		Actor: c.Name, Reason: d.Reason, Record: func(st *v1alpha1.SessionStatus) { st.Denial = denial }}); err != nil {
 		return clusterError(err)
@@ -337,7 +337,7 @@ func (s *Server) review(w http.ResponseWriter, r *http.Request, c Caller) error 
 	if err != nil {
 		return err
 	}
-	if sess.Spec.Requester == c.Name {
+	if c.IsRequester(sess) {
 		return forbidden("%s requested this session: another person reviews it", c.Name)
 	}
 	switch {
@@ -352,7 +352,7 @@ func (s *Server) review(w http.ResponseWriter, r *http.Request, c Caller) error 
 			if st.Review == nil {
 				st.Review = &v1alpha1.Review{}
 			}
-			st.Review.By, st.Review.At, st.Review.Comment = c.Name, &at, q.Comment
+			st.Review.By, st.Review.ByID, st.Review.At, st.Review.Comment = c.Name, c.ID, &at, q.Comment
 		}}); err != nil {
 		return clusterError(err)
 	}

@@ -55,6 +55,12 @@ type SessionSpec struct {
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
 	Requester string `json:"requester"`
+	// RequesterID is the requester's identity: the identity provider's
+	// issuer and subject ("issuer#subject"). The name above is for people
+	// to read; separation of duty compares this.
+	// +optional
+	// +kubebuilder:validation:MaxLength=512
+	RequesterID string `json:"requesterID,omitempty"`
 
 	// GlassBroken is set when the requester started without approval; a review is then due.
 	// +optional
@@ -94,6 +100,12 @@ type Approval struct {
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
 	By string      `json:"by"`
+	// ByID is the approver's identity: the identity provider's issuer and subject
+	// ("issuer#subject"), which never changes with a display name or email.
+	// Separation of duty compares identities, never names.
+	// +optional
+	// +kubebuilder:validation:MaxLength=512
+	ByID string `json:"byID,omitempty"`
 	At metav1.Time `json:"at"`
 	// Mode, ProcessAccess and KeepPod are what the approver was shown.
 	Mode          SessionMode `json:"mode"`
@@ -109,6 +121,12 @@ type Denial struct {
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
 	By string      `json:"by"`
+	// ByID is the denier's identity: the identity provider's issuer and subject
+	// ("issuer#subject"), which never changes with a display name or email.
+	// Separation of duty compares identities, never names.
+	// +optional
+	// +kubebuilder:validation:MaxLength=512
+	ByID string `json:"byID,omitempty"`
 	At metav1.Time `json:"at"`
 	// +optional
 	// +kubebuilder:validation:MaxLength=2048
@@ -173,6 +191,11 @@ type Review struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=253
 	By string `json:"by,omitempty"`
+	// ByID is the reviewer's identity ("issuer#subject"), compared with the
+	// requester's.
+	// +optional
+	// +kubebuilder:validation:MaxLength=512
+	ByID string `json:"byID,omitempty"`
 	// +optional
 	At *metav1.Time `json:"at,omitempty"`
 	// +optional

@@ -4,6 +4,7 @@
 package oidcissuer
 
 import (
+	"cmp"
 	"crypto/rand"
 	"crypto/rsa"
 	"encoding/json"
@@ -68,13 +69,15 @@ func writeJSON(w http.ResponseWriter, v any) {
 type Person struct {
 	Email  string
 	Groups []string
+	// Subject is the person's stable identity at the issuer (default: Email).
+	Subject string
 }
 
 // Token signs an ID token for p, issued for audience, valid for ttl.
 func (i *Issuer) Token(p Person, audience string, ttl time.Duration) (string, error) {
 	now := time.Now()
 	return i.Sign(map[string]any{
-		"iss": i.URL, "sub": p.Email, "aud": audience, "email": p.Email, "email_verified": true,
+		"iss": i.URL, "sub": cmp.Or(p.Subject, p.Email), "aud": audience, "email": p.Email, "email_verified": true,
 		"groups": p.Groups, "iat": now.Unix(), "exp": now.Add(ttl).Unix(),
 	})
 }

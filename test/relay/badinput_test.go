@@ -31,7 +31,7 @@ func TestBadTokens(t *testing.T) {
 		return tok
 	}
 	base := func() map[string]any {
-		return map[string]any{"iss": issuer.URL, "aud": audience, "sub": "alice", "email": alice.Email, "groups": alice.Groups,
+		return map[string]any{"iss": issuer.URL, "aud": audience, "sub": "alice", "email": alice.Email, "email_verified": true, "groups": alice.Groups,
 			"iat": now.Unix(), "exp": now.Add(time.Hour).Unix()}
 	}
 	with := func(k string, v any) string {
@@ -63,6 +63,8 @@ func TestBadTokens(t *testing.T) {
 		{"another issuer's key", "Bearer " + forged, "signature"},
 		{"no email", "Bearer " + with("email", nil), `no "email" claim`},
 		{"unverified email", "Bearer " + with("email_verified", false), "not verified"},
+		{"email never verified", "Bearer " + with("email_verified", nil), "not verified"},
+		{"no subject", "Bearer " + with("sub", nil), "no subject"},
 		{"groups not a list", "Bearer " + with("groups", "sre"), "not a list"},
 		{"tampered", "Bearer " + good[:len(good)-4] + "AAAA", "signature"},
 	} {
