@@ -82,7 +82,7 @@ const (
 )
 
 // EndReason says why a session ended.
-// +kubebuilder:validation:Enum=hardStop;idle;disconnect;user;approver;swept
+// +kubebuilder:validation:Enum=hardStop;idle;disconnect;user;approver;swept;failedStart
 type EndReason string
 
 // The reasons a session ends.
@@ -93,6 +93,9 @@ const (
 	EndUser       EndReason = "user"
 	EndApprover   EndReason = "approver"
 	EndSwept      EndReason = "swept"
+	// EndFailedStart: the start failed after the debug container was
+	// added; the pod was recycled (unless it was to be kept).
+	EndFailedStart EndReason = "failedStart"
 )
 
 // Approval records who approved and exactly what they saw and approved.

@@ -136,7 +136,15 @@ func (r *Runner) Start(ctx context.Context, s *v1alpha1.Session) (_ *Live, err e
 	container := v1alpha1.DebugContainerPrefix + s.Name
 	pod := s.Spec.TargetPod
 	if s.Spec.Mode == v1alpha1.ModeLive {
-		err = r.addDebugContainer(ctx, s, container)
+		if err = r.addDebugContainer(ctx, s, container); err == nil {
+			// From here the pod carries the debug container: a start that
+			// fails leaves neither it nor a Session that could start again.
+			defer func() {
+				if err != nil {
+					err = errors.Join(err, r.failedStart(s, pod, container, err))
+				}
+			}()
+		}
 	} else {
 		// The copy is named after its debug container: one per session.
 		pod = container
@@ -240,23 +248,69 @@ func (r *Runner) addDebugContainer(ctx context.Context, s *v1alpha1.Session, nam
 	return nil
 }
 
+// waitRunning waits for the debug container to run. A container the node
+// cannot run (its image cannot be pulled or created, or it exited) fails at
+// once with the node's reason, instead of at the timeout.
 func (r *Runner) waitRunning(ctx context.Context, ns, pod, container string) error {
+	var why error
 	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
 		p, err := r.Kube.CoreV1().Pods(ns).Get(ctx, pod, metav1.GetOptions{})
 		if err != nil {
 			return false, nil
 		}
 		for _, st := range append(p.Status.EphemeralContainerStatuses, p.Status.ContainerStatuses...) {
-			if st.Name == container && st.State.Running != nil {
+			switch {
+			case st.Name != container:
+			case st.State.Running != nil:
 				return true, nil
+			case st.State.Terminated != nil:
+				why = fmt.Errorf("it exited: %s (code %d) %s", st.State.Terminated.Reason, st.State.Terminated.ExitCode, st.State.Terminated.Message)
+				return false, why
+			case st.State.Waiting != nil && cannotStart[st.State.Waiting.Reason]:
+				why = fmt.Errorf("%s: %s", st.State.Waiting.Reason, st.State.Waiting.Message)
+				return false, why
 			}
 		}
 		return false, nil
 	})
+	if why != nil {
+		return fmt.Errorf("the debug container cannot start: %w", why)
+	}
 	if err != nil {
 		return fmt.Errorf("the debug container did not start: %w", err)
 	}
 	return nil
+}
+
+// cannotStart are the waiting reasons a kubelet gives for a container that
+// will not run without someone changing something.
+var cannotStart = map[string]bool{"ErrImagePull": true, "ImagePullBackOff": true, "InvalidImageName": true,
+	"ErrImageNeverPull": true, "CreateContainerConfigError": true, "CreateContainerError": true, "RunContainerError": true}
+
+// failedStart cleans up after a start that failed once the debug container
+// was in the pod: the pod is recycled (unless the approver chose to keep
+// it), and the Session ends, saying why, so it cannot be started again on a
+// pod that is gone. The grant is taken back by Start itself.
+func (r *Runner) failedStart(s *v1alpha1.Session, pod, container string, cause error) error {
+	ctx := context.Background()
+	var errs []error
+	keep := s.Status.Approval != nil && s.Status.Approval.KeepPod
+	if !keep {
+		err := r.Kube.CoreV1().Pods(s.Namespace).Delete(ctx, pod, metav1.DeleteOptions{})
+		if !apierrors.IsNotFound(err) {
+			errs = append(errs, err)
+		}
+	}
+	why := cause.Error()
+	if len(why) > 200 {
+		why = why[:200] + "..."
+	}
+	by := fmt.Sprintf("%s (the start failed after %s was added to %s, pod recycled: %t: %s)", Relay, container, pod, !keep, why)
+	errs = append(errs, r.Lifecycle().Make(ctx, s, lifecycle.Move{Step: lifecycle.StepEnd, To: v1alpha1.PhaseEnded, Actor: PortalIdentity,
+		Reason: string(v1alpha1.EndFailedStart) + ": " + why, Merge: true, Record: func(st *v1alpha1.SessionStatus) {
+			st.End = &v1alpha1.End{By: by, Reason: v1alpha1.EndFailedStart, At: metav1.NewTime(r.Clock.Now()), Abnormal: true}
+		}}))
+	return errors.Join(errs...)
 }
 
 // attach opens the debug container's terminal through the API server,

@@ -46,6 +46,9 @@ type Options struct {
 	// WithoutPolicies installs everything but the admission policies and
 	// their bindings: a baseline to measure what the policies cost.
 	WithoutPolicies bool
+	// UnpullableImages are images the virtual node cannot pull: their
+	// containers wait with ErrImagePull, as a kubelet's do.
+	UnpullableImages []string
 }
 
 // Cluster is a running control plane.
@@ -100,6 +103,7 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 		if n, err = newNode(dir); err != nil {
 			return nil, err
 		}
+		n.unpullable = opts.UnpullableImages
 		for k, v := range n.apiServerFlags {
 			args.Set(k, v)
 		}

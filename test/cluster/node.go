@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -37,6 +38,8 @@ type node struct {
 	runtime  *processes
 	// apiServerFlags are the kubelet client flags the API server needs.
 	apiServerFlags map[string]string
+	// unpullable images are never started: ErrImagePull.
+	unpullable []string
 }
 
 // newNode prepares the node's certificates and listener before the API
@@ -141,11 +144,18 @@ func (n *node) sync(ctx context.Context, c *Cluster, pod *corev1.Pod) {
 	}
 	changed := false
 	for _, ctr := range pod.Spec.Containers {
+		if slices.Contains(n.unpullable, ctr.Image) {
+			continue
+		}
 		if started, _ := n.runtime.start(pod, ctr.Name, append(append([]string(nil), ctr.Command...), ctr.Args...), ctr.SecurityContext); started {
 			changed = true
 		}
 	}
 	for _, ec := range pod.Spec.EphemeralContainers {
+		if slices.Contains(n.unpullable, ec.Image) {
+			changed = true // reported waiting below
+			continue
+		}
 		cmd := append(append([]string(nil), ec.Command...), ec.Args...)
 		if started, _ := n.runtime.start(pod, ec.Name, cmd, ec.SecurityContext); started {
 			changed = true
@@ -164,15 +174,25 @@ func (n *node) sync(ctx context.Context, c *Cluster, pod *corev1.Pod) {
 		cur.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
 		cur.Status.ContainerStatuses = nil
 		for _, ctr := range cur.Spec.Containers {
-			cur.Status.ContainerStatuses = append(cur.Status.ContainerStatuses, runningStatus(ctr.Name, ctr.Image))
+			cur.Status.ContainerStatuses = append(cur.Status.ContainerStatuses, n.status(ctr.Name, ctr.Image))
 		}
 		cur.Status.EphemeralContainerStatuses = nil
 		for _, ec := range cur.Spec.EphemeralContainers {
-			cur.Status.EphemeralContainerStatuses = append(cur.Status.EphemeralContainerStatuses, runningStatus(ec.Name, ec.Image))
+			cur.Status.EphemeralContainerStatuses = append(cur.Status.EphemeralContainerStatuses, n.status(ec.Name, ec.Image))
 		}
 		_, err = c.Kube.CoreV1().Pods(pod.Namespace).UpdateStatus(ctx, cur, metav1.UpdateOptions{})
 		return err == nil, nil
 	})
+}
+
+// status is a container's status: running, or waiting on an image the
+// node cannot pull.
+func (n *node) status(name, image string) corev1.ContainerStatus {
+	if slices.Contains(n.unpullable, image) {
+		return corev1.ContainerStatus{Name: name, Image: image, State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{
+			Reason: "ErrImagePull", Message: "failed to pull image " + image + ": not found"}}}
+	}
+	return runningStatus(name, image)
 }
 
 func runningStatus(name, image string) corev1.ContainerStatus {

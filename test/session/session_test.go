@@ -36,7 +36,9 @@ import (
 
 var (
 	debugImage = "registry.example/breakglass/debug@sha256:" + strings.Repeat("d", 64)
-	cl         *cluster.Cluster
+	// brokenImage is allowed by the policies but cannot be pulled by the node.
+	brokenImage = "registry.example/breakglass/debug@sha256:" + strings.Repeat("b", 64)
+	cl          *cluster.Cluster
 )
 
 func TestMain(m *testing.M) { os.Exit(run(m)) }
@@ -44,7 +46,8 @@ func TestMain(m *testing.M) { os.Exit(run(m)) }
 func run(m *testing.M) int {
 	log.SetLogger(logr.Discard())
 	var err error
-	cl, err = cluster.Start(context.Background(), cluster.Options{Profile: policies.Flight, DebugImages: []string{debugImage}, VirtualNode: true})
+	cl, err = cluster.Start(context.Background(), cluster.Options{Profile: policies.Flight, DebugImages: []string{debugImage, brokenImage},
+		VirtualNode: true, UnpullableImages: []string{brokenImage}})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

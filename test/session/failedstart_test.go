@@ -1,0 +1,66 @@
+package session_test
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/tower-dev/breakglass/api/v1alpha1"
+	"github.com/tower-dev/breakglass/evidence/audit"
+	"github.com/tower-dev/breakglass/evidence/recording"
+)
+
+// TestFailedStartLeavesNothing: the debug container is added but its image
+// cannot be pulled. The start fails at once with the node's reason (not
+// at a timeout); the grant is gone, the pod carrying the container is
+// recycled, and the Session is Ended as a failed start, saying why, in
+// the Session and the audit log. With keep-the-pod approved, the pod stays.
+func TestFailedStartLeavesNothing(t *testing.T) {
+	for _, keep := range []bool{false, true} {
+		name := map[bool]string{false: "recycled", true: "kept"}[keep]
+		t.Run(name, func(t *testing.T) {
+			ns := cl.Namespace(t, "failed-start-"+name)
+			s := approvedSession(t, ns, keep)
+			var log bytes.Buffer
+			r := runner(t, &recording.Dir{Root: t.TempDir()}, audit.NewLog(audit.Event{}, nil, &audit.Writer{W: &log}))
+			r.DebugImage = brokenImage
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			start := time.Now()
+			_, err := r.Start(ctx, s)
+			if err == nil || !strings.Contains(err.Error(), "ErrImagePull") {
+				t.Fatalf("the start: %v", err)
+			}
+			if took := time.Since(start); took > 20*time.Second {
+				t.Fatalf("the start failed after %s, at a timeout rather than at the node's answer", took)
+			}
+			if err := cl.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "breakglass-s1"}, &rbacv1.RoleBinding{}); !apierrors.IsNotFound(err) {
+				t.Fatalf("the grant after a failed start: %v", err)
+			}
+			pod := &corev1.Pod{}
+			err = cl.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web-1"}, pod)
+			recycled := apierrors.IsNotFound(err) || (err == nil && pod.DeletionTimestamp != nil)
+			if recycled == keep {
+				t.Fatalf("keep the pod %t, yet the pod recycled %t (%v)", keep, recycled, err)
+			}
+			got := &v1alpha1.Session{}
+			if err := cl.Client.Get(ctx, client.ObjectKeyFromObject(s), got); err != nil {
+				t.Fatal(err)
+			}
+			if got.Status.Phase != v1alpha1.PhaseEnded || got.Status.End == nil || got.Status.End.Reason != v1alpha1.EndFailedStart ||
+				!got.Status.End.Abnormal || !strings.Contains(got.Status.End.By, "ErrImagePull") {
+				t.Fatalf("the Session after a failed start: %+v", got.Status)
+			}
+			if !strings.Contains(log.String(), `"kind":"end"`) || !strings.Contains(log.String(), "failedStart: ") {
+				t.Fatalf("the failed start is not audited:\n%s", log.String())
+			}
+		})
+	}
+}
