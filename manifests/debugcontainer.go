@@ -38,9 +38,13 @@ func RestrictedSecurityContext(uid int64) *corev1.SecurityContext {
 // a terminal to attach to.
 func DebugContainer(name, image string) corev1.EphemeralContainer {
 	return corev1.EphemeralContainer{EphemeralContainerCommon: corev1.EphemeralContainerCommon{
-		Name:                     name,
-		Image:                    image,
-		Stdin:                    true,
+		Name:  name,
+		Image: image,
+		Stdin: true,
+		// StdinOnce: the shell's input closes when the relay's attach does,
+		// so no debug shell outlives its session's stream, and nobody who
+		// attaches later gets a shell to type into.
+		StdinOnce:                true,
 		TTY:                      true,
 		TerminationMessagePolicy: corev1.TerminationMessageReadFile,
 		ImagePullPolicy:          corev1.PullIfNotPresent,

@@ -97,7 +97,7 @@ func CopyPod(target *corev1.Pod, s *v1alpha1.Session, container, image string, p
 	}
 	ec := manifests.DebugContainer(container, image)
 	spec.Containers = append(spec.Containers, corev1.Container{
-		Name: ec.Name, Image: ec.Image, Stdin: ec.Stdin, TTY: ec.TTY, ImagePullPolicy: ec.ImagePullPolicy,
+		Name: ec.Name, Image: ec.Image, Stdin: ec.Stdin, StdinOnce: ec.StdinOnce, TTY: ec.TTY, ImagePullPolicy: ec.ImagePullPolicy,
 		TerminationMessagePolicy: ec.TerminationMessagePolicy, SecurityContext: ec.SecurityContext,
 	})
 	return &corev1.Pod{

@@ -40,6 +40,11 @@ func (l *Live) Watch(ctx context.Context, limits Limits) (v1alpha1.EndReason, er
 	if d := l.Session.Status.Deadline; d != nil {
 		deadline = d.Time
 	}
+	// Whatever the Session says, the stream never outlives the grant: the
+	// API server checked the grant only when the stream opened.
+	if g := l.Session.Status.Grant; g != nil && (deadline.IsZero() || g.ExpiresAt.Time.Before(deadline)) {
+		deadline = g.ExpiresAt.Time
+	}
 	l.mu.Unlock()
 	if limits.Flush <= 0 {
 		limits.Flush = 5 * time.Second

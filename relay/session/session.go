@@ -176,6 +176,7 @@ func (r *Runner) Start(ctx context.Context, s *v1alpha1.Session) (_ *Live, err e
 	if err != nil {
 		return nil, err
 	}
+	live.endAtGrantExpiry(s.Status.Grant.ExpiresAt.Time)
 	if err := r.record(ctx, "attach", s, container); err != nil {
 		_ = live.End(context.Background(), Relay, v1alpha1.EndUser)
 		return nil, fmt.Errorf("auditing the attach: %w", err)
@@ -363,6 +364,25 @@ func (r *Runner) newLive(s *v1alpha1.Session, rec *recording.Recorder) (l *Live,
 		return len(p), nil
 	})
 	return l, stdin, stdout
+}
+
+// endAtGrantExpiry is the backstop that ends the session when its grant
+// expires, on the wall clock, whatever else ends it or fails to: the API
+// server checked the grant when the attach stream opened, not since, so the
+// relay itself closes the stream (and with it the shell's input) at the
+// grant's TTL. Watch ends the session at its hard stop, or at the grant's
+// expiry if that comes first, long before; this holds when Watch does not
+// run.
+func (l *Live) endAtGrantExpiry(expires time.Time) {
+	timer := time.AfterFunc(time.Until(expires), func() {
+		if err := l.finish(context.Background(), Relay+" (its grant expired)", v1alpha1.EndHardStop, false); err != nil {
+			l.r.Log.Error(err, "ending a session at its grant's expiry", "session", l.Session.Namespace+"/"+l.Session.Name)
+		}
+	})
+	go func() {
+		<-l.ended
+		timer.Stop()
+	}()
 }
 
 // Write sends the person's keystrokes to the terminal.

@@ -147,7 +147,7 @@ func (n *node) sync(ctx context.Context, c *Cluster, pod *corev1.Pod) {
 		if slices.Contains(n.unpullable, ctr.Image) {
 			continue
 		}
-		if started, _ := n.runtime.start(pod, ctr.Name, append(append([]string(nil), ctr.Command...), ctr.Args...), ctr.SecurityContext); started {
+		if started, _ := n.runtime.start(pod, ctr.Name, append(append([]string(nil), ctr.Command...), ctr.Args...), ctr.SecurityContext, ctr.StdinOnce); started {
 			changed = true
 		}
 	}
@@ -157,7 +157,7 @@ func (n *node) sync(ctx context.Context, c *Cluster, pod *corev1.Pod) {
 			continue
 		}
 		cmd := append(append([]string(nil), ec.Command...), ec.Args...)
-		if started, _ := n.runtime.start(pod, ec.Name, cmd, ec.SecurityContext); started {
+		if started, _ := n.runtime.start(pod, ec.Name, cmd, ec.SecurityContext, ec.StdinOnce); started {
 			changed = true
 		}
 	}

@@ -26,19 +26,22 @@ type processes struct {
 }
 
 type process struct {
-	cmd  *exec.Cmd
-	pty  *os.File
-	size *sizer
-	uid  *int64
-	mu   sync.Mutex
-	subs map[io.Writer]chan struct{}
-	done chan struct{}
+	// stdinOnce: the first attach's detach closes the container's input,
+	// which ends its shell (as a runtime hangs up the terminal).
+	stdinOnce bool
+	cmd       *exec.Cmd
+	pty       *os.File
+	size      *sizer
+	uid       *int64
+	mu        sync.Mutex
+	subs      map[io.Writer]chan struct{}
+	done      chan struct{}
 }
 
 func newProcesses() *processes { return &processes{procs: map[string]*process{}} }
 
 // start runs the container's command (a shell when it has none), once.
-func (p *processes) start(pod *corev1.Pod, container string, command []string, sc *corev1.SecurityContext) (bool, error) {
+func (p *processes) start(pod *corev1.Pod, container string, command []string, sc *corev1.SecurityContext, stdinOnce bool) (bool, error) {
 	key := pod.Namespace + "/" + pod.Name + "/" + container
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -57,7 +60,7 @@ func (p *processes) start(pod *corev1.Pod, container string, command []string, s
 	if err != nil {
 		return false, fmt.Errorf("starting %s: %w", key, err)
 	}
-	proc := &process{cmd: cmd, pty: f, size: newSizer(f), uid: uid, subs: map[io.Writer]chan struct{}{}, done: make(chan struct{})}
+	proc := &process{stdinOnce: stdinOnce, cmd: cmd, pty: f, size: newSizer(f), uid: uid, subs: map[io.Writer]chan struct{}{}, done: make(chan struct{})}
 	p.procs[key] = proc
 	go proc.pump()
 	return true, nil
@@ -148,6 +151,9 @@ func (p *processes) AttachContainer(ctx context.Context, name, _ string, contain
 	select {
 	case <-ctx.Done():
 	case <-detached:
+		if proc.stdinOnce {
+			_ = syscall.Kill(-proc.cmd.Process.Pid, syscall.SIGHUP)
+		}
 	case <-proc.done:
 	case <-gone:
 	}

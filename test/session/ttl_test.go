@@ -1,0 +1,120 @@
+package session_test
+
+import (
+	"context"
+	"io"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/tower-dev/breakglass/api/v1alpha1"
+	"github.com/tower-dev/breakglass/evidence/recording"
+	"github.com/tower-dev/breakglass/relay/session"
+)
+
+// TestStreamClosedAtGrantExpiry: a Session that claims a hard stop later
+// than its grant's TTL still ends at the TTL: the attach stream is closed,
+// the Session ended at the hard stop, and the debug shell, whose input
+// closed with the stream, is gone from the node (the pod is kept, so only
+// the closed input can have ended it).
+func TestStreamClosedAtGrantExpiry(t *testing.T) {
+	ns := cl.Namespace(t, "ttl")
+	s := approvedSession(t, ns, true)
+	r := runner(t, &recording.Dir{Root: t.TempDir()}, nil)
+	clk := clocktesting.NewFakeClock(time.Now())
+	r.Clock = clk
+	ctx := context.Background()
+	live, err := r.Start(ctx, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := live.Write([]byte("echo marker-$((20+3)) && sleep 1000\n")); err != nil {
+		t.Fatal(err)
+	}
+	out := live.Output()
+	defer out.Close()
+	waitOutput(t, out, "marker-23")
+	if !shellRunning(t, "sleep 1000") {
+		t.Fatal("the debug shell's command is not running: the test proves nothing")
+	}
+	expires := live.Session.Status.Grant.ExpiresAt.Time
+	later := metav1.NewTime(expires.Add(time.Hour))
+	live.Session.Status.Deadline = &later // what the Session claims
+	ended := make(chan v1alpha1.EndReason, 1)
+	go func() {
+		reason, err := live.Watch(ctx, session.Limits{Idle: 24 * time.Hour, Disconnect: 24 * time.Hour, Heartbeat: time.Hour, Flush: time.Hour})
+		if err != nil {
+			t.Errorf("Watch: %v", err)
+		}
+		ended <- reason
+	}()
+	for step := clk.Now(); !step.After(expires); step = step.Add(30 * time.Second) {
+		for !clk.HasWaiters() {
+			time.Sleep(time.Millisecond)
+		}
+		clk.SetTime(step)
+	}
+	for !clk.HasWaiters() {
+		time.Sleep(time.Millisecond)
+	}
+	clk.SetTime(expires.Add(time.Second))
+	select {
+	case reason := <-ended:
+		if reason != v1alpha1.EndHardStop {
+			t.Fatalf("ended by %s", reason)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("the stream was still open after the grant expired")
+	}
+	got := &v1alpha1.Session{}
+	if err := cl.Client.Get(ctx, client.ObjectKeyFromObject(s), got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Status.Phase != v1alpha1.PhaseEnded || got.Status.End.Reason != v1alpha1.EndHardStop {
+		t.Fatalf("the end: %+v", got.Status.End)
+	}
+	for deadline := time.Now().Add(10 * time.Second); shellRunning(t, "sleep 1000"); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the debug shell outlived its session's stream")
+		}
+	}
+}
+
+// shellRunning reports whether a process of the virtual node runs cmd.
+func shellRunning(t *testing.T, cmd string) bool {
+	t.Helper()
+	out, _ := exec.Command("pgrep", "-f", cmd).Output()
+	return strings.TrimSpace(string(out)) != ""
+}
+
+// waitOutput reads the terminal until it shows want, for at most 20s.
+func waitOutput(t *testing.T, out io.Reader, want string) {
+	t.Helper()
+	found := make(chan struct{})
+	go func() {
+		var seen strings.Builder
+		buf := make([]byte, 4096)
+		for {
+			n, err := out.Read(buf)
+			seen.Write(buf[:n])
+			if strings.Contains(seen.String(), want) {
+				close(found)
+				_, _ = io.Copy(io.Discard, out)
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	select {
+	case <-found:
+	case <-time.After(20 * time.Second):
+		t.Fatalf("no %q on the terminal", want)
+	}
+}
