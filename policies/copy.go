@@ -14,10 +14,13 @@ import (
 // produces exactly such pods.
 
 // copyVolumesExpr admits only volumes that carry no credential and nothing of
-// the node: emptyDir, configMap, downwardAPI, a projection of those, and a
-// PersistentVolumeClaim mounted read-only (a copy never writes the app's data).
-const copyVolumesExpr = `!has(object.spec.volumes) || object.spec.volumes.all(v,
+// the node: emptyDir, configMap, downwardAPI, a projection of those, a
+// PersistentVolumeClaim mounted read-only (a copy never writes the app's
+// data), and the hold volume: a pinned debug image, which holds the app's
+// containers of a held copy.
+var copyVolumesExpr = `!has(object.spec.volumes) || object.spec.volumes.all(v,
 	has(v.emptyDir) || has(v.configMap) || has(v.downwardAPI) ||
+	(v.name == '` + v1alpha1.HoldVolume + `' && has(v.image) && v.image.reference in params.spec.debugImages) ||
 	(has(v.persistentVolumeClaim) && has(v.persistentVolumeClaim.readOnly) && v.persistentVolumeClaim.readOnly) ||
 	(has(v.projected) && (!has(v.projected.sources) || v.projected.sources.all(s, has(s.configMap) || has(s.downwardAPI)))))`
 
@@ -108,8 +111,8 @@ func CopyPodShape() Policy {
 		Validation{
 			Name:       "copy.volumes",
 			Expression: copyVolumesExpr,
-			Message: "[copy.volumes] a copy mounts only emptyDir, configMap, downwardAPI (or projections of those) and read-only " +
-				"persistentVolumeClaim volumes: no secret, token, CSI, hostPath or other node volume.",
+			Message: "[copy.volumes] a copy mounts only emptyDir, configMap, downwardAPI (or projections of those), read-only " +
+				"persistentVolumeClaim volumes and the hold volume (a pinned debug image): no secret, token, CSI, hostPath or other node volume.",
 		},
 		Validation{
 			Name: "copy.app.env",

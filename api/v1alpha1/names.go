@@ -42,6 +42,15 @@ const (
 	// DebugUserID is the user every debug container runs as.
 	DebugUserID int64 = 65532
 
+	// HoldVolume is the image volume a held copy mounts into its app
+	// containers: the debug image itself, read-only, at HoldMountPath, so
+	// the app's containers are held by the debug image's sleep, not by a
+	// binary the app's image may lack (distroless images have no shell and
+	// no sleep). The debug image carries a static sleep at /bin/sleep.
+	HoldVolume    = "breakglass-hold"
+	HoldMountPath = "/.breakglass-hold"
+	HoldCommand   = HoldMountPath + "/bin/sleep"
+
 	// ProcessAccessResource and ProcessAccessVerb form the custom permission that
 	// only breakglass:debug-process holds; the admission policies ask the
 	// authorizer for it before letting a debug container reach an app's processes.

@@ -36,7 +36,9 @@ import (
 // their entrypoint, for as long as the session may last, so a crash-looping
 // app's filesystem can be inspected (through /proc/<pid>/root, with process
 // access) without running it; the copy holds nothing the debug user should
-// not read.
+// not read. The sleep is the debug image's, mounted read-only into each app
+// container as an image volume (v1alpha1.HoldVolume): nothing inside the
+// app's image is run, so distroless images are held too.
 func CopyPod(target *corev1.Pod, s *v1alpha1.Session, container, image string, processAccess bool, hold time.Duration) (*corev1.Pod, error) {
 	held := s.Spec.Mode == v1alpha1.ModeHeldCopy
 	kept := map[string]bool{}
@@ -46,6 +48,10 @@ func CopyPod(target *corev1.Pod, s *v1alpha1.Session, container, image string, p
 			kept[v.Name] = true
 			volumes = append(volumes, v)
 		}
+	}
+	if held {
+		volumes = append(volumes, corev1.Volume{Name: v1alpha1.HoldVolume, VolumeSource: corev1.VolumeSource{
+			Image: &corev1.ImageVolumeSource{Reference: image, PullPolicy: corev1.PullIfNotPresent}}})
 	}
 	spec := corev1.PodSpec{
 		Volumes:                       volumes,
@@ -91,7 +97,8 @@ func CopyPod(target *corev1.Pod, s *v1alpha1.Session, container, image string, p
 			}
 		}
 		if held {
-			cc.Command, cc.Args = []string{"sleep", strconv.Itoa(int(hold.Seconds()))}, nil
+			cc.Command, cc.Args = []string{v1alpha1.HoldCommand, strconv.Itoa(int(hold.Seconds()))}, nil
+			cc.VolumeMounts = append(cc.VolumeMounts, corev1.VolumeMount{Name: v1alpha1.HoldVolume, MountPath: v1alpha1.HoldMountPath, ReadOnly: true})
 		}
 		spec.Containers = append(spec.Containers, cc)
 	}

@@ -147,7 +147,8 @@ func (n *node) sync(ctx context.Context, c *Cluster, pod *corev1.Pod) {
 		if slices.Contains(n.unpullable, ctr.Image) {
 			continue
 		}
-		if started, _ := n.runtime.start(pod, ctr.Name, append(append([]string(nil), ctr.Command...), ctr.Args...), ctr.SecurityContext, ctr.StdinOnce); started {
+		argv := imageVolumeCommand(pod, ctr.VolumeMounts, append(append([]string(nil), ctr.Command...), ctr.Args...))
+		if started, _ := n.runtime.start(pod, ctr.Name, argv, ctr.SecurityContext, ctr.StdinOnce); started {
 			changed = true
 		}
 	}
@@ -183,6 +184,25 @@ func (n *node) sync(ctx context.Context, c *Cluster, pod *corev1.Pod) {
 		_, err = c.Kube.CoreV1().Pods(pod.Namespace).UpdateStatus(ctx, cur, metav1.UpdateOptions{})
 		return err == nil, nil
 	})
+}
+
+// imageVolumeCommand runs a command from an image volume (a held copy's
+// sleep, from the debug image) as the machine's own program of that path:
+// the virtual node has no images, so the machine's filesystem stands in
+// for the mounted image's.
+func imageVolumeCommand(pod *corev1.Pod, mounts []corev1.VolumeMount, argv []string) []string {
+	if len(argv) == 0 {
+		return argv
+	}
+	for _, m := range mounts {
+		for _, v := range pod.Spec.Volumes {
+			if v.Name == m.Name && v.Image != nil && strings.HasPrefix(argv[0], m.MountPath+"/") {
+				argv[0] = strings.TrimPrefix(argv[0], m.MountPath)
+				return argv
+			}
+		}
+	}
+	return argv
 }
 
 // status is a container's status: running, or waiting on an image the

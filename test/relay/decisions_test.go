@@ -302,8 +302,21 @@ func TestCopies(t *testing.T) {
 			}
 			app := cp.Spec.Containers[0]
 			held := strings.Join(app.Command, " ")
-			if (mode == v1alpha1.ModeHeldCopy) != strings.HasPrefix(held, "sleep ") || app.LivenessProbe != nil {
+			if (mode == v1alpha1.ModeHeldCopy) != strings.HasPrefix(held, v1alpha1.HoldCommand+" ") || app.LivenessProbe != nil {
 				t.Fatalf("the copy's app container: command %q, probe %v", held, app.LivenessProbe)
+			}
+			// Held by the debug image's sleep, mounted as an image volume:
+			// nothing in the app's image runs, so distroless apps are held too.
+			if mode == v1alpha1.ModeHeldCopy {
+				var hold *corev1.Volume
+				for i, v := range cp.Spec.Volumes {
+					if v.Name == v1alpha1.HoldVolume {
+						hold = &cp.Spec.Volumes[i]
+					}
+				}
+				if hold == nil || hold.Image == nil || hold.Image.Reference != debugImage {
+					t.Fatalf("the held copy's hold volume: %+v", hold)
+				}
 			}
 			if cp.Spec.AutomountServiceAccountToken == nil || *cp.Spec.AutomountServiceAccountToken {
 				t.Fatal("the copy mounts the app's API token")
