@@ -69,6 +69,7 @@ type Server struct {
 	store    recording.Store
 	audit    *audit.Log
 	notifier Notifier
+	anchorer *tlog.Anchorer
 	clock    clock.Clock
 	log      logr.Logger
 	metrics  *metrics
@@ -110,7 +111,7 @@ func NewServer(o Options) (*Server, error) {
 		o.Clock = clock.RealClock{}
 	}
 	s := &Server{cfg: o.Config, auth: o.Auth, clusters: map[string]*target{}, store: o.Store, audit: o.Audit,
-		notifier: o.Notifier, clock: o.Clock, log: o.Log, metrics: newMetrics(), live: map[sessionKey]*liveSession{},
+		notifier: o.Notifier, anchorer: o.Anchorer, clock: o.Clock, log: o.Log, metrics: newMetrics(), live: map[sessionKey]*liveSession{},
 		unauthenticated: rate.NewLimiter(rate.Limit(UnauthenticatedAuditRate), UnauthenticatedAuditBurst)}
 	if o.Checkpoints != nil {
 		every := o.CheckpointEvery
@@ -138,6 +139,24 @@ func NewServer(o Options) (*Server, error) {
 	return s, nil
 }
 
+// signingKey publishes what verifies the relay's signatures (its public
+// key, or its certificate), for reviewers to pin: nothing secret, so no
+// token. A reviewer should still compare it with the one the operators
+// publish out of band: a relay that is not the real one can serve any key.
+func (s *Server) signingKey(w http.ResponseWriter, _ *http.Request) {
+	if s.anchorer == nil {
+		writeError(w, &apiError{http.StatusNotFound, "NotAnchored", "this relay signs nothing: no transparency log is configured"})
+		return
+	}
+	pemBytes, err := s.anchorer.PublicKey()
+	if err != nil {
+		writeError(w, &apiError{http.StatusInternalServerError, "Internal", err.Error()})
+		return
+	}
+	w.Header().Set("Content-Type", "application/x-pem-file")
+	_, _ = w.Write(pemBytes)
+}
+
 // route is one endpoint; relay/openapi.yaml describes each (a test holds
 // them together).
 type route struct {
@@ -159,6 +178,7 @@ func (s *Server) routes() []route {
 		{"POST", one + "/review", s.authed(s.review)},
 		{"GET", one + "/terminal", s.authed(s.terminal)},
 		{"GET", one + "/recording", s.authed(s.recording)},
+		{"GET", "/api/v1/signing-key", http.HandlerFunc(s.signingKey)},
 		{"GET", "/healthz", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })},
 		{"GET", "/readyz", http.HandlerFunc(s.ready)},
 		{"GET", "/metrics", promhttp.HandlerFor(s.metrics.registry, promhttp.HandlerOpts{})},

@@ -60,7 +60,7 @@ The break-glass plane is up (%.1fs).
   demo pod     %s   (recycled after a session; its replacement has a new name)
   relay        %s   (cluster %q)
   debug image  %s   (signed; the webhook checks it)
-  recordings   %s/recordings   (write-once; kubectl breakglass recording verify DIR)%s
+  recordings   %s/recordings   (write-once; kubectl breakglass recording verify DIR --integrity-only)%s
   alice        app owner, may request in %s:   token in %s
   bob          approver:                         token in %s
 
@@ -86,5 +86,6 @@ func rekorLine(i dev.Info) string {
 	if i.RekorURL == "" {
 		return ""
 	}
-	return "\n  rekor        " + i.RekorURL + "   (every recording is anchored here)"
+	return "\n  rekor        " + i.RekorURL + "   (every recording is anchored here)" +
+		"\n  keys         " + i.RelayKey + " (the relay's), " + i.RekorKey + " (the log's): recording verify DIR --key " + i.RelayKey + " --rekor-public-key " + i.RekorKey
 }

@@ -60,8 +60,9 @@ type Info struct {
 	DebugImage                                    string
 	Tokens                                        map[string]string // person -> token file
 	Started                                       time.Duration
-	// RekorURL is the transparency log, when it runs.
-	RekorURL string
+	// RekorURL is the transparency log, when it runs; RelayKey and RekorKey
+	// are the relay's and the log's public keys (PEM files) to verify with.
+	RekorURL, RelayKey, RekorKey string
 }
 
 // devCluster is the local cluster's name in the relay's config.
@@ -142,6 +143,20 @@ func Up(ctx context.Context, o Options, logs io.Writer) (err error) {
 			return err
 		}
 		anchorer = &tlog.Anchorer{URL: log.URL, Signer: sv}
+		// The keys a reviewer pins: the relay's and the log's, beside the recordings.
+		pub, err := anchorer.PublicKey()
+		if err != nil {
+			return err
+		}
+		logKey, err := log.PublicKey(ctx)
+		if err != nil {
+			return err
+		}
+		for name, data := range map[string][]byte{"relay.pub": pub, "rekor.pub": logKey} {
+			if err := os.WriteFile(filepath.Join(o.Dir, name), data, 0o644); err != nil {
+				return err
+			}
+		}
 	}
 	finalizer := &recording.SessionFinalizer{Store: store, Cluster: devCluster, Retention: 24 * time.Hour, URI: "file://" + store.Root + "/", Anchorer: anchorer}
 	step("the sweeper")
@@ -196,6 +211,7 @@ func Up(ctx context.Context, o Options, logs io.Writer) (err error) {
 			Tokens: tokens, Started: time.Since(begin)}
 		if anchorer != nil {
 			info.RekorURL = anchorer.URL
+			info.RelayKey, info.RekorKey = filepath.Join(o.Dir, "relay.pub"), filepath.Join(o.Dir, "rekor.pub")
 		}
 		o.Ready(info)
 	}

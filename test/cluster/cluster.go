@@ -101,6 +101,7 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 			return nil, err
 		}
 		if n, err = newNode(dir); err != nil {
+			_ = os.RemoveAll(dir)
 			return nil, err
 		}
 		n.unpullable = opts.UnpullableImages
@@ -164,10 +165,12 @@ func (c *Cluster) Stop() error {
 	if c.nodeCancel != nil {
 		c.nodeCancel()
 	}
+	err := c.env.Stop()
+	// After the API server: it holds the node's client key until it stops.
 	if c.node != nil {
 		c.node.close()
 	}
-	return c.env.Stop()
+	return err
 }
 
 // install applies the plane for opts.Profile: the namespace, the chart's

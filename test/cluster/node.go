@@ -40,6 +40,10 @@ type node struct {
 	apiServerFlags map[string]string
 	// unpullable images are never started: ErrImagePull.
 	unpullable []string
+	// dir holds the node's certificates and the API server's client key
+	// for it: removed when the node closes, so nothing of a stopped
+	// cluster stays on disk.
+	dir string
 }
 
 // newNode prepares the node's certificates and listener before the API
@@ -78,7 +82,7 @@ func newNode(dir string) (*node, error) {
 	if err != nil {
 		return nil, err
 	}
-	n := &node{listener: l, runtime: newProcesses()}
+	n := &node{listener: l, runtime: newProcesses(), dir: dir}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/attach/{ns}/{pod}/{container}", n.attach)
 	mux.HandleFunc("/exec/{ns}/{pod}/{container}", n.exec)
@@ -259,6 +263,9 @@ func (n *node) exec(w http.ResponseWriter, r *http.Request) {
 }
 
 func (n *node) close() {
-	_ = n.server.Close()
+	if n.server != nil {
+		_ = n.server.Close()
+	}
 	n.runtime.stopAll()
+	_ = os.RemoveAll(n.dir)
 }

@@ -29,20 +29,17 @@ func TestVirtualNodeAttach(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	nodeDir := c.node.dir
 	t.Cleanup(func() {
 		if err := c.Stop(); err != nil {
 			t.Error(err)
 		}
+		// The node's folder held the API server's client key for it.
+		if _, err := os.Stat(nodeDir); !os.IsNotExist(err) {
+			t.Errorf("the virtual node's folder %s is still there after Stop: %v", nodeDir, err)
+		}
 	})
 	ns := c.Namespace(t, "shop")
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "web-1", Namespace: ns, Labels: map[string]string{"app": "web"}},
-		Spec: corev1.PodSpec{NodeName: NodeName,
-			Containers: []corev1.Container{{Name: "web", Image: "registry.example/shop/web:1.2", Command: []string{"sleep", "3600"}}}},
-	}
-	if err := c.Client.Create(ctx, pod); err != nil {
-		t.Fatal(err)
-	}
 	portal, err := c.Portal()
 	if err != nil {
 		t.Fatal(err)
@@ -55,19 +52,31 @@ func TestVirtualNodeAttach(t *testing.T) {
 	if err := portal.WaitAllowed(ctx, ns, "patch", "pods", "ephemeralcontainers"); err != nil {
 		t.Fatal(err)
 	}
-	if err := portal.AddDebugContainer(ctx, ns, "web-1", DebugContainer("breakglass-s1", image)); err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		p, err := c.Kube.CoreV1().Pods(ns).Get(ctx, "web-1", metav1.GetOptions{})
-		if err == nil && len(p.Status.EphemeralContainerStatuses) == 1 && p.Status.EphemeralContainerStatuses[0].State.Running != nil {
-			break
+	// debugged is a pod with the debug container running: one per attach,
+	// since a debug container's input closes with its first attach.
+	debugged := func(t *testing.T, name string) {
+		pod := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{"app": "web"}},
+			Spec: corev1.PodSpec{NodeName: NodeName,
+				Containers: []corev1.Container{{Name: "web", Image: "registry.example/shop/web:1.2", Command: []string{"sleep", "3600"}}}},
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("the debug container is not reported running")
+		if err := c.Client.Create(ctx, pod); err != nil {
+			t.Fatal(err)
 		}
-		time.Sleep(50 * time.Millisecond)
+		if err := portal.AddDebugContainer(ctx, ns, name, DebugContainer("breakglass-s1", image)); err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			p, err := c.Kube.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+			if err == nil && len(p.Status.EphemeralContainerStatuses) == 1 && p.Status.EphemeralContainerStatuses[0].State.Running != nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("the debug container is not reported running")
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
 	}
 
 	for _, websocket := range []bool{true, false} {
@@ -76,7 +85,9 @@ func TestVirtualNodeAttach(t *testing.T) {
 			name = "WebSocket"
 		}
 		t.Run(name, func(t *testing.T) {
-			req := portal.Kube.CoreV1().RESTClient().Post().Resource("pods").Namespace(ns).Name("web-1").SubResource("attach").
+			pod := "web-" + strings.ToLower(name)
+			debugged(t, pod)
+			req := portal.Kube.CoreV1().RESTClient().Post().Resource("pods").Namespace(ns).Name(pod).SubResource("attach").
 				VersionedParams(&corev1.PodAttachOptions{Container: "breakglass-s1", Stdin: true, Stdout: true, TTY: true}, scheme.ParameterCodec)
 			var exec remotecommand.Executor
 			if websocket {

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -118,6 +119,21 @@ func TestDevWalkthrough(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("not anchored in %s within 30s: %+v", info.RekorURL, got.Status.Evidence)
 		}
+	}
+
+	// The key a reviewer pins is published: beside the recordings, and by the relay.
+	published, err := os.ReadFile(info.RelayKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.Get(info.RelayURL + "/api/v1/signing-key")
+	if err != nil {
+		t.Fatal(err)
+	}
+	served, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(published), "PUBLIC KEY") || string(served) != string(published) {
+		t.Fatalf("the relay serves %d %q, make dev wrote %q", resp.StatusCode, served, published)
 	}
 
 	stop()
