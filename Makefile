@@ -38,11 +38,12 @@ $(BIN)/versitygw: tools/versitygw/go.mod tools/versitygw/go.sum
 	cd tools/versitygw && $(GO) build -o $@ github.com/versity/versitygw/cmd/versitygw
 
 # Rekor on Trillian (PostgreSQL comes from Debian): the transparency log recordings are anchored in.
-REKOR_BINS := $(BIN)/rekor-server $(BIN)/trillian_log_server $(BIN)/trillian_log_signer $(BIN)/createtree
+REKOR_BINS := $(BIN)/rekor-server $(BIN)/rekor-cli $(BIN)/trillian_log_server $(BIN)/trillian_log_signer $(BIN)/createtree
 rekor: $(REKOR_BINS)
 $(REKOR_BINS) &: tools/rekor/go.mod tools/rekor/go.sum
-	@echo ">> building rekor-server and Trillian from module sources (about 5 minutes the first time)"
+	@echo ">> building rekor-server, rekor-cli and Trillian from module sources (about 5 minutes the first time)"
 	cd tools/rekor && $(GO) build -o $(BIN)/rekor-server github.com/sigstore/rekor/cmd/rekor-server
+	cd tools/rekor && $(GO) build -o $(BIN)/rekor-cli github.com/sigstore/rekor/cmd/rekor-cli
 	cd tools/rekor && $(GO) build -o $(BIN)/trillian_log_server github.com/google/trillian/cmd/trillian_log_server
 	cd tools/rekor && $(GO) build -o $(BIN)/trillian_log_signer github.com/google/trillian/cmd/trillian_log_signer
 	cd tools/rekor && $(GO) build -o $(BIN)/createtree github.com/google/trillian/cmd/createtree

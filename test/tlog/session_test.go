@@ -145,8 +145,14 @@ func TestSessionAnchoredAfterRekorComesBack(t *testing.T) {
 		!strings.Contains(out, "ok        session            test/"+ns+"/s1") {
 		t.Fatalf("recording verify --online: %v\n%s", err, out)
 	}
+	if out, err := stockTools(t, dir, got, relayPub); err != nil {
+		t.Fatalf("the stock-tools check of docs/evidence.md on the genuine recording: %v\n%s", err, out)
+	}
 	t.Run("re-signed by another key and anchored anew", func(t *testing.T) {
 		forged := forgeAnchor(t, dir)
+		if out, err := stockTools(t, forged, got, relayPub); err == nil || !strings.Contains(out, "Verification failure") {
+			t.Fatalf("the stock-tools check passed a recording re-signed by another key: %v\n%s", err, out)
+		}
 		if out, err := verifyCLI(forged, "--key", relayPub, "--rekor-public-key", logPub); err == nil || !strings.Contains(err.Error()+out, "signed by another key") {
 			t.Fatalf("a recording re-signed by a forger passed with the relay's key pinned: %v\n%s", err, out)
 		}
