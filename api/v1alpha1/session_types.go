@@ -102,14 +102,14 @@ const (
 type Approval struct {
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
-	By string      `json:"by"`
+	By string `json:"by"`
 	// ByID is the approver's identity: the identity provider's issuer and subject
 	// ("issuer#subject"), which never changes with a display name or email.
 	// Separation of duty compares identities, never names.
 	// +optional
 	// +kubebuilder:validation:MaxLength=512
-	ByID string `json:"byID,omitempty"`
-	At metav1.Time `json:"at"`
+	ByID string      `json:"byID,omitempty"`
+	At   metav1.Time `json:"at"`
 	// Mode, ProcessAccess and KeepPod are what the approver was shown.
 	Mode          SessionMode `json:"mode"`
 	ProcessAccess bool        `json:"processAccess"`
@@ -123,14 +123,14 @@ type Approval struct {
 type Denial struct {
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
-	By string      `json:"by"`
+	By string `json:"by"`
 	// ByID is the denier's identity: the identity provider's issuer and subject
 	// ("issuer#subject"), which never changes with a display name or email.
 	// Separation of duty compares identities, never names.
 	// +optional
 	// +kubebuilder:validation:MaxLength=512
-	ByID string `json:"byID,omitempty"`
-	At metav1.Time `json:"at"`
+	ByID string      `json:"byID,omitempty"`
+	At   metav1.Time `json:"at"`
 	// +optional
 	// +kubebuilder:validation:MaxLength=2048
 	Reason string `json:"reason,omitempty"`
