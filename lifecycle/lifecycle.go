@@ -27,6 +27,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/clock"
@@ -95,8 +96,11 @@ var ErrNotAudited = errors.New("the audit log could not record it, so nothing wa
 
 // Make audits m, then writes it to s. A move the table does not allow is
 // refused before anything is written; an audit that fails leaves the
-// Session as it was; a write that fails is audited as undone and s is left
-// as it was read.
+// Session as it was (and, if some sink did take the event, says so in an
+// undone event); a write that fails is audited as undone and s is left as
+// it was read. The write does not stop with ctx (a caller hanging up must
+// not leave the log saying the opposite of what happened), and a write
+// whose answer was lost is judged by reading the Session again.
 func (m *Machine) Make(ctx context.Context, s *v1alpha1.Session, mv Move) error {
 	from := s.Status.Phase
 	to := mv.To
@@ -106,7 +110,10 @@ func (m *Machine) Make(ctx context.Context, s *v1alpha1.Session, mv Move) error 
 	if !v1alpha1.CanMove(from, to, m.Writer) {
 		return fmt.Errorf("session %s/%s is %s: %s may not %s it (to %s): %w", s.Namespace, s.Name, phaseName(from), m.Writer, mv.Step, to, ErrCannotMove)
 	}
+	ctx = context.WithoutCancel(ctx)
 	if err := m.Note(ctx, mv.Step, mv.Actor, s, mv.Reason); err != nil {
+		// A sink that did take the event must not be left saying it happened.
+		_ = m.Note(ctx, StepUndone, mv.Actor, s, fmt.Sprintf("%s did not take effect: not every audit sink took it", mv.Step))
 		return fmt.Errorf("%s: %w: %w", mv.Step, ErrNotAudited, err)
 	}
 	before := s.DeepCopy()
@@ -120,16 +127,36 @@ func (m *Machine) Make(ctx context.Context, s *v1alpha1.Session, mv Move) error 
 	} else {
 		err = m.Client.Status().Update(ctx, s)
 	}
+	if err != nil && m.tookEffect(ctx, s) {
+		return nil
+	}
 	if err != nil {
 		s.Status = before.Status
 		s.ResourceVersion = before.ResourceVersion
 		undone := fmt.Sprintf("%s did not take effect: %v", mv.Step, err)
-		if aerr := m.Note(context.WithoutCancel(ctx), StepUndone, mv.Actor, s, undone); aerr != nil {
+		if aerr := m.Note(ctx, StepUndone, mv.Actor, s, undone); aerr != nil {
 			return errors.Join(err, fmt.Errorf("auditing that %s was undone: %w", mv.Step, aerr))
 		}
 		return err
 	}
 	return nil
+}
+
+// tookEffect reads the Session again after a write that answered with an
+// error (a timeout, a lost connection) and reports whether it holds the
+// status the move wrote anyway (the heartbeat aside), updating s.
+func (m *Machine) tookEffect(ctx context.Context, s *v1alpha1.Session) bool {
+	fresh := &v1alpha1.Session{}
+	if err := m.Client.Get(ctx, client.ObjectKeyFromObject(s), fresh); err != nil {
+		return false
+	}
+	want, got := s.Status.DeepCopy(), fresh.Status.DeepCopy()
+	want.Heartbeat, got.Heartbeat = nil, nil
+	if !equality.Semantic.DeepEqual(want, got) {
+		return false
+	}
+	s.ResourceVersion = fresh.ResourceVersion
+	return true
 }
 
 // Note audits what actor did about s (a step that writes nothing to the

@@ -53,9 +53,9 @@ type Sink interface {
 // Log chains events and hands them to its sinks. Safe for concurrent use.
 //
 // Writes are group-committed: while one batch is being written, events
-// recorded meanwhile queue and go out together as the next batch, so a slow
-// sink (a collector retrying with backoff) costs every caller at most two
-// writes' time, instead of each waiting for everyone before it in turn, and
+// recorded meanwhile queue and go out together as the next batch, written
+// by the first of their callers, so a slow sink (a collector retrying with
+// backoff) costs each caller at most the write in flight and its own, and
 // no lock is held across a sink's I/O. Events are chained when their batch
 // is taken, so the chain holds only events some sink wrote.
 type Log struct {
@@ -73,6 +73,8 @@ type pending struct {
 	e    Event
 	err  error
 	done chan struct{}
+	// lead is closed when this event's caller is to write the next batch.
+	lead chan struct{}
 }
 
 // NewLog starts a chain after last (the last event already written, or the
@@ -96,64 +98,73 @@ func (l *Log) Head() (uint64, string) {
 // silently. ctx's values reach the sinks, its cancellation does not: an
 // event queued is written whole or fails whole.
 func (l *Log) Record(ctx context.Context, e Event) (Event, error) {
-	p := &pending{e: e, done: make(chan struct{})}
+	p := &pending{e: e, done: make(chan struct{}), lead: make(chan struct{})}
 	l.mu.Lock()
 	l.queue = append(l.queue, p)
-	if !l.writing {
-		l.writing = true
-		l.writeQueued(context.WithoutCancel(ctx))
-		l.writing = false
-	}
+	lead := !l.writing
+	l.writing = true
 	l.mu.Unlock()
+	if !lead {
+		select {
+		case <-p.done:
+			return p.e, p.err
+		case <-p.lead:
+		}
+	}
+	l.writeBatch(context.WithoutCancel(ctx))
 	<-p.done
 	return p.e, p.err
 }
 
-// writeQueued writes batches until the queue is empty. Called with l.mu
-// held; it releases the lock around each batch's I/O.
-func (l *Log) writeQueued(ctx context.Context) {
-	for len(l.queue) > 0 {
-		batch := l.queue
-		l.queue = nil
-		seq, prev := l.seq, l.prev
-		var lines bytes.Buffer
-		for _, p := range batch {
-			p.e.Seq, p.e.Time, p.e.Prev = seq+1, l.now().UTC(), prev
-			h, err := p.e.digest()
-			if err == nil {
-				p.e.Hash = h
-				var line []byte
-				if line, err = json.Marshal(p.e); err == nil {
-					lines.Write(line)
-					lines.WriteByte('\n')
-					seq, prev = p.e.Seq, h
-				}
-			}
-			if err != nil {
-				p.err = err
+// writeBatch writes every event queued now (its caller's among them) as
+// one batch, then hands the writing on to the first event queued since, or
+// stops.
+func (l *Log) writeBatch(ctx context.Context) {
+	l.mu.Lock()
+	batch := l.queue
+	l.queue = nil
+	seq, prev := l.seq, l.prev
+	var lines bytes.Buffer
+	for _, p := range batch {
+		p.e.Seq, p.e.Time, p.e.Prev = seq+1, l.now().UTC(), prev
+		h, err := p.e.digest()
+		if err == nil {
+			p.e.Hash = h
+			var line []byte
+			if line, err = json.Marshal(p.e); err == nil {
+				lines.Write(line)
+				lines.WriteByte('\n')
+				seq, prev = p.e.Seq, h
 			}
 		}
-		l.mu.Unlock()
-		var errs []error
-		wrote := false
-		for _, s := range l.sinks {
-			err := s.Write(ctx, lines.Bytes())
-			errs = append(errs, err)
-			wrote = wrote || err == nil
+		p.err = err
+	}
+	l.mu.Unlock()
+	var errs []error
+	wrote := false
+	for _, s := range l.sinks {
+		err := s.Write(ctx, lines.Bytes())
+		errs = append(errs, err)
+		wrote = wrote || err == nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if wrote || len(l.sinks) == 0 {
+		// Some sink holds the batch: the chain goes on from it (a sink
+		// that missed it shows the gap to audit verify).
+		l.seq, l.prev = seq, prev
+	}
+	err := errors.Join(errs...)
+	for _, p := range batch {
+		if p.err == nil {
+			p.err = err
 		}
-		l.mu.Lock()
-		if wrote || len(l.sinks) == 0 {
-			// Some sink holds the batch: the chain goes on from it (a sink
-			// that missed it shows the gap to audit verify).
-			l.seq, l.prev = seq, prev
-		}
-		err := errors.Join(errs...)
-		for _, p := range batch {
-			if p.err == nil {
-				p.err = err
-			}
-			close(p.done)
-		}
+		close(p.done)
+	}
+	if len(l.queue) > 0 {
+		close(l.queue[0].lead)
+	} else {
+		l.writing = false
 	}
 }
 

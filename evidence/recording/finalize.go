@@ -10,6 +10,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"regexp"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -54,6 +56,62 @@ type Manifest struct {
 	Segments        int                   `json:"segments"`
 	EndedAbnormally bool                  `json:"endedAbnormally"`
 	Files           map[string]FileDigest `json:"files"`
+	// MissingSegments are segment numbers absent from the store (a gap the
+	// recording does not hide); ForeignSegments are objects among the
+	// segments the recorder did not write (kept out of the recording).
+	MissingSegments []int    `json:"missingSegments,omitempty"`
+	ForeignSegments []string `json:"foreignSegments,omitempty"`
+}
+
+// segmentName is a segment object's name: eight digits, then .cast or .raw.
+var segmentName = regexp.MustCompile(`^([0-9]{8})\.(cast|raw)$`)
+
+type picked struct {
+	seqs    []int
+	missing []int
+	foreign []string
+}
+
+// pickSegments chooses the segments a recording is assembled from. The
+// relay knows what it wrote (written, by key) and uses exactly that; the
+// sweeper, finalizing for a relay that died, takes the well-formed names it
+// finds, both parts of each, numbered from 0, and records the gaps. Any
+// other object there is named as foreign and left out: someone with the
+// bucket's keys cannot slip invented output into a signed recording.
+func pickSegments(prefix string, listed []string, written map[string]string) picked {
+	var p picked
+	parts := map[int]int{}
+	for _, k := range listed {
+		name := strings.TrimPrefix(k, prefix+segmentsDir)
+		m := segmentName.FindStringSubmatch(name)
+		_, ours := written[k]
+		if m == nil || (written != nil && !ours) {
+			p.foreign = append(p.foreign, name)
+			continue
+		}
+		i, _ := strconv.Atoi(m[1])
+		parts[i]++
+	}
+	if written != nil {
+		for k := range written {
+			if m := segmentName.FindStringSubmatch(strings.TrimPrefix(k, prefix+segmentsDir)); m != nil {
+				i, _ := strconv.Atoi(m[1])
+				parts[i] = 2 // the recorder wrote it, whatever the listing shows
+			}
+		}
+	}
+	last := -1
+	for i := range parts {
+		last = max(last, i)
+	}
+	for i := 0; i <= last; i++ {
+		if parts[i] == 2 {
+			p.seqs = append(p.seqs, i)
+		} else {
+			p.missing = append(p.missing, i)
+		}
+	}
+	return p
 }
 
 // Finalized is a finalized recording: its manifest, the manifest's bytes
@@ -73,32 +131,33 @@ func Finalize(ctx context.Context, store Store, meta Meta) (Finalized, error) {
 		return Finalized{}, err
 	}
 	prefix := meta.Session.Prefix()
-	keys, err := store.List(ctx, prefix+segmentsDir)
+	listed, err := store.List(ctx, prefix+segmentsDir)
 	if err != nil {
 		return Finalized{}, err
 	}
+	segs := pickSegments(prefix, listed, meta.Segments)
 	var cast, raw bytes.Buffer
-	n := 0
-	for _, k := range keys {
-		data, err := store.Get(ctx, k, meta.Segments[k])
-		if err != nil {
-			return Finalized{}, err
-		}
-		switch {
-		case strings.HasSuffix(k, ".cast"):
-			cast.Write(data)
-			n++
-		case strings.HasSuffix(k, ".raw"):
-			raw.Write(data)
+	for _, i := range segs.seqs {
+		for _, part := range []struct {
+			ext string
+			buf *bytes.Buffer
+		}{{".cast", &cast}, {".raw", &raw}} {
+			k := fmt.Sprintf("%s%s%08d%s", prefix, segmentsDir, i, part.ext)
+			data, err := store.Get(ctx, k, meta.Segments[k])
+			if err != nil {
+				return Finalized{}, err
+			}
+			part.buf.Write(data)
 		}
 	}
-	if n == 0 {
+	if len(segs.seqs) == 0 {
 		return Finalized{}, fmt.Errorf("recording %s: no segments", prefix)
 	}
 	ref := meta.Session
 	m := Manifest{Version: ManifestVersion, Session: ref.Namespace + "/" + ref.Name,
 		Cluster: ref.Cluster, Namespace: ref.Namespace, Name: ref.Name, UID: ref.UID,
-		Started: meta.Started.UTC(), Segments: n, EndedAbnormally: meta.Abnormal, Files: map[string]FileDigest{}}
+		Started: meta.Started.UTC(), Segments: len(segs.seqs), EndedAbnormally: meta.Abnormal, Files: map[string]FileDigest{},
+		MissingSegments: segs.missing, ForeignSegments: segs.foreign}
 	for name, data := range map[string][]byte{CastFile: cast.Bytes(), TranscriptFile: raw.Bytes()} {
 		d := digest(data)
 		if d.Version, err = putOnce(ctx, store, prefix+name, data, meta.RetainUntil); err != nil {

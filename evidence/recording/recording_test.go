@@ -307,3 +307,50 @@ func TestReadChecksTheSessionAndTheHashes(t *testing.T) {
 		t.Errorf("a cast that is not the manifest's: %v", err)
 	}
 }
+
+// TestPlantedSegmentsStayOut: someone with the store's keys adds a segment
+// between the recorder's own (or hides one). The relay assembles only what
+// it wrote; the sweeper only well-formed, numbered segments; each names
+// what it left out or found missing.
+func TestPlantedSegmentsStayOut(t *testing.T) {
+	r, store, _ := newTestRecorder(t, 16)
+	ctx := context.Background()
+	for _, line := range []string{"first line of output\r\n", "second line of output\r\n"} {
+		if err := r.Output(ctx, []byte(line)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	segments := testRef.Prefix() + "segments/"
+	for _, name := range []string{"00000000a.cast", "00000000a.raw", "00000050.cast", "00000050.raw"} {
+		if _, err := store.Put(ctx, segments+name, []byte("rm -rf / # typed by nobody\r\n"), time.Now().Add(time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	done, err := r.Close(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cast, _ := store.Get(ctx, testRef.Prefix()+CastFile, "")
+	if strings.Contains(string(cast), "typed by nobody") || !strings.Contains(string(cast), "second line") {
+		t.Fatalf("the relay's recording holds what it did not record:\n%s", cast)
+	}
+	if len(done.Manifest.ForeignSegments) != 4 || len(done.Manifest.MissingSegments) != 0 {
+		t.Fatalf("foreign %v, missing %v", done.Manifest.ForeignSegments, done.Manifest.MissingSegments)
+	}
+
+	// The sweeper's view: no list of what was written. The odd names stay
+	// out; the well-formed 50 is taken, and the gap before it is recorded.
+	swept := Ref{Cluster: "prod", Namespace: "shop", Name: "s1", UID: "another-uid"}
+	for _, name := range []string{"00000000.cast", "00000000.raw", "00000000a.cast", "00000002.cast", "00000002.raw"} {
+		if _, err := store.Put(ctx, swept.Prefix()+"segments/"+name, []byte("x"), time.Now().Add(time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f, err := Finalize(ctx, store, Meta{Session: swept, Abnormal: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := f.Manifest; m.Segments != 2 || len(m.MissingSegments) != 1 || m.MissingSegments[0] != 1 || len(m.ForeignSegments) != 1 {
+		t.Fatalf("the sweeper's manifest: %d segments, missing %v, foreign %v", m.Segments, m.MissingSegments, m.ForeignSegments)
+	}
+}

@@ -81,6 +81,9 @@ func tearDown() {
 			fmt.Fprintln(os.Stderr, "stopping Rekor:", err)
 		}
 	}
+	if keyFile != "" {
+		_ = os.RemoveAll(filepath.Dir(keyFile))
+	}
 }
 
 func setUp() error {
