@@ -2,15 +2,11 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 
-	"github.com/sigstore/rekor/pkg/client"
-	"github.com/sigstore/rekor/pkg/generated/client/entries"
 	"github.com/spf13/cobra"
 
 	"github.com/tower-dev/breakglass/evidence/recording"
@@ -115,55 +111,22 @@ The same checks with stock tools are in docs/evidence.md.`,
 			if err != nil {
 				return err
 			}
+			if m, err := recording.ParseManifest(body); err == nil {
+				describeManifest(w, m)
+			}
+			var entryID string
 			if sessionFile != "" {
-				if err := checkAgainstSession(w, body, manifest, sessionFile, cluster); err != nil {
+				if entryID, err = checkAgainstSession(w, body, manifest, sessionFile, cluster); err != nil {
 					fmt.Fprintf(w, "MISMATCH  session            %v\n", err)
 					return err
 				}
 			} else {
 				fmt.Fprintln(w, "note      not checked against a Session: pass --session (kubectl get session NAME -o yaml) to check whose recording it is")
 			}
-			b, err := readBundle(dir)
-			switch {
-			case errors.Is(err, os.ErrNotExist) && signer == nil:
-				fmt.Fprintf(w, "not anchored: no %s beside the recording\n", tlog.BundleFile)
-				return integrityOnly(w, online)
-			case errors.Is(err, os.ErrNotExist):
-				return fmt.Errorf("not anchored: no %s, so nothing proves who made the recording (--integrity-only checks the files alone)", tlog.BundleFile)
-			case err != nil:
-				return err
+			if signer != nil && signer.Keyless != nil && rekorKey == "" {
+				return errors.New("--rekor-public-key: a keyless identity is checked at the time the log took the entry, so the log's key must be yours, not the bundle's")
 			}
-			logKey := b.RekorPublicKey
-			if rekorKey != "" {
-				if logKey, err = os.ReadFile(rekorKey); err != nil {
-					return err
-				}
-			} else {
-				fmt.Fprintln(w, "note      the log's key is taken from the bundle; pass --rekor-public-key to check it against yours")
-			}
-			if signer == nil {
-				if err := b.Verify(ctx, body, logKey); err != nil {
-					fmt.Fprintf(w, "MISMATCH  %-18s %v\n", tlog.BundleFile, err)
-					return err
-				}
-			} else {
-				who, err := b.VerifySigned(ctx, body, logKey, *signer)
-				if err != nil {
-					fmt.Fprintf(w, "MISMATCH  %-18s %v\n", tlog.BundleFile, err)
-					return err
-				}
-				fmt.Fprintf(w, "ok        signer             signed by %s\n", who)
-			}
-			fmt.Fprintf(w, "ok        %-18s entry %s, log index %d, %s\n", tlog.BundleFile, b.UUID, *b.Entry.LogIndex, b.RekorURL)
-			if online {
-				if err := checkOnline(ctx, w, b); err != nil {
-					return err
-				}
-			}
-			if signer == nil {
-				return integrityOnly(w, false)
-			}
-			return nil
+			return checkAnchor(ctx, w, anchorCheck{dir: dir, manifest: body, signer: signer, rekorKeyFile: rekorKey, online: online, entryID: entryID})
 		},
 	}
 	signerOpts.add(cmd)
@@ -172,50 +135,4 @@ The same checks with stock tools are in docs/evidence.md.`,
 	cmd.Flags().StringVar(&cluster, "cluster", "", "the cluster the Session is on, as the relay names it (default: the one its evidence records)")
 	cmd.Flags().BoolVar(&online, "online", false, "also fetch the entry from the log and compare")
 	return cmd
-}
-
-func integrityOnly(w io.Writer, online bool) error {
-	if online {
-		return errors.New("--online: the recording has no anchor to check")
-	}
-	fmt.Fprintln(w, "INTEGRITY ONLY: the files match their manifest; nothing here proves who made the recording")
-	return nil
-}
-
-func readBundle(dir string) (*tlog.Bundle, error) {
-	return readBundleFile(filepath.Join(dir, tlog.BundleFile))
-}
-
-func readBundleFile(path string) (*tlog.Bundle, error) {
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	var b tlog.Bundle
-	if err := json.Unmarshal(raw, &b); err != nil {
-		return nil, fmt.Errorf("%s: %w", filepath.Base(path), err)
-	}
-	if b.Entry.LogIndex == nil {
-		return nil, fmt.Errorf("%s: the entry has no log index", filepath.Base(path))
-	}
-	return &b, nil
-}
-
-func checkOnline(ctx context.Context, w io.Writer, b *tlog.Bundle) error {
-	rc, err := client.GetRekorClient(b.RekorURL)
-	if err != nil {
-		return err
-	}
-	got, err := rc.Entries.GetLogEntryByUUIDContext(ctx, entries.NewGetLogEntryByUUIDParams().WithEntryUUID(b.UUID))
-	if err != nil {
-		return fmt.Errorf("--online: %w", err)
-	}
-	for _, e := range got.Payload {
-		if e.Body != b.Entry.Body || e.LogIndex == nil || *e.LogIndex != *b.Entry.LogIndex {
-			return errors.New("--online: the log's entry differs from the bundle's")
-		}
-		fmt.Fprintf(w, "ok        online             the log holds the same entry at index %d\n", *e.LogIndex)
-		return nil
-	}
-	return errors.New("--online: the log has no such entry")
 }

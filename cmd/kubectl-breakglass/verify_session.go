@@ -15,42 +15,43 @@ import (
 // checkAgainstSession checks that the manifest (body, its SHA-256 hex sum)
 // is the recording of the Session exported in file: the SHA-256 the
 // Session records, and the cluster, namespace, name and UID the manifest
-// names. It prints what it checked.
-func checkAgainstSession(w io.Writer, body []byte, sum, file, cluster string) error {
+// names. It prints what it checked, and returns the log entry the Session
+// names ("" while its anchor is pending).
+func checkAgainstSession(w io.Writer, body []byte, sum, file, cluster string) (string, error) {
 	raw, err := os.ReadFile(file)
 	if err != nil {
-		return fmt.Errorf("--session: %w", err)
+		return "", fmt.Errorf("--session: %w", err)
 	}
 	var s v1alpha1.Session
 	if err := yaml.UnmarshalStrict(raw, &s); err != nil {
-		return fmt.Errorf("--session: %s is not a Session: %w", file, err)
+		return "", fmt.Errorf("--session: %s is not a Session: %w", file, err)
 	}
 	if s.Kind != "Session" || s.Name == "" || s.Namespace == "" || s.UID == "" {
-		return fmt.Errorf("--session: %s is not an exported Session (kind Session with a name, namespace and UID)", file)
+		return "", fmt.Errorf("--session: %s is not an exported Session (kind Session with a name, namespace and UID)", file)
 	}
 	ev := s.Status.Evidence
 	if ev == nil || ev.ManifestSHA256 == "" {
-		return fmt.Errorf("the Session %s/%s records no recording", s.Namespace, s.Name)
+		return "", fmt.Errorf("the Session %s/%s records no recording", s.Namespace, s.Name)
 	}
 	switch {
 	case cluster == "" && ev.Cluster == "":
-		return fmt.Errorf("the Session %s/%s does not record its cluster: pass --cluster", s.Namespace, s.Name)
+		return "", fmt.Errorf("the Session %s/%s does not record its cluster: pass --cluster", s.Namespace, s.Name)
 	case cluster == "":
 		cluster = ev.Cluster
 	case ev.Cluster != "" && ev.Cluster != cluster:
-		return fmt.Errorf("the Session's evidence was recorded on cluster %q, not %q", ev.Cluster, cluster)
+		return "", fmt.Errorf("the Session's evidence was recorded on cluster %q, not %q", ev.Cluster, cluster)
 	}
 	if !strings.EqualFold(ev.ManifestSHA256, sum) {
-		return fmt.Errorf("the Session records manifest SHA-256 %s, this one is %s", ev.ManifestSHA256, sum)
+		return "", fmt.Errorf("the Session records manifest SHA-256 %s, this one is %s", ev.ManifestSHA256, sum)
 	}
 	m, err := recording.ParseManifest(body)
 	if err != nil {
-		return err
+		return "", err
 	}
 	ref := recording.RefOf(cluster, &s)
 	if err := m.Names(ref); err != nil {
-		return err
+		return "", err
 	}
 	fmt.Fprintf(w, "ok        session            %s: the manifest's SHA-256, cluster, namespace, name and UID are the Session's\n", ref)
-	return nil
+	return ev.EntryID, nil
 }

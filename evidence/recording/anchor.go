@@ -1,6 +1,7 @@
 package recording
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,19 +12,38 @@ import (
 	"github.com/tower-dev/breakglass/evidence/tlog"
 )
 
-// KeepBundle writes an anchor's bundle beside the recording ref names. A
-// bundle already there is left as it is (evidence is written once): a
-// bundle proves itself against the manifest, whoever wrote it.
+// KeepBundle writes an anchor's bundle beside the recording ref names, and
+// returns its key. Evidence is written once: when another bundle already
+// holds the name (written by someone with the store's keys before the
+// relay could), this one is kept beside it under a name of its own
+// (rekor-bundle-<entry>.json), and a verifier pinned to the relay's key
+// finds the one that verifies.
 func KeepBundle(ctx context.Context, store Store, ref Ref, b *tlog.Bundle, retainUntil time.Time) (string, error) {
 	raw, err := json.MarshalIndent(b, "", "  ")
 	if err != nil {
 		return "", err
 	}
 	key := ref.Prefix() + tlog.BundleFile
+	_, err = store.Put(ctx, key, raw, retainUntil)
+	if !errors.Is(err, ErrExists) {
+		return key, err
+	}
+	if old, gerr := store.Get(ctx, key, ""); gerr == nil && bytes.Equal(old, raw) {
+		return key, nil
+	}
+	key = ref.Prefix() + AltBundleName(b.UUID)
 	if _, err := store.Put(ctx, key, raw, retainUntil); err != nil && !errors.Is(err, ErrExists) {
 		return "", err
 	}
 	return key, nil
+}
+
+// AltBundleName is where a bundle is kept when rekor-bundle.json is taken.
+func AltBundleName(uuid string) string {
+	if len(uuid) > 16 {
+		uuid = uuid[len(uuid)-16:]
+	}
+	return "rekor-bundle-" + uuid + ".json"
 }
 
 // Anchor anchors a finalized recording whose anchor is pending (its relay
@@ -42,26 +62,49 @@ func (f *SessionFinalizer) Anchor(ctx context.Context, s *v1alpha1.Session) (*v1
 	if err != nil && !errors.Is(err, ErrOverwritten) {
 		return nil, fmt.Errorf("the manifest to anchor: %w", err)
 	}
-	var b *tlog.Bundle
-	if raw, err := f.Store.Get(ctx, prefix+tlog.BundleFile, ""); err == nil {
-		// Anchored before the Session could say so.
-		b = &tlog.Bundle{}
-		if err := json.Unmarshal(raw, b); err != nil {
-			return nil, fmt.Errorf("the kept bundle: %w", err)
-		}
-	} else {
+	key := prefix + tlog.BundleFile
+	b, err := f.keptBundle(ctx, key, manifest)
+	if err != nil {
+		// None kept, or one that is not this manifest's by this relay: anchor anew.
 		actx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		b, err = f.Anchorer.Anchor(actx, manifest)
 		cancel()
 		if err != nil {
 			return nil, err
 		}
-		if _, err := KeepBundle(ctx, f.Store, ref, b, time.Now().Add(f.Retention)); err != nil {
+		if key, err = KeepBundle(ctx, f.Store, ref, b, time.Now().Add(f.Retention)); err != nil {
 			return nil, err
 		}
 	}
 	ev := s.Status.Evidence.DeepCopy()
 	ev.AnchorPending, ev.EntryID, ev.LogIndex = false, b.UUID, b.Entry.LogIndex
-	ev.URIs = append(ev.URIs, f.URI+prefix+tlog.BundleFile)
+	ev.URIs = append(ev.URIs, f.URI+key)
 	return ev, nil
+}
+
+// keptBundle is the bundle already beside the recording (anchored before
+// the Session could say so), only if it anchors this manifest with this
+// relay's own key in the log the relay uses: one planted there is never
+// taken on trust.
+func (f *SessionFinalizer) keptBundle(ctx context.Context, key string, manifest []byte) (*tlog.Bundle, error) {
+	raw, err := f.Store.Get(ctx, key, "")
+	if err != nil {
+		return nil, err
+	}
+	b := &tlog.Bundle{}
+	if err := json.Unmarshal(raw, b); err != nil {
+		return nil, fmt.Errorf("the kept bundle: %w", err)
+	}
+	pub, err := f.Anchorer.Signer.PublicKey()
+	if err != nil {
+		return nil, err
+	}
+	logKey, err := f.Anchorer.LogPublicKey(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := b.VerifySigned(ctx, manifest, logKey, tlog.Signer{Key: pub}); err != nil {
+		return nil, fmt.Errorf("the kept bundle is not this relay's anchor of this manifest: %w", err)
+	}
+	return b, nil
 }

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/tower-dev/breakglass/evidence/tlog"
 )
 
 var testRef = Ref{Cluster: "prod", Namespace: "shop", Name: "s1", UID: "0b9f1e4c-uid"}
@@ -352,5 +354,29 @@ func TestPlantedSegmentsStayOut(t *testing.T) {
 	}
 	if m := f.Manifest; m.Segments != 2 || len(m.MissingSegments) != 1 || m.MissingSegments[0] != 1 || len(m.ForeignSegments) != 1 {
 		t.Fatalf("the sweeper's manifest: %d segments, missing %v, foreign %v", m.Segments, m.MissingSegments, m.ForeignSegments)
+	}
+}
+
+// TestKeepBundleBesideAPlantedOne: a bundle planted under the usual name
+// does not stop the relay's own from being kept, under a name of its own.
+func TestKeepBundleBesideAPlantedOne(t *testing.T) {
+	store := &Dir{Root: t.TempDir()}
+	ctx := context.Background()
+	retain := time.Now().Add(time.Hour)
+	if _, err := store.Put(ctx, testRef.Prefix()+tlog.BundleFile, []byte(`{"uuid":"planted"}`), retain); err != nil {
+		t.Fatal(err)
+	}
+	b := &tlog.Bundle{UUID: strings.Repeat("ab", 40), RekorURL: "https://rekor.example"}
+	key, err := KeepBundle(ctx, store, testRef, b, retain)
+	if err != nil || key != testRef.Prefix()+AltBundleName(b.UUID) {
+		t.Fatalf("kept at %q: %v", key, err)
+	}
+	kept, _ := store.Get(ctx, key, "")
+	if !strings.Contains(string(kept), b.UUID) {
+		t.Fatal("the relay's bundle is not where it says")
+	}
+	again, err := KeepBundle(ctx, store, testRef, b, retain)
+	if err != nil || again != key {
+		t.Fatalf("keeping the same bundle again: %q, %v", again, err)
 	}
 }

@@ -147,15 +147,28 @@ func (a *Anchorer) Submit(ctx context.Context, signed *Signed) (*Bundle, error) 
 			return nil, err
 		}
 	}
-	keyResp, err := rc.Pubkey.GetPublicKeyContext(ctx, pubkey.NewGetPublicKeyParams())
+	logKey, err := a.LogPublicKey(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("the log's public key: %w", err)
+		return nil, err
 	}
-	b := &Bundle{RekorURL: a.URL, UUID: uuid, Signature: signed.Signature, PublicKey: signed.PublicKey, Entry: anon, RekorPublicKey: []byte(keyResp.Payload)}
+	b := &Bundle{RekorURL: a.URL, UUID: uuid, Signature: signed.Signature, PublicKey: signed.PublicKey, Entry: anon, RekorPublicKey: logKey}
 	if err := b.Verify(ctx, signed.Manifest, b.RekorPublicKey); err != nil {
 		return nil, fmt.Errorf("the log's answer does not verify: %w", err)
 	}
 	return b, nil
+}
+
+// LogPublicKey is the log's public key (PEM), as the log at a.URL gives it.
+func (a *Anchorer) LogPublicKey(ctx context.Context) ([]byte, error) {
+	rc, err := client.GetRekorClient(a.URL, client.WithRetryCount(0))
+	if err != nil {
+		return nil, err
+	}
+	keyResp, err := rc.Pubkey.GetPublicKeyContext(ctx, pubkey.NewGetPublicKeyParams())
+	if err != nil {
+		return nil, fmt.Errorf("the log's public key: %w", err)
+	}
+	return []byte(keyResp.Payload), nil
 }
 
 func only(e models.LogEntry) (string, models.LogEntryAnon, error) {

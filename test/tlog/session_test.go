@@ -159,6 +159,20 @@ func TestSessionAnchoredAfterRekorComesBack(t *testing.T) {
 		if out, err := verifyCLI(forged, "--rekor-public-key", logPub); err == nil || !strings.Contains(out, "pin the signer") {
 			t.Fatalf("no signer pinned: %v\n%s", err, out)
 		}
+		// Planted under the usual name before the relay could write its own,
+		// which it then keeps beside it: the pinned check passes over the
+		// planted one and finds the relay's.
+		genuine, err := os.ReadFile(filepath.Join(dir, tlog.BundleFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(forged, recording.AltBundleName(ev.EntryID)), genuine, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		out, err := verifyCLI(forged, "--key", relayPub, "--rekor-public-key", logPub)
+		if err != nil || !strings.Contains(out, "MISMATCH  "+tlog.BundleFile) || !strings.Contains(out, "ok        "+recording.AltBundleName(ev.EntryID)) {
+			t.Fatalf("a planted bundle beside the relay's: %v\n%s", err, out)
+		}
 	})
 	manifest := filepath.Join(dir, recording.ManifestFile)
 	body, err := os.ReadFile(manifest)
