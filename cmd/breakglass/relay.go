@@ -116,15 +116,24 @@ func buildRelay(ctx context.Context, cfg *relay.Config) (*relay.Server, func(), 
 	if cfg.Audit.URL != "" {
 		sinks = append(sinks, audit.NewHTTP(cfg.Audit.URL))
 	}
-	if cfg.Audit.File == "" {
-		// No file to continue from: the chain goes on from its newest
-		// anchored checkpoint (events written after it by a relay that
-		// crashed show as a fork to audit verify).
-		cp, err := audit.LatestCheckpoint(ctx, store, cfg.Audit.Chain)
+	var anchorer *tlog.Anchorer
+	if r := cfg.Rekor; r != nil {
+		if anchorer, err = loadAnchorer(ctx, r.URL, r.KeyFile, r.CertificateFile); err != nil {
+			return fail(fmt.Errorf("rekor: %w", err))
+		}
+		cp, err := audit.LatestCheckpoint(ctx, store, cfg.Audit.Chain, anchorer)
 		if err != nil {
 			return fail(fmt.Errorf("the audit chain's last checkpoint: %w", err))
 		}
-		last = audit.Event{Seq: cp.Seq, Hash: cp.Hash}
+		switch {
+		case cfg.Audit.File != "" && last.Seq < cp.Seq:
+			return fail(fmt.Errorf("the audit file %s ends at seq %d, but the chain's head was anchored at seq %d: it was cut short; restore it before the relay starts", cfg.Audit.File, last.Seq, cp.Seq))
+		case cfg.Audit.File == "":
+			// No file to continue from: the chain goes on from its newest
+			// anchored checkpoint (events written after it by a relay that
+			// crashed show as a fork to audit verify).
+			last = audit.Event{Seq: cp.Seq, Hash: cp.Hash}
+		}
 	}
 	auditLog := audit.NewLog(last, nil, sinks...)
 	scheme, err := sweeper.Scheme()
@@ -150,12 +159,6 @@ func buildRelay(ctx context.Context, cfg *relay.Config) (*relay.Server, func(), 
 	var notifier relay.Notifier
 	if cfg.NotifyURL != "" {
 		notifier = &notify.Webhook{URL: cfg.NotifyURL, PortalURL: cfg.PortalURL}
-	}
-	var anchorer *tlog.Anchorer
-	if r := cfg.Rekor; r != nil {
-		if anchorer, err = loadAnchorer(ctx, r.URL, r.KeyFile, r.CertificateFile); err != nil {
-			return fail(fmt.Errorf("rekor: %w", err))
-		}
 	}
 	var checkpoints *audit.Checkpointer
 	if anchorer != nil {

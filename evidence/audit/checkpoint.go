@@ -69,7 +69,9 @@ func (c *Checkpointer) Checkpoint(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	key := fmt.Sprintf("%s%020d", CheckpointPrefix(c.Chain), seq)
+	// Named by the head's hash as well: nobody can plant a checkpoint
+	// under a name the relay will later need.
+	key := fmt.Sprintf("%s%020d-%s", CheckpointPrefix(c.Chain), seq, hash[:min(16, len(hash))])
 	retain := time.Now().Add(c.Retention)
 	for k, data := range map[string][]byte{key + ".json": body, key + BundleSuffix: raw} {
 		if _, err := c.Store.Put(ctx, k, data, retain); err != nil && !errors.Is(err, recording.ErrExists) {
@@ -102,25 +104,48 @@ func (c *Checkpointer) Run(ctx context.Context, every time.Duration) {
 	}
 }
 
-// LatestCheckpoint is the newest checkpoint of chain in store, or a zero
+// LatestCheckpoint is the newest checkpoint of chain in store that a
+// signed and logged it (anchored by a's key, in a's log), or a zero
 // Checkpoint when there is none: where a relay without an audit file
-// continues the chain after a restart.
-func LatestCheckpoint(ctx context.Context, store recording.Store, chain string) (Checkpoint, error) {
+// continues the chain after a restart, and what a relay with one checks its
+// file against. Anything else under the checkpoints' prefix is passed over.
+func LatestCheckpoint(ctx context.Context, store recording.Store, chain string, a *tlog.Anchorer) (Checkpoint, error) {
 	keys, err := store.List(ctx, CheckpointPrefix(chain))
 	if err != nil {
 		return Checkpoint{}, err
 	}
+	pub, err := a.Signer.PublicKey()
+	if err != nil {
+		return Checkpoint{}, err
+	}
+	var logKey []byte
 	for i := len(keys) - 1; i >= 0; i-- {
 		if !strings.HasSuffix(keys[i], ".json") || strings.HasSuffix(keys[i], BundleSuffix) {
 			continue
 		}
-		raw, err := store.Get(ctx, keys[i], "")
+		body, err := store.Get(ctx, keys[i], "")
 		if err != nil {
 			return Checkpoint{}, err
 		}
 		var cp Checkpoint
-		if err := json.Unmarshal(raw, &cp); err != nil {
-			return Checkpoint{}, fmt.Errorf("%s: %w", keys[i], err)
+		if json.Unmarshal(body, &cp) != nil || cp.Chain != chain {
+			continue
+		}
+		raw, err := store.Get(ctx, strings.TrimSuffix(keys[i], ".json")+BundleSuffix, "")
+		if err != nil {
+			continue
+		}
+		var b tlog.Bundle
+		if json.Unmarshal(raw, &b) != nil {
+			continue
+		}
+		if logKey == nil {
+			if logKey, err = a.LogPublicKey(ctx); err != nil {
+				return Checkpoint{}, err
+			}
+		}
+		if _, err := b.VerifySigned(ctx, body, logKey, tlog.Signer{Key: pub}); err != nil {
+			continue
 		}
 		return cp, nil
 	}

@@ -119,8 +119,16 @@ func TestAuditCheckpoints(t *testing.T) {
 		t.Fatalf("checkpoints signed by another key: %v\n%s", err, out)
 	}
 
+	// Someone with the store's keys plants a later checkpoint: unsigned by
+	// the relay, it is passed over.
+	planted := audit.CheckpointPrefix("relay") + "00000000000000000099-ffffffffffffffff"
+	for k, v := range map[string]string{".json": `{"chain":"relay","seq":99,"hash":"ff","time":"2026-11-30T10:00:00Z"}`, audit.BundleSuffix: "{}"} {
+		if _, err := store.Put(ctx, planted+k, []byte(v), time.Now().Add(time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+	}
 	// A relay restarted without its file goes on from the newest checkpoint.
-	latest, err := audit.LatestCheckpoint(ctx, store, "relay")
+	latest, err := audit.LatestCheckpoint(ctx, store, "relay", relay)
 	if err != nil || latest.Seq != 5 {
 		t.Fatalf("the latest checkpoint: %+v, %v", latest, err)
 	}
