@@ -46,7 +46,7 @@ func (h *Handler) Handle(ctx context.Context, req admission.Request) admission.R
 
 // debugImages lists the images of the debug containers a request adds: the
 // new breakglass- ephemeral containers of an update, or the breakglass-
-// containers of a created pod.
+// containers and the hold volume of a created pod.
 func (h *Handler) debugImages(req admission.Request) ([]string, error) {
 	pod := &corev1.Pod{}
 	if err := h.Decoder.DecodeRaw(req.Object, pod); err != nil {
@@ -72,6 +72,13 @@ func (h *Handler) debugImages(req admission.Request) ([]string, error) {
 		for _, c := range append(append([]corev1.Container(nil), pod.Spec.InitContainers...), pod.Spec.Containers...) {
 			if strings.HasPrefix(c.Name, v1alpha1.DebugContainerPrefix) {
 				images = append(images, c.Image)
+			}
+		}
+		// A held copy runs the debug image's sleep from its hold volume in
+		// every app container: that image is checked like a debug container's.
+		for _, v := range pod.Spec.Volumes {
+			if v.Image != nil && v.Name == v1alpha1.HoldVolume {
+				images = append(images, v.Image.Reference)
 			}
 		}
 	}

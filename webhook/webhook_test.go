@@ -18,6 +18,8 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/tower-dev/breakglass/api/v1alpha1"
 )
 
 func TestConfigCheck(t *testing.T) {
@@ -151,6 +153,18 @@ func TestHandlerChecksOnlyAddedDebugImages(t *testing.T) {
 	}
 	if strings.Join(rv.seen, ",") != "init-bad,dbg" {
 		t.Fatalf("checked %v", rv.seen)
+	}
+
+	// A held copy: the hold volume's image runs in the app containers.
+	rv.seen = nil
+	held := &corev1.Pod{Spec: corev1.PodSpec{
+		Containers: []corev1.Container{{Name: "web", Image: "app"}, {Name: "breakglass-s1", Image: "dbg"}},
+		Volumes: []corev1.Volume{{Name: v1alpha1.HoldVolume, VolumeSource: corev1.VolumeSource{Image: &corev1.ImageVolumeSource{Reference: "hold-bad"}}},
+			{Name: "data", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}},
+	}}
+	resp = h.Handle(context.Background(), request(t, admissionv1.Create, "", held, nil))
+	if resp.Allowed || strings.Join(rv.seen, ",") != "dbg,hold-bad" || !strings.Contains(resp.Result.Message, "hold-bad: bad") {
+		t.Fatalf("a held copy's hold volume: allowed %v, checked %v, %s", resp.Allowed, rv.seen, resp.Result.Message)
 	}
 
 	resp = h.Handle(context.Background(), admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
