@@ -87,7 +87,8 @@ func (a *Authenticator) Verify(ctx context.Context, raw string) (Caller, error) 
 	// An address shown to people and sent notifications must be the
 	// person's: the issuer must say it verified it.
 	if a.usernameClaim == "email" {
-		if v, _ := claims["email_verified"].(bool); !v {
+		// Some providers send the boolean as a string.
+		if v := claims["email_verified"]; v != true && v != "true" {
 			return Caller{}, fmt.Errorf("%w: the token's email is not verified (email_verified is not true)", errUnauthenticated)
 		}
 	}

@@ -113,6 +113,17 @@ func NewServer(o Options) (*Server, error) {
 	s := &Server{cfg: o.Config, auth: o.Auth, clusters: map[string]*target{}, store: o.Store, audit: o.Audit,
 		notifier: o.Notifier, anchorer: o.Anchorer, clock: o.Clock, log: o.Log, metrics: newMetrics(), live: map[sessionKey]*liveSession{},
 		unauthenticated: rate.NewLimiter(rate.Limit(UnauthenticatedAuditRate), UnauthenticatedAuditBurst)}
+	for _, c := range o.Config.Clusters {
+		t, ok := o.Targets[c.Name]
+		if !ok {
+			return nil, fmt.Errorf("relay: no credentials for cluster %s", c.Name)
+		}
+		s.clusters[c.Name] = &target{Cluster: c, Target: t, runner: &session.Runner{
+			Cluster: c.Name, Client: t.Client, Kube: t.Kube, Config: t.Config, Store: o.Store, Audit: o.Audit, Clock: o.Clock,
+			DebugImage: c.DebugImage, Grace: o.Config.Limits.Grace.Duration, Retention: o.Config.Recording.Retention.Duration,
+			MaxTTL: maxDuration, Anchorer: o.Anchorer, Log: o.Log,
+		}}
+	}
 	if o.Checkpoints != nil {
 		every := o.CheckpointEvery
 		if every <= 0 {
@@ -124,17 +135,6 @@ func NewServer(o Options) (*Server, error) {
 			defer close(s.checkpointed)
 			o.Checkpoints.Run(ctx, every)
 		}()
-	}
-	for _, c := range o.Config.Clusters {
-		t, ok := o.Targets[c.Name]
-		if !ok {
-			return nil, fmt.Errorf("relay: no credentials for cluster %s", c.Name)
-		}
-		s.clusters[c.Name] = &target{Cluster: c, Target: t, runner: &session.Runner{
-			Cluster: c.Name, Client: t.Client, Kube: t.Kube, Config: t.Config, Store: o.Store, Audit: o.Audit, Clock: o.Clock,
-			DebugImage: c.DebugImage, Grace: o.Config.Limits.Grace.Duration, Retention: o.Config.Recording.Retention.Duration,
-			MaxTTL: maxDuration, Anchorer: o.Anchorer, Log: o.Log,
-		}}
 	}
 	return s, nil
 }

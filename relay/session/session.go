@@ -135,16 +135,18 @@ func (r *Runner) Start(ctx context.Context, s *v1alpha1.Session) (_ *Live, err e
 	}
 	container := v1alpha1.DebugContainerPrefix + s.Name
 	pod := s.Spec.TargetPod
-	if s.Spec.Mode == v1alpha1.ModeLive {
-		if err = r.addDebugContainer(ctx, s, container); err == nil {
-			// From here the pod carries the debug container: a start that
-			// fails leaves neither it nor a Session that could start again.
-			defer func() {
-				if err != nil {
-					err = errors.Join(err, r.failedStart(s, pod, container, err))
-				}
-			}()
+	// touched is set once the target pod carries the debug container or the
+	// Session is Active: a start that fails from there leaves neither a pod
+	// with a debug container nor a Session that could start again.
+	touched := false
+	defer func() {
+		if err != nil && touched {
+			err = errors.Join(err, r.failedStart(s, pod, container, err))
 		}
+	}()
+	if s.Spec.Mode == v1alpha1.ModeLive {
+		err = r.addDebugContainer(ctx, s, container)
+		touched = err == nil
 	} else {
 		// The copy is named after its debug container: one per session.
 		pod = container
@@ -172,14 +174,18 @@ func (r *Runner) Start(ctx context.Context, s *v1alpha1.Session) (_ *Live, err e
 		}}); err != nil {
 		return nil, fmt.Errorf("recording the start: %w", err)
 	}
+	touched = true
 	live, err := r.attach(s, pod, container, rec)
 	if err != nil {
 		return nil, err
 	}
 	live.endAtGrantExpiry(s.Status.Grant.ExpiresAt.Time)
 	if err := r.record(ctx, "attach", s, container); err != nil {
-		_ = live.End(context.Background(), Relay, v1alpha1.EndUser)
-		return nil, fmt.Errorf("auditing the attach: %w", err)
+		// The session's own end cleans up: detach, recycle, revoke, and the
+		// Session ended as a failed start.
+		touched = false
+		by := fmt.Sprintf("%s (the start failed: the attach could not be audited: %v)", Relay, err)
+		return nil, errors.Join(fmt.Errorf("auditing the attach: %w", err), live.finish(context.Background(), by, v1alpha1.EndFailedStart, true))
 	}
 	return live, nil
 }
@@ -289,14 +295,15 @@ var cannotStart = map[string]bool{"ErrImagePull": true, "ImagePullBackOff": true
 	"ErrImageNeverPull": true, "CreateContainerConfigError": true, "CreateContainerError": true, "RunContainerError": true}
 
 // failedStart cleans up after a start that failed once the debug container
-// was in the pod: the pod is recycled (unless the approver chose to keep
-// it), and the Session ends, saying why, so it cannot be started again on a
-// pod that is gone. The grant is taken back by Start itself.
+// was in the pod or the Session was Active: a live session's pod is recycled
+// (unless the approver chose to keep it; a copy is deleted by Start), and
+// the Session ends, saying why, so it cannot be started again on a pod that
+// is gone. The grant is taken back by Start itself.
 func (r *Runner) failedStart(s *v1alpha1.Session, pod, container string, cause error) error {
 	ctx := context.Background()
 	var errs []error
-	keep := s.Status.Approval != nil && s.Status.Approval.KeepPod
-	if !keep {
+	recycle := s.Spec.Mode == v1alpha1.ModeLive && !(s.Status.Approval != nil && s.Status.Approval.KeepPod)
+	if recycle {
 		err := r.Kube.CoreV1().Pods(s.Namespace).Delete(ctx, pod, metav1.DeleteOptions{})
 		if !apierrors.IsNotFound(err) {
 			errs = append(errs, err)
@@ -306,7 +313,7 @@ func (r *Runner) failedStart(s *v1alpha1.Session, pod, container string, cause e
 	if len(why) > 200 {
 		why = why[:200] + "..."
 	}
-	by := fmt.Sprintf("%s (the start failed after %s was added to %s, pod recycled: %t: %s)", Relay, container, pod, !keep, why)
+	by := fmt.Sprintf("%s (the start failed after %s was added to %s, pod recycled: %t: %s)", Relay, container, pod, recycle, why)
 	errs = append(errs, r.Lifecycle().Make(ctx, s, lifecycle.Move{Step: lifecycle.StepEnd, To: v1alpha1.PhaseEnded, Actor: PortalIdentity,
 		Reason: string(v1alpha1.EndFailedStart) + ": " + why, Merge: true, Record: func(st *v1alpha1.SessionStatus) {
 			st.End = &v1alpha1.End{By: by, Reason: v1alpha1.EndFailedStart, At: metav1.NewTime(r.Clock.Now()), Abnormal: true}

@@ -87,6 +87,8 @@ func TestBadTokens(t *testing.T) {
 		})
 	}
 	tr.must(t, http.StatusOK, good, "GET", "/api/v1/sessions", "")
+	tr.must(t, http.StatusOK, with("email_verified", "true"), "GET", "/api/v1/sessions", "") // as some providers send it
+	tr.must(t, http.StatusUnauthorized, with("email_verified", "yes"), "GET", "/api/v1/sessions", "")
 	if !strings.Contains(tr.audit.String(), `"kind":"refusal","actor":"unauthenticated"`) {
 		t.Fatal("the refusals were not audited")
 	}
