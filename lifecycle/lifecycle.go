@@ -3,7 +3,9 @@
 // cluster's Session policy is generated from it); this package is how the
 // relay and the sweeper make every move: checked against that table,
 // audited before it takes effect, written to the Session, and audited again
-// as undone when the write fails. Nothing else writes a Session's status.
+// as undone when the write fails. Nothing else writes a Session's status
+// but the relay's heartbeat (a liveness stamp every 15 seconds, no
+// decision and no phase: auditing it would drown the log).
 //
 // The moves, by step (the audit event's kind):
 //

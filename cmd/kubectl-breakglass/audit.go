@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -53,7 +52,7 @@ the newest.`,
 			} else if signerOpts.key != "" || signerOpts.identity != "" || signerOpts.identityRegExp != "" {
 				return errors.New("--key and --certificate-* check the checkpoints: pass --checkpoints DIR")
 			}
-			var r io.Reader = cmd.InOrStdin()
+			r := cmd.InOrStdin()
 			if args[0] != "-" {
 				f, err := os.Open(args[0])
 				if err != nil {

@@ -92,12 +92,10 @@ func pickSegments(prefix string, listed []string, written map[string]string) pic
 		i, _ := strconv.Atoi(m[1])
 		parts[i]++
 	}
-	if written != nil {
-		for k := range written {
-			if m := segmentName.FindStringSubmatch(strings.TrimPrefix(k, prefix+segmentsDir)); m != nil {
-				i, _ := strconv.Atoi(m[1])
-				parts[i] = 2 // the recorder wrote it, whatever the listing shows
-			}
+	for k := range written {
+		if m := segmentName.FindStringSubmatch(strings.TrimPrefix(k, prefix+segmentsDir)); m != nil {
+			i, _ := strconv.Atoi(m[1])
+			parts[i] = 2 // the recorder wrote it, whatever the listing shows
 		}
 	}
 	last := -1

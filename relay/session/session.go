@@ -302,7 +302,8 @@ var cannotStart = map[string]bool{"ErrImagePull": true, "ImagePullBackOff": true
 func (r *Runner) failedStart(s *v1alpha1.Session, pod, container string, cause error) error {
 	ctx := context.Background()
 	var errs []error
-	recycle := s.Spec.Mode == v1alpha1.ModeLive && !(s.Status.Approval != nil && s.Status.Approval.KeepPod)
+	keep := s.Status.Approval != nil && s.Status.Approval.KeepPod
+	recycle := s.Spec.Mode == v1alpha1.ModeLive && !keep
 	if recycle {
 		err := r.Kube.CoreV1().Pods(s.Namespace).Delete(ctx, pod, metav1.DeleteOptions{})
 		if !apierrors.IsNotFound(err) {
