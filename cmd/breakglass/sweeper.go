@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"net/url"
 	"os"
@@ -23,6 +24,8 @@ func newSweeperCommand() *cobra.Command {
 		notifyURL, portalURL, fallbackReviewer string
 		recordingDir, rekorURL, rekorKey       string
 		clusterName, rekorCert, auditFile      string
+		s3opts                                 recording.S3Options
+		retention                              time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "sweeper",
@@ -41,12 +44,15 @@ reviews. It reads all of its state from the cluster.`,
 				}
 				opts.Notifier = &notify.Webhook{URL: notifyURL, PortalURL: portalURL, FallbackReviewer: fallbackReviewer}
 			}
-			if recordingDir != "" {
+			store, uri, err := evidenceStore(cmd.Context(), recordingDir, s3opts)
+			if err != nil {
+				return err
+			}
+			if store != nil {
 				if clusterName == "" {
-					return errors.New("--cluster: required with --recording-dir: recordings are kept under the cluster's name, as the relay's config names it")
+					return errors.New("--cluster: required with an evidence store: recordings are kept under the cluster's name, as the relay's config names it")
 				}
-				finalizer := &recording.SessionFinalizer{Store: &recording.Dir{Root: recordingDir}, Cluster: clusterName,
-					Retention: 365 * 24 * time.Hour, URI: "file://" + recordingDir + "/"}
+				finalizer := &recording.SessionFinalizer{Store: store, Cluster: clusterName, Retention: retention, URI: uri}
 				if rekorURL != "" {
 					a, err := loadAnchorer(cmd.Context(), rekorURL, rekorKey, rekorCert)
 					if err != nil {
@@ -100,9 +106,36 @@ reviews. It reads all of its state from the cluster.`,
 	f.StringVar(&auditFile, "audit-file", "", "append the sweeper's audit chain to this file too, and continue its chain from it after a restart")
 	f.StringVar(&clusterName, "cluster", "", "this cluster's name in the relay's config: part of every recording's key")
 	f.StringVar(&recordingDir, "recording-dir", "", "the write-once recording directory, to finalize the evidence of swept sessions")
+	f.StringVar(&s3opts.Bucket, "s3-bucket", "", "the evidence bucket (S3 with Object Lock), instead of --recording-dir; credentials from the environment or workload identity")
+	f.StringVar(&s3opts.Region, "s3-region", "", "the bucket's region")
+	f.StringVar(&s3opts.Endpoint, "s3-endpoint", "", "a non-AWS S3 endpoint")
+	f.BoolVar(&s3opts.PathStyle, "s3-path-style", false, "address the bucket in the path, not the host name")
+	f.DurationVar(&retention, "retention", 365*24*time.Hour, "how long finalized evidence is locked")
 	f.StringVar(&rekorURL, "rekor-url", "", "the transparency log: anchor finalized recordings whose anchor is still pending")
 	f.StringVar(&rekorKey, "rekor-key", "", "the signing key (PEM) for --rekor-url")
 	f.StringVar(&rekorCert, "rekor-certificate", "", "the signing key's certificate (PEM) naming the plane's identity, for --rekor-url")
 	f.DurationVar(&opts.AnchorAfter, "anchor-after", 2*time.Minute, "how long after a session's end the relay has to anchor it itself")
 	return cmd
+}
+
+// evidenceStore is the store the sweeper finalizes swept sessions' evidence
+// in: the bucket, or the directory, or none; and its address for the
+// Session's record.
+func evidenceStore(ctx context.Context, dir string, o recording.S3Options) (recording.Store, string, error) {
+	switch {
+	case dir != "" && o.Bucket != "":
+		return nil, "", errors.New("--recording-dir and --s3-bucket: one evidence store, not two")
+	case o.Bucket != "":
+		s, err := recording.NewS3(ctx, o)
+		if err != nil {
+			return nil, "", err
+		}
+		if err := s.Check(ctx); err != nil {
+			return nil, "", err
+		}
+		return s, "s3://" + o.Bucket + "/", nil
+	case dir != "":
+		return &recording.Dir{Root: dir}, "file://" + dir + "/", nil
+	}
+	return nil, "", nil
 }

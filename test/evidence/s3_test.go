@@ -12,7 +12,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/tower-dev/breakglass/api/v1alpha1"
 	"github.com/tower-dev/breakglass/evidence/recording"
 )
 
@@ -148,5 +150,44 @@ func TestChecksumEnforced(t *testing.T) {
 	})
 	if err == nil {
 		t.Fatal("a body with a wrong checksum was stored")
+	}
+}
+
+// TestSweeperFinalizesInS3: a relay streamed segments to the bucket and
+// died; the sweeper's finalizer assembles them there, records the
+// versions, and the relay's reader reads the result back by the Session.
+func TestSweeperFinalizesInS3(t *testing.T) {
+	store, err := newStore(locked)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	s := &v1alpha1.Session{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "s9", UID: "9e9e-uid"}}
+	rec, err := recording.New(ctx, store, recording.RefOf("prod", s), recording.Options{RetainUntil: time.Now().Add(time.Hour), SegmentBytes: 32})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rec.Output(ctx, []byte("$ cat /etc/hostname\r\nweb-1\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	if err := rec.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// The relay dies here: no Close.
+	f := &recording.SessionFinalizer{Store: store, Cluster: "prod", Retention: time.Hour, URI: "s3://" + locked + "/"}
+	ev, err := f.Finalize(ctx, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ev.ManifestVersion == "" || ev.Cluster != "prod" || !strings.HasPrefix(ev.URIs[0], "s3://"+locked+"/sessions/prod/shop/s9/9e9e-uid/") {
+		t.Fatalf("the Session's evidence: %+v", ev)
+	}
+	m, _, err := recording.ReadManifest(ctx, store, recording.RefOf("prod", s), ev)
+	if err != nil || !m.EndedAbnormally {
+		t.Fatalf("reading back what the sweeper finalized: %v, %+v", err, m)
+	}
+	cast, err := recording.ReadFile(ctx, store, recording.RefOf("prod", s), m, recording.CastFile)
+	if err != nil || !strings.Contains(string(cast), "web-1") {
+		t.Fatalf("the cast: %v", err)
 	}
 }
