@@ -17,6 +17,7 @@ import (
 	kubefake "helm.sh/helm/v3/pkg/kube/fake"
 	"helm.sh/helm/v3/pkg/lint"
 	"helm.sh/helm/v3/pkg/lint/support"
+	"helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/storage"
 	"helm.sh/helm/v3/pkg/storage/driver"
 	appsv1 "k8s.io/api/apps/v1"
@@ -41,9 +42,35 @@ func valuesFile(t *testing.T, name string) map[string]any {
 
 // Render renders the chart as `helm template` would, in namespace ns.
 func Render(values map[string]any, ns string) (string, error) {
-	chrt, err := loader.Load(".")
+	rel, err := install(values, ns)
 	if err != nil {
 		return "", err
+	}
+	return rel.Manifest, nil
+}
+
+// TestNotes: what helm prints after an install says what runs and what to
+// do next, for every values file, with every value it names filled in.
+func TestNotes(t *testing.T) {
+	for _, f := range valueFiles {
+		t.Run(f, func(t *testing.T) {
+			rel, err := install(valuesFile(t, f), namespace)
+			if err != nil {
+				t.Fatal(err)
+			}
+			notes := rel.Info.Notes
+			if !strings.Contains(notes, "Next:") || !strings.Contains(notes, "signature webhook") || strings.Contains(notes, "<no value>") {
+				t.Fatalf("the notes:\n%s", notes)
+			}
+		})
+	}
+}
+
+// install runs a client-only dry-run install: the release, notes included.
+func install(values map[string]any, ns string) (*release.Release, error) {
+	chrt, err := loader.Load(".")
+	if err != nil {
+		return nil, err
 	}
 	cfg := &action.Configuration{Releases: storage.Init(driver.NewMemory()), KubeClient: &kubefake.PrintingKubeClient{Out: io.Discard},
 		Capabilities: chartutil.DefaultCapabilities, Log: func(string, ...any) {}}
@@ -51,11 +78,7 @@ func Render(values map[string]any, ns string) (string, error) {
 	inst.DryRun, inst.ClientOnly, inst.Replace = true, true, true
 	inst.ReleaseName, inst.Namespace, inst.KubeVersion = "breakglass", ns, kube137
 	inst.IncludeCRDs = true
-	rel, err := inst.Run(chrt, values)
-	if err != nil {
-		return "", err
-	}
-	return rel.Manifest, nil
+	return inst.Run(chrt, values)
 }
 
 var valueFiles = []string{"flight-defaults.yaml", "ground-cert-manager.yaml", "flight-with-relay.yaml"}
@@ -151,6 +174,9 @@ func TestBadValues(t *testing.T) {
 	for _, tc := range []struct {
 		name, values, ns, want string
 	}{
+		{"no signature policy", "webhook: {policies: []}\n", namespace, "webhook.policies: at least one signature policy"},
+		{"a bucket without the cluster's name", "evidence: {s3: {bucket: evidence}}\n", namespace, "evidence.cluster"},
+		{"a log without a signing key", "evidence: {rekor: {url: 'https://rekor.example'}}\n", namespace, "evidence.rekor.keySecret"},
 		{"unknown profile", "profile: prod\n", namespace, "profile"},
 		{"misspelt key", "webhook:\n  replica: 3\n", namespace, "replica"},
 		{"unpinned image", "params:\n  debugImages: [registry.example/debug:latest]\n", namespace, "debugImages"},
@@ -165,7 +191,12 @@ func TestBadValues(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, err = Render(v, tc.ns)
+			// Everything else as a working install has it: a signature policy.
+			base, err := chartutil.ReadValues([]byte("webhook: {policies: [{name: p, repository: r, key: /k}]}\n"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = Render(chartutil.CoalesceTables(v, base), tc.ns)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("%v, want an error naming %q", err, tc.want)
 			}

@@ -9,8 +9,34 @@
 
 {{- define "breakglass.labels" -}}
 app.kubernetes.io/part-of: breakglass
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 app.kubernetes.io/managed-by: {{ .Release.Service }}
 helm.sh/chart: {{ .Chart.Name }}-{{ .Chart.Version }}
+{{- end -}}
+
+{{/* The evidence store's credentials and the signing key's password, for the sweeper and the relay. */}}
+{{- define "breakglass.evidenceEnv" -}}
+{{- with .Values.evidence.credentialsSecret }}
+- name: AWS_ACCESS_KEY_ID
+  valueFrom: {secretKeyRef: {name: {{ . }}, key: AWS_ACCESS_KEY_ID}}
+- name: AWS_SECRET_ACCESS_KEY
+  valueFrom: {secretKeyRef: {name: {{ . }}, key: AWS_SECRET_ACCESS_KEY}}
+{{- end }}
+{{- with .Values.evidence.rekor.keySecret }}
+- name: BREAKGLASS_REKOR_KEY_PASSWORD
+  valueFrom: {secretKeyRef: {name: {{ . }}, key: password, optional: true}}
+{{- end }}
+{{- end -}}
+
+{{/* Refuses evidence settings that cannot work. */}}
+{{- define "breakglass.checkEvidence" -}}
+{{- if and .Values.evidence.s3.bucket (not .Values.evidence.cluster) }}
+{{- fail "evidence.cluster: required with evidence.s3: recordings are kept under the cluster's name, as the relay's config names it" }}
+{{- end }}
+{{- if and .Values.evidence.rekor.url (not .Values.evidence.rekor.keySecret) }}
+{{- fail "evidence.rekor.keySecret: a Secret with the signing key (cosign.key) is required with evidence.rekor.url" }}
+{{- end }}
 {{- end -}}
 
 {{/* Every component runs as a non-root user on a read-only root, without privilege. */}}
