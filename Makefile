@@ -7,7 +7,7 @@ ETCD_VERSION := v3.6.16
 
 export KUBEBUILDER_ASSETS := $(BIN)
 
-.PHONY: all build dev image rekor debian-packages test test-unit test-integration bench generate verify-generate lint tools clean
+.PHONY: all build dev image debug-image rekor debian-packages test test-unit test-integration bench generate verify-generate lint tools clean
 
 all: build
 
@@ -76,6 +76,11 @@ dev: $(BIN)/kube-apiserver $(BIN)/etcd
 image:
 	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 $(GO) build -trimpath -o $(BIN)/linux/breakglass ./cmd/breakglass
 	$(GO) run ./internal/image/build -binary $(BIN)/linux/breakglass -o $(BIN)/breakglass-image.tar
+
+## debug-image: the debug image (a static busybox, non-root) as a tarball (bin/breakglass-debug-image.tar).
+debug-image:
+	@test -x /bin/busybox || { echo "debug-image needs a static busybox: apt-get install busybox-static"; exit 1; }
+	$(GO) run ./internal/image/build -debug-busybox /bin/busybox -tag ghcr.io/tower-dev/breakglass-debug:dev -o $(BIN)/breakglass-debug-image.tar
 
 lint: $(BIN)/golangci-lint
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt: files above need formatting"; exit 1; }

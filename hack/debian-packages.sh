@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian packages the tests use and cannot build from module
 # sources: PostgreSQL (for Trillian), Chromium and Node (the browser test),
-# jq and OpenSSL (the stock-tools check of docs/evidence.md).
+# jq and OpenSSL (the stock-tools check of docs/evidence.md), and a static
+# busybox (the debug image's tools).
 # Only what is missing, and only with apt-get as root; otherwise it says
 # what to install and fails.
 set -euo pipefail
@@ -11,6 +12,7 @@ command -v chromium >/dev/null || missing+=(chromium)
 command -v npm >/dev/null || missing+=(nodejs npm)
 command -v jq >/dev/null || missing+=(jq)
 command -v openssl >/dev/null || missing+=(openssl)
+[[ -x /bin/busybox ]] || missing+=(busybox-static)
 ((${#missing[@]})) || exit 0
 if [[ $(id -u) != 0 ]] || ! command -v apt-get >/dev/null; then
   echo "the tests need these Debian packages: ${missing[*]} (apt-get install them as root)" >&2

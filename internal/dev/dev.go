@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/sigstore/sigstore/pkg/signature"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/clock"
@@ -30,6 +31,7 @@ import (
 	"github.com/tower-dev/breakglass/evidence/audit"
 	"github.com/tower-dev/breakglass/evidence/recording"
 	"github.com/tower-dev/breakglass/evidence/tlog"
+	devimage "github.com/tower-dev/breakglass/internal/image"
 	"github.com/tower-dev/breakglass/internal/oidcissuer"
 	"github.com/tower-dev/breakglass/policies"
 	"github.com/tower-dev/breakglass/relay"
@@ -95,7 +97,7 @@ func Up(ctx context.Context, o Options, logs io.Writer) (err error) {
 	if err != nil {
 		return err
 	}
-	image, err := reg.Push("breakglass/debug", "dev")
+	image, err := pushDebugImage(reg)
 	if err != nil {
 		return err
 	}
@@ -276,4 +278,18 @@ func startRelay(ctx context.Context, c *cluster.Cluster, o Options, issuerURL, i
 		return errors.Join(err, auditFile.Close())
 	}
 	return "http://" + ln.Addr().String(), stop, nil
+}
+
+// pushDebugImage pushes the project's debug image (the machine's static
+// busybox, as make debug-image builds it), or, without busybox-static, a
+// stand-in: the virtual node runs the machine's own programs either way.
+func pushDebugImage(reg *registry.Registry) (name.Digest, error) {
+	if _, err := os.Stat("/bin/busybox"); err != nil {
+		return reg.Push("breakglass/debug", "dev")
+	}
+	img, err := devimage.BuildDebug("/bin/busybox", time.Unix(0, 0).UTC())
+	if err != nil {
+		return name.Digest{}, err
+	}
+	return reg.PushImage("breakglass/debug", "dev", img)
 }

@@ -21,6 +21,7 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/registry"
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
@@ -80,11 +81,16 @@ func (r *Registry) Auth() authn.Authenticator {
 
 // Push writes a random image to repo:tag and returns its digest reference.
 func (r *Registry) Push(repo, tag string) (name.Digest, error) {
-	ref, err := name.NewTag(r.Host+"/"+repo+":"+tag, name.Insecure)
+	img, err := random.Image(512, 1)
 	if err != nil {
 		return name.Digest{}, err
 	}
-	img, err := random.Image(512, 1)
+	return r.PushImage(repo, tag, img)
+}
+
+// PushImage pushes img as repo:tag and returns its reference by digest.
+func (r *Registry) PushImage(repo, tag string, img v1.Image) (name.Digest, error) {
+	ref, err := name.NewTag(r.Host+"/"+repo+":"+tag, name.Insecure)
 	if err != nil {
 		return name.Digest{}, err
 	}

@@ -1,5 +1,6 @@
-// Command build writes the server image as a tarball (`make image`), for
-// `docker load`, `crane push` or a kind cluster's `kind load image-archive`.
+// Command build writes the server image (`make image`) or the debug image
+// (`make debug-image`) as a tarball, for `docker load`, `crane push` or a
+// kind cluster's `kind load image-archive`.
 package main
 
 import (
@@ -19,19 +20,24 @@ func main() {
 	ca := flag.String("ca-bundle", "/etc/ssl/certs/ca-certificates.crt", "the CA bundle to ship")
 	ref := flag.String("tag", "ghcr.io/tower-dev/breakglass:dev", "the image's name in the tarball")
 	out := flag.String("o", "bin/breakglass-image.tar", "where the tarball goes")
+	busybox := flag.String("debug-busybox", "", "build the debug image from this static busybox instead")
 	flag.Parse()
-	if err := run(*binary, *ca, *ref, *out); err != nil {
+	if err := run(*binary, *ca, *ref, *out, *busybox); err != nil {
 		fmt.Fprintln(os.Stderr, "error:", err)
 		os.Exit(1)
 	}
 }
 
-func run(binary, ca, ref, out string) error {
+func run(binary, ca, ref, out, busybox string) error {
 	tag, err := name.NewTag(ref)
 	if err != nil {
 		return err
 	}
-	img, err := image.Build(binary, ca, time.Unix(0, 0).UTC())
+	epoch := time.Unix(0, 0).UTC()
+	img, err := image.Build(binary, ca, epoch)
+	if busybox != "" {
+		img, err = image.BuildDebug(busybox, epoch)
+	}
 	if err != nil {
 		return err
 	}
