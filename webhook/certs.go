@@ -27,7 +27,10 @@ import (
 // not: a CA and a serving certificate kept in a Secret (so replicas share
 // them), written to CertDir for the server, and the CA bundle patched into
 // the webhook configuration. Rotate renews them once a third of their life
-// is left.
+// is left, without an outage window: the CA bundle keeps the previous CA
+// beside the new one (replicas that have not reloaded yet still serve
+// certificates it signed), and a replica trusts the bundle to hold its new
+// CA before it serves the new certificate.
 type Certs struct {
 	Kube       kubernetes.Interface
 	Namespace  string
@@ -47,6 +50,9 @@ const (
 	CertFile = "tls.crt"
 	KeyFile  = "tls.key"
 	CAFile   = "ca.crt"
+	// PreviousCAFile is the CA before the last renewal, kept in the bundle
+	// until the next one.
+	PreviousCAFile = "previous-ca.crt"
 )
 
 // Ensure makes sure a valid certificate is in the Secret, in CertDir and in
@@ -56,17 +62,20 @@ func (c *Certs) Ensure(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	for _, f := range []string{CertFile, KeyFile, CAFile} {
-		if err := writeIfChanged(filepath.Join(c.CertDir, f), sec.Data[f]); err != nil {
-			return err
-		}
-	}
+	// The bundle first: the API server must trust the new CA before this
+	// replica serves a certificate it signed.
+	bundle := append(append([]byte(nil), sec.Data[CAFile]...), sec.Data[PreviousCAFile]...)
 	patch := fmt.Sprintf(`{"webhooks":[{"name":%q,"clientConfig":{"caBundle":%q}}]}`,
-		WebhookName, base64.StdEncoding.EncodeToString(sec.Data[CAFile]))
+		WebhookName, base64.StdEncoding.EncodeToString(bundle))
 	_, err = c.Kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().Patch(ctx, c.WebhookConfiguration,
 		types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{})
 	if err != nil {
 		return fmt.Errorf("patching the CA bundle into %s: %w", c.WebhookConfiguration, err)
+	}
+	for _, f := range []string{CertFile, KeyFile, CAFile} {
+		if err := writeIfChanged(filepath.Join(c.CertDir, f), sec.Data[f]); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -87,8 +96,12 @@ func (c *Certs) stored(ctx context.Context) (*corev1.Secret, error) {
 		if c.fresh(sec.Data) {
 			return sec, nil
 		}
+		previous := sec.Data[CAFile]
 		if sec.Data, err = c.generate(); err != nil {
 			return nil, err
+		}
+		if len(previous) > 0 {
+			sec.Data[PreviousCAFile] = previous
 		}
 		if found {
 			sec, err = secrets.Update(ctx, sec, metav1.UpdateOptions{})

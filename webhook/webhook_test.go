@@ -224,4 +224,24 @@ func TestCertsRenewWhenAThirdIsLeft(t *testing.T) {
 	if serving().SerialNumber.Cmp(first.SerialNumber) == 0 || bundle() == before {
 		t.Fatal("did not renew the certificate and the CA bundle")
 	}
+	// No outage window: a replica that has not reloaded yet still serves the
+	// first certificate, and the API server (trusting the bundle) accepts it
+	// as well as the new one.
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM([]byte(bundle())) {
+		t.Fatal("the bundle holds no certificate")
+	}
+	for what, cert := range map[string]*x509.Certificate{"the old certificate": first, "the new certificate": serving()} {
+		if _, err := cert.Verify(x509.VerifyOptions{Roots: pool, DNSName: "breakglass-webhook.breakglass-system.svc", CurrentTime: clk.Now()}); err != nil {
+			t.Errorf("%s after the renewal: %v", what, err)
+		}
+	}
+	// The next renewal drops the first CA: only the last two are trusted.
+	clk.SetTime(clk.Now().Add(70 * time.Hour))
+	if err := c.Ensure(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(bundle(), "BEGIN CERTIFICATE"); n != 2 {
+		t.Fatalf("the bundle holds %d CAs, want the current and the previous", n)
+	}
 }
