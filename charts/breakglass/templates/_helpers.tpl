@@ -56,3 +56,24 @@ privileged: false
 capabilities:
   drop: ["ALL"]
 {{- end -}}
+
+{{/* Where a component's pods go, and how they pull the image: call with (list $ .Values.<component>). */}}
+{{- define "breakglass.placement" -}}
+{{- $root := index . 0 }}{{- $c := index . 1 }}
+{{- with $root.Values.image.pullSecrets }}
+imagePullSecrets:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with $c.nodeSelector }}
+nodeSelector:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with $c.tolerations }}
+tolerations:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with $c.affinity }}
+affinity:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end -}}
