@@ -102,7 +102,7 @@ test-integration: $(BIN)/kube-apiserver $(BIN)/etcd $(BIN)/versitygw rekor test/
 	$(GO) test -count=1 -timeout 20m -race ./test/sweeper/... ./test/cluster/... ./test/session/... ./test/relay/...
 	$(GO) test -count=1 -timeout 20m ./test/webhook/... ./test/chart/... ./test/dev/...
 
-## debian-packages: PostgreSQL, Chromium and Node from Debian, where missing.
+## debian-packages: PostgreSQL, Chromium, Node, jq, OpenSSL and busybox-static from Debian, where missing.
 debian-packages:
 	bash hack/debian-packages.sh
 
