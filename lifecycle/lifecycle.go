@@ -83,6 +83,10 @@ type Machine struct {
 	Writer v1alpha1.Writer
 	// Component names the writer in Events.
 	Component string
+	// Cluster is the cluster's name as the relay knows it, recorded with
+	// each step so that events of two clusters' Sessions of the same name
+	// stay apart.
+	Cluster string
 	// Audit is the hash-chained log every move goes to first. Nil only in
 	// tests that do not look at the log.
 	Audit *audit.Log
@@ -166,7 +170,16 @@ func (m *Machine) tookEffect(ctx context.Context, s *v1alpha1.Session) bool {
 // Session. An audit sink that fails is an error: no step goes unaudited.
 func (m *Machine) Note(ctx context.Context, kind, actor string, s *v1alpha1.Session, reason string) error {
 	if m.Audit != nil {
-		if _, err := m.Audit.Record(ctx, audit.Event{Kind: kind, Actor: actor, Session: s.Namespace + "/" + s.Name, Reason: reason}); err != nil {
+		details := map[string]string{}
+		for k, v := range map[string]string{"cluster": m.Cluster, "uid": string(s.UID), "actorID": ActorIDFrom(ctx)} {
+			if v != "" {
+				details[k] = v
+			}
+		}
+		if len(details) == 0 {
+			details = nil
+		}
+		if _, err := m.Audit.Record(ctx, audit.Event{Kind: kind, Actor: actor, Session: s.Namespace + "/" + s.Name, Reason: reason, Details: details}); err != nil {
 			return err
 		}
 	}
@@ -195,6 +208,21 @@ func (m *Machine) now() time.Time {
 		return time.Now()
 	}
 	return m.Clock.Now()
+}
+
+type actorIDKey struct{}
+
+// WithActorID carries the identity (issuer#subject) of the person a request
+// acts for, so every step audited for it names them by identity as well as
+// by the name people read.
+func WithActorID(ctx context.Context, id string) context.Context {
+	return context.WithValue(ctx, actorIDKey{}, id)
+}
+
+// ActorIDFrom is the identity WithActorID put in ctx, or "".
+func ActorIDFrom(ctx context.Context) string {
+	id, _ := ctx.Value(actorIDKey{}).(string)
+	return id
 }
 
 func phaseName(p v1alpha1.SessionPhase) string {

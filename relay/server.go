@@ -25,6 +25,7 @@ import (
 	"github.com/tower-dev/breakglass/evidence/audit"
 	"github.com/tower-dev/breakglass/evidence/recording"
 	"github.com/tower-dev/breakglass/evidence/tlog"
+	"github.com/tower-dev/breakglass/lifecycle"
 	"github.com/tower-dev/breakglass/relay/notify"
 	"github.com/tower-dev/breakglass/relay/session"
 )
@@ -234,6 +235,7 @@ func (s *Server) authed(h handler) http.HandlerFunc {
 			writeError(w, &apiError{http.StatusUnauthorized, "Unauthenticated", err.Error()})
 			return
 		}
+		r = r.WithContext(lifecycle.WithActorID(r.Context(), c.ID))
 		err = h(w, r, c)
 		if err == nil {
 			s.metrics.requests.WithLabelValues(action, "ok").Inc()
@@ -261,6 +263,9 @@ const (
 // requests without a valid token are rate-limited (see unauthenticated).
 func (s *Server) refused(r *http.Request, who string, why error) {
 	details := map[string]string{"request": r.Method + " " + r.URL.Path}
+	if id := lifecycle.ActorIDFrom(r.Context()); id != "" {
+		details["actorID"] = id
+	}
 	if who == "" {
 		who = "unauthenticated"
 		if !s.unauthenticated.Allow() {

@@ -518,5 +518,5 @@ const PortalIdentity = v1alpha1.PortalUsername
 // Lifecycle is the Session state machine as the portal: every status write
 // and every step the relay audits goes through it.
 func (r *Runner) Lifecycle() *lifecycle.Machine {
-	return &lifecycle.Machine{Client: r.Client, Kube: r.Kube, Writer: v1alpha1.WriterPortal, Component: Relay, Audit: r.Audit, Clock: r.Clock}
+	return &lifecycle.Machine{Client: r.Client, Kube: r.Kube, Writer: v1alpha1.WriterPortal, Component: Relay, Cluster: r.Cluster, Audit: r.Audit, Clock: r.Clock}
 }

@@ -50,6 +50,22 @@ func TestOnePersonUnderAnyName(t *testing.T) {
 		t.Fatalf("the approval names %q", approved.Status.Approval.ByID)
 	}
 
+	// The audit log names each person by identity as well as by name, and
+	// each Session by cluster and UID: the refusals of the second spellings
+	// and the heir's approval are told apart.
+	log := tr.audit.String()
+	for _, want := range []string{
+		`"kind":"approve","actor":"frank@example.com"`,
+		`"actorID":"` + relay.IdentityOf(issuer.URL, "u-heir") + `"`,
+		`"actorID":"` + relay.IdentityOf(issuer.URL, "u-frank") + `"`,
+		`"cluster":"prod"`,
+		`"uid":"` + string(stored.UID) + `"`,
+	} {
+		if !strings.Contains(log, want) {
+			t.Errorf("no %s in the audit log", want)
+		}
+	}
+
 	// Self-review under another spelling, on a glass-broken session.
 	broken := tr.request(t, requester, ns, "web-1", `,"glassBroken":true`)
 	bpath := sessionPath(ns, broken.Name)
