@@ -2,6 +2,7 @@ package relay
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
@@ -65,9 +66,12 @@ func (s *Server) recording(w http.ResponseWriter, r *http.Request, c Caller) err
 		w.Header().Set("Breakglass-Warning", "the store holds a newer version of this recording, written by someone else; the recorded version is served")
 	case errors.Is(err, recording.ErrNotFound):
 		return notFound("the recording's %s is not in the store", file)
-	case err != nil:
+	case errors.Is(err, recording.ErrMismatch):
 		_ = t.runner.Lifecycle().Note(ctx, "tampered", c.Name, sess, "recording does not match its Session: "+err.Error())
 		return conflict("the recording in the store is not this session's: %v", err)
+	case err != nil:
+		// The store is away or failing: nothing says the evidence is wrong.
+		return fmt.Errorf("reading the recording: %w", err)
 	}
 	if err := t.runner.Lifecycle().Note(ctx, "play", c.Name, sess, file); err != nil {
 		return err

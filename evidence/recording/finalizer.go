@@ -68,14 +68,14 @@ func ReadManifest(ctx context.Context, store Store, ref Ref, ev *v1alpha1.Eviden
 		return Manifest{}, nil, err
 	}
 	if sum := sha256.Sum256(body); hex.EncodeToString(sum[:]) != ev.ManifestSHA256 {
-		return Manifest{}, nil, fmt.Errorf("the manifest in the store has SHA-256 %x, the Session names %s: it is not the session's", sum, ev.ManifestSHA256)
+		return Manifest{}, nil, fmt.Errorf("the manifest in the store has SHA-256 %x, the Session names %s: it is not the session's: %w", sum, ev.ManifestSHA256, ErrMismatch)
 	}
 	m, err := ParseManifest(body)
 	if err != nil {
 		return Manifest{}, nil, err
 	}
 	if err := m.Names(ref); err != nil {
-		return Manifest{}, nil, err
+		return Manifest{}, nil, fmt.Errorf("%w: %w", err, ErrMismatch)
 	}
 	return m, body, Overwritten(ctx, store, key, ev.ManifestVersion)
 }
@@ -86,7 +86,7 @@ func ReadManifest(ctx context.Context, store Store, ref Ref, ev *v1alpha1.Eviden
 func ReadFile(ctx context.Context, store Store, ref Ref, m Manifest, name string) ([]byte, error) {
 	want, ok := m.Files[name]
 	if !ok {
-		return nil, fmt.Errorf("the manifest names no %s", name)
+		return nil, fmt.Errorf("the manifest names no %s: %w", name, ErrMismatch)
 	}
 	key := ref.Prefix() + name
 	data, err := store.Get(ctx, key, want.Version)
@@ -94,7 +94,7 @@ func ReadFile(ctx context.Context, store Store, ref Ref, m Manifest, name string
 		return nil, err
 	}
 	if got := digest(data); got.SHA256 != want.SHA256 || got.Size != want.Size {
-		return nil, fmt.Errorf("%s in the store has SHA-256 %s (%d bytes), the manifest says %s (%d bytes)", name, got.SHA256, got.Size, want.SHA256, want.Size)
+		return nil, fmt.Errorf("%s in the store has SHA-256 %s (%d bytes), the manifest says %s (%d bytes): %w", name, got.SHA256, got.Size, want.SHA256, want.Size, ErrMismatch)
 	}
 	return data, Overwritten(ctx, store, key, want.Version)
 }

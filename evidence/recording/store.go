@@ -45,6 +45,10 @@ var ErrExists = errors.New("evidence object exists: evidence is written once")
 // ErrNotFound is returned by Get for a key never written.
 var ErrNotFound = errors.New("evidence object not found")
 
+// ErrMismatch reports evidence in the store that is not what the Session
+// (or its manifest) names: another session's, or other bytes.
+var ErrMismatch = errors.New("the evidence in the store does not match what the Session names")
+
 // ErrOverwritten reports a key whose current version is not the one the
 // evidence wrote.
 var ErrOverwritten = errors.New("evidence object was written over: a newer version is not the evidence and is not served")
