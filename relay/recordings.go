@@ -64,11 +64,11 @@ func (s *Server) recording(w http.ResponseWriter, r *http.Request, c Caller) err
 		// The genuine bytes are served; the overwrite is evidence of its own.
 		_ = t.runner.Lifecycle().Note(ctx, "tampered", c.Name, sess, "recording written over in the store: "+err.Error())
 		w.Header().Set("Breakglass-Warning", "the store holds a newer version of this recording, written by someone else; the recorded version is served")
-	case errors.Is(err, recording.ErrNotFound):
-		return notFound("the recording's %s is not in the store", file)
 	case errors.Is(err, recording.ErrMismatch):
 		_ = t.runner.Lifecycle().Note(ctx, "tampered", c.Name, sess, "recording does not match its Session: "+err.Error())
 		return conflict("the recording in the store is not this session's: %v", err)
+	case errors.Is(err, recording.ErrNotFound):
+		return notFound("the recording's %s is not in the store", file)
 	case err != nil:
 		// The store is away or failing: nothing says the evidence is wrong.
 		return fmt.Errorf("reading the recording: %w", err)

@@ -95,7 +95,8 @@ The same checks with stock tools are in docs/evidence.md.`,
 				return err
 			}
 			dir, w := args[0], cmd.OutOrStdout()
-			manifest, checks, err := recording.VerifyDir(dir)
+			manifestFile := manifestIn(dir, sessionFile)
+			manifest, checks, err := recording.VerifyManifest(dir, manifestFile)
 			for _, c := range checks {
 				if c.Verified {
 					fmt.Fprintf(w, "ok        %-18s sha256:%s\n", c.Name, c.Got)
@@ -107,7 +108,7 @@ The same checks with stock tools are in docs/evidence.md.`,
 				return err
 			}
 			fmt.Fprintf(w, "manifest  sha256:%s\n", manifest)
-			body, err := os.ReadFile(filepath.Join(dir, recording.ManifestFile))
+			body, err := os.ReadFile(filepath.Join(dir, manifestFile))
 			if err != nil {
 				return err
 			}

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -36,6 +37,9 @@ type FileDigest struct {
 	Size   int    `json:"size"`
 	// +optional: a store without versions (a directory) has none.
 	Version string `json:"version,omitempty"`
+	// Stored is the object's name when it is not the usual one (that was
+	// taken by other bytes: see AltName).
+	Stored string `json:"stored,omitempty"`
 }
 
 // ManifestVersion is the version of the manifest's format written now:
@@ -118,6 +122,8 @@ type Finalized struct {
 	Manifest Manifest
 	Body     []byte
 	Version  string
+	// Key is the manifest's name under the recording's prefix.
+	Key string
 }
 
 // Finalize assembles the session's segments into the playable recording
@@ -158,8 +164,12 @@ func Finalize(ctx context.Context, store Store, meta Meta) (Finalized, error) {
 		MissingSegments: segs.missing, ForeignSegments: segs.foreign}
 	for name, data := range map[string][]byte{CastFile: cast.Bytes(), TranscriptFile: raw.Bytes()} {
 		d := digest(data)
-		if d.Version, err = putOnce(ctx, store, prefix+name, data, meta.RetainUntil); err != nil {
+		var stored string
+		if stored, d.Version, err = putFinal(ctx, store, prefix, name, AltName(name, d.SHA256), data, meta.RetainUntil); err != nil {
 			return Finalized{}, err
+		}
+		if stored != name {
+			d.Stored = stored
 		}
 		m.Files[name] = d
 	}
@@ -167,11 +177,33 @@ func Finalize(ctx context.Context, store Store, meta Meta) (Finalized, error) {
 	if err != nil {
 		return Finalized{}, err
 	}
-	version, err := putOnce(ctx, store, prefix+ManifestFile, body, meta.RetainUntil)
+	sum := digest(body).SHA256
+	stored, version, err := putFinal(ctx, store, prefix, ManifestFile, AltName(ManifestFile, sum), body, meta.RetainUntil)
 	if err != nil {
 		return Finalized{}, err
 	}
-	return Finalized{Manifest: m, Body: body, Version: version}, nil
+	return Finalized{Manifest: m, Body: body, Version: version, Key: stored}, nil
+}
+
+// AltName is where a final file goes when its usual name is taken by other
+// bytes (planted there by someone with the store's keys before the session
+// ended): the name with the start of its SHA-256, so a reader who knows the
+// hash (from the Session or the manifest) finds it.
+func AltName(name, sha256hex string) string {
+	ext := filepath.Ext(name)
+	return strings.TrimSuffix(name, ext) + "-" + sha256hex[:min(16, len(sha256hex))] + ext
+}
+
+// putFinal writes a final file under its usual name, or, when other bytes
+// hold that name, under its AltName: planted objects never stop a
+// recording from being finalized. It returns the name used and the version.
+func putFinal(ctx context.Context, store Store, prefix, name, alt string, data []byte, retain time.Time) (string, string, error) {
+	version, err := putOnce(ctx, store, prefix+name, data, retain)
+	if !errors.Is(err, ErrExists) {
+		return name, version, err
+	}
+	version, err = putOnce(ctx, store, prefix+alt, data, retain)
+	return alt, version, err
 }
 
 // putOnce writes data, or accepts an existing object with the same bytes

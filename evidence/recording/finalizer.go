@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"time"
 
@@ -45,8 +46,18 @@ func (f *SessionFinalizer) Finalize(ctx context.Context, s *v1alpha1.Session) (*
 func EvidenceOf(ref Ref, f Finalized, uri string, anchorPending bool) *v1alpha1.Evidence {
 	sum := sha256.Sum256(f.Body)
 	prefix := uri + ref.Prefix()
+	files := []string{CastFile, TranscriptFile}
+	for i, name := range files {
+		if s := f.Manifest.Files[name].Stored; s != "" {
+			files[i] = s
+		}
+	}
+	manifest := f.Key
+	if manifest == "" {
+		manifest = ManifestFile
+	}
 	return &v1alpha1.Evidence{
-		URIs:            []string{prefix + CastFile, prefix + TranscriptFile, prefix + ManifestFile},
+		URIs:            []string{prefix + files[0], prefix + files[1], prefix + manifest},
 		ManifestSHA256:  hex.EncodeToString(sum[:]),
 		ManifestVersion: f.Version,
 		Cluster:         ref.Cluster,
@@ -62,13 +73,27 @@ func ReadManifest(ctx context.Context, store Store, ref Ref, ev *v1alpha1.Eviden
 	if ev == nil || ev.ManifestSHA256 == "" {
 		return Manifest{}, nil, fmt.Errorf("the Session %s names no recording", ref)
 	}
-	key := ref.Prefix() + ManifestFile
-	body, err := store.Get(ctx, key, ev.ManifestVersion)
-	if err != nil {
-		return Manifest{}, nil, err
+	// The usual name, or, if other bytes took it first, the name the
+	// Session's hash gives (AltName).
+	var key string
+	var body []byte
+	var err error
+	for _, name := range []string{ManifestFile, AltName(ManifestFile, ev.ManifestSHA256)} {
+		key = ref.Prefix() + name
+		got, gerr := store.Get(ctx, key, ev.ManifestVersion)
+		if gerr != nil {
+			err = errors.Join(err, gerr)
+			continue
+		}
+		if sum := sha256.Sum256(got); hex.EncodeToString(sum[:]) != ev.ManifestSHA256 {
+			err = errors.Join(err, fmt.Errorf("the manifest in the store has SHA-256 %x, the Session names %s: it is not the session's: %w", sum, ev.ManifestSHA256, ErrMismatch))
+			continue
+		}
+		body, err = got, nil
+		break
 	}
-	if sum := sha256.Sum256(body); hex.EncodeToString(sum[:]) != ev.ManifestSHA256 {
-		return Manifest{}, nil, fmt.Errorf("the manifest in the store has SHA-256 %x, the Session names %s: it is not the session's: %w", sum, ev.ManifestSHA256, ErrMismatch)
+	if body == nil {
+		return Manifest{}, nil, err
 	}
 	m, err := ParseManifest(body)
 	if err != nil {
@@ -89,6 +114,9 @@ func ReadFile(ctx context.Context, store Store, ref Ref, m Manifest, name string
 		return nil, fmt.Errorf("the manifest names no %s: %w", name, ErrMismatch)
 	}
 	key := ref.Prefix() + name
+	if want.Stored != "" {
+		key = ref.Prefix() + want.Stored
+	}
 	data, err := store.Get(ctx, key, want.Version)
 	if err != nil {
 		return nil, err

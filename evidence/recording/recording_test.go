@@ -380,3 +380,43 @@ func TestKeepBundleBesideAPlantedOne(t *testing.T) {
 		t.Fatalf("keeping the same bundle again: %q, %v", again, err)
 	}
 }
+
+// TestPlantedFinalFilesDoNotStopFinalization: someone with the store's keys
+// writes recording.cast, transcript.raw and manifest.json before the
+// session ends. The recording is finalized anyway, each file kept under the
+// name its hash gives, and read back by the Session as usual.
+func TestPlantedFinalFilesDoNotStopFinalization(t *testing.T) {
+	r, store, _ := newTestRecorder(t, 1<<20)
+	ctx := context.Background()
+	for _, name := range []string{CastFile, TranscriptFile, ManifestFile} {
+		if _, err := store.Put(ctx, testRef.Prefix()+name, []byte("planted"), time.Now().Add(time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := r.Output(ctx, []byte("genuine output")); err != nil {
+		t.Fatal(err)
+	}
+	done, err := r.Close(ctx)
+	if err != nil {
+		t.Fatalf("finalizing beside planted files: %v", err)
+	}
+	ev := EvidenceOf(testRef, done, "", false)
+	if done.Key == ManifestFile || !strings.HasSuffix(ev.URIs[2], done.Key) || done.Manifest.Files[CastFile].Stored == "" {
+		t.Fatalf("kept as %q, files %+v, URIs %v", done.Key, done.Manifest.Files, ev.URIs)
+	}
+	m, _, err := ReadManifest(ctx, store, testRef, ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cast, err := ReadFile(ctx, store, testRef, m, CastFile)
+	if err != nil || !strings.Contains(string(cast), "genuine output") {
+		t.Fatalf("the cast read back: %v", err)
+	}
+	dir := store.Root + "/" + testRef.Prefix()
+	if _, _, err := VerifyDir(dir); err == nil {
+		t.Fatal("the planted manifest.json verified")
+	}
+	if sum, _, err := VerifyManifest(dir, done.Key); err != nil || sum != ev.ManifestSHA256 {
+		t.Fatalf("the kept manifest: %v", err)
+	}
+}

@@ -24,7 +24,13 @@ type FileCheck struct {
 // the manifest's own SHA-256 (what the transparency log holds), one result
 // per file, and an error naming the first file that does not match.
 func VerifyDir(dir string) (string, []FileCheck, error) {
-	body, err := os.ReadFile(filepath.Join(dir, ManifestFile))
+	return VerifyManifest(dir, ManifestFile)
+}
+
+// VerifyManifest is VerifyDir with the manifest under another name (its
+// AltName, when other bytes took the usual one).
+func VerifyManifest(dir, manifestFile string) (string, []FileCheck, error) {
+	body, err := os.ReadFile(filepath.Join(dir, manifestFile))
 	if err != nil {
 		return "", nil, fmt.Errorf("reading the manifest: %w", err)
 	}
@@ -43,7 +49,11 @@ func VerifyDir(dir string) (string, []FileCheck, error) {
 	for _, name := range names {
 		want := m.Files[name]
 		c := FileCheck{Name: name, Want: want.SHA256}
-		data, err := os.ReadFile(filepath.Join(dir, filepath.Base(name)))
+		file := name
+		if want.Stored != "" {
+			file = want.Stored
+		}
+		data, err := os.ReadFile(filepath.Join(dir, filepath.Base(file)))
 		switch {
 		case err != nil:
 			c.Problem = err.Error()
