@@ -125,9 +125,10 @@ func WebhookOwnSecret() Policy {
 				Name: "webhook.secret-shape",
 				Expression: `request.operation == 'DELETE' ||
 					(has(object.type) && object.type == 'kubernetes.io/tls' &&
-					 has(object.data) && size(object.data) == 3 && ['tls.crt', 'tls.key', 'ca.crt'].all(k, k in object.data) &&
+					 has(object.data) && ['tls.crt', 'tls.key', 'ca.crt'].all(k, k in object.data) &&
+					 object.data.all(k, k in ['tls.crt', 'tls.key', 'ca.crt', 'previous-ca.crt']) &&
 					 (!has(object.immutable) || !object.immutable))`,
-				Message: "[webhook.secret-shape] the webhook's certificate Secret is of type kubernetes.io/tls with exactly the keys tls.crt, tls.key and ca.crt, and not immutable, so that it can be renewed.",
+				Message: "[webhook.secret-shape] the webhook's certificate Secret is of type kubernetes.io/tls with the keys tls.crt, tls.key and ca.crt (and previous-ca.crt after a renewal) and no other, and not immutable, so that it can be renewed.",
 			},
 		},
 	}
