@@ -93,6 +93,10 @@ type Machine struct {
 	Clock clock.PassiveClock
 }
 
+// moveTimeout bounds one move: its audit, its write and the read that
+// judges a write whose answer was lost.
+const moveTimeout = 30 * time.Second
+
 // ErrCannotMove is a move the lifecycle does not allow this writer.
 var ErrCannotMove = errors.New("the lifecycle does not allow this move")
 
@@ -116,7 +120,10 @@ func (m *Machine) Make(ctx context.Context, s *v1alpha1.Session, mv Move) error 
 	if !v1alpha1.CanMove(from, to, m.Writer) {
 		return fmt.Errorf("session %s/%s is %s: %s may not %s it (to %s): %w", s.Namespace, s.Name, phaseName(from), m.Writer, mv.Step, to, ErrCannotMove)
 	}
-	ctx = context.WithoutCancel(ctx)
+	// Bounded on its own: an API server that never answers must not hold
+	// the caller for ever now that its cancellation no longer reaches here.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), moveTimeout)
+	defer cancel()
 	if err := m.Note(ctx, mv.Step, mv.Actor, s, mv.Reason); err != nil {
 		// A sink that did take the event must not be left saying it happened.
 		_ = m.Note(ctx, StepUndone, mv.Actor, s, fmt.Sprintf("%s did not take effect: not every audit sink took it", mv.Step))
@@ -133,19 +140,23 @@ func (m *Machine) Make(ctx context.Context, s *v1alpha1.Session, mv Move) error 
 	} else {
 		err = m.Client.Status().Update(ctx, s)
 	}
-	if err != nil && m.tookEffect(ctx, s) {
+	if err == nil {
 		return nil
 	}
-	if err != nil {
-		s.Status = before.Status
-		s.ResourceVersion = before.ResourceVersion
-		undone := fmt.Sprintf("%s did not take effect: %v", mv.Step, err)
-		if aerr := m.Note(ctx, StepUndone, mv.Actor, s, undone); aerr != nil {
-			return errors.Join(err, fmt.Errorf("auditing that %s was undone: %w", mv.Step, aerr))
-		}
-		return err
+	// A time of its own to judge and record the failure: the move's may be
+	// what ran out.
+	after, cancelAfter := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancelAfter()
+	if m.tookEffect(after, s) {
+		return nil
 	}
-	return nil
+	s.Status = before.Status
+	s.ResourceVersion = before.ResourceVersion
+	undone := fmt.Sprintf("%s did not take effect: %v", mv.Step, err)
+	if aerr := m.Note(after, StepUndone, mv.Actor, s, undone); aerr != nil {
+		return errors.Join(err, fmt.Errorf("auditing that %s was undone: %w", mv.Step, aerr))
+	}
+	return err
 }
 
 // tookEffect reads the Session again after a write that answered with an
