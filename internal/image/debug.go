@@ -3,16 +3,10 @@ package image
 import (
 	"archive/tar"
 	"bytes"
-	"fmt"
-	"io"
 	"os"
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/empty"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
-	"github.com/google/go-containerregistry/pkg/v1/tarball"
-	"github.com/google/go-containerregistry/pkg/v1/types"
 )
 
 // DebugTools are the commands the debug image carries, each a hard link to
@@ -55,30 +49,9 @@ func BuildDebug(busybox string, created time.Time) (v1.Image, error) {
 	if err := tw.Close(); err != nil {
 		return nil, err
 	}
-	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(buf.Bytes())), nil },
-		tarball.WithMediaType(types.OCILayer))
-	if err != nil {
-		return nil, err
-	}
-	img, err := mutate.AppendLayers(mutate.MediaType(empty.Image, types.OCIManifestSchema1), layer)
-	if err != nil {
-		return nil, err
-	}
-	cfg, err := img.ConfigFile()
-	if err != nil {
-		return nil, err
-	}
-	cfg = cfg.DeepCopy()
-	cfg.Architecture, cfg.OS, cfg.Created = "amd64", "linux", v1.Time{Time: created}
-	cfg.Config.Entrypoint = []string{"/bin/sh"}
-	cfg.Config.User = User
-	cfg.Config.WorkingDir = "/"
-	cfg.Config.Env = []string{"PATH=/bin", "PS1=debug$ "}
-	cfg.Config.Labels = map[string]string{"org.opencontainers.image.source": "https://github.com/tower-dev/breakglass",
-		"org.opencontainers.image.description": "breakglass debug tools: a static busybox, non-root"}
-	img, err = mutate.ConfigFile(img, cfg)
-	if err != nil {
-		return nil, fmt.Errorf("the debug image's config: %w", err)
-	}
-	return img, nil
+	return layerImage(buf.Bytes(), created, func(c *v1.Config) {
+		c.Entrypoint = []string{"/bin/sh"}
+		c.Env = []string{"PATH=/bin", "PS1=debug$ "}
+		c.Labels["org.opencontainers.image.description"] = "breakglass debug tools: a static busybox, non-root"
+	})
 }

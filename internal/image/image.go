@@ -53,7 +53,17 @@ func Build(binary, caBundle string, created time.Time) (v1.Image, error) {
 	if err := tw.Close(); err != nil {
 		return nil, err
 	}
-	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(buf.Bytes())), nil },
+	return layerImage(buf.Bytes(), created, func(c *v1.Config) {
+		c.Entrypoint = []string{"/breakglass"}
+		c.Env = []string{"SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt"}
+	})
+}
+
+// layerImage is an image of one layer (a tar) on an empty base, for
+// linux/amd64, run as User from /, with the project's source label; set
+// adds what the image runs and its environment.
+func layerImage(layerTar []byte, created time.Time, set func(*v1.Config)) (v1.Image, error) {
+	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(layerTar)), nil },
 		tarball.WithMediaType(types.OCILayer))
 	if err != nil {
 		return nil, err
@@ -68,11 +78,10 @@ func Build(binary, caBundle string, created time.Time) (v1.Image, error) {
 	}
 	cfg = cfg.DeepCopy()
 	cfg.Architecture, cfg.OS, cfg.Created = "amd64", "linux", v1.Time{Time: created}
-	cfg.Config.Entrypoint = []string{"/breakglass"}
 	cfg.Config.User = User
 	cfg.Config.WorkingDir = "/"
-	cfg.Config.Env = []string{"SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt"}
 	cfg.Config.Labels = map[string]string{"org.opencontainers.image.source": "https://github.com/tower-dev/breakglass"}
+	set(&cfg.Config)
 	img, err = mutate.ConfigFile(img, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("the image's config: %w", err)
