@@ -234,8 +234,7 @@ func (p *PodSweeper) standsUntil(pod *corev1.Pod, c claim, f sessionFacts) (unti
 // keepChosen says whether the approver chose to keep this pod, with its
 // debug container, at the end of a live session.
 func keepChosen(s *v1alpha1.Session, pod *corev1.Pod) bool {
-	return s.Spec.Mode == v1alpha1.ModeLive && s.Status.Approval != nil && s.Status.Approval.KeepPod &&
-		s.Status.DebugContainer != nil && s.Status.DebugContainer.Pod == pod.Name
+	return s.KeepsPod() && s.Status.DebugContainer != nil && s.Status.DebugContainer.Pod == pod.Name
 }
 
 // keptPod says whether the pod is kept: the one case where a debug

@@ -272,8 +272,7 @@ func (s *SessionSweeper) cleanUp(ctx context.Context, sess *v1alpha1.Session) er
 	for i := range copies.Items {
 		errs = append(errs, ignoreGone(s.Client.Delete(ctx, &copies.Items[i])))
 	}
-	keep := sess.Status.Approval != nil && sess.Status.Approval.KeepPod
-	if dc := sess.Status.DebugContainer; dc != nil && !keep && sess.Spec.Mode == v1alpha1.ModeLive {
+	if dc := sess.Status.DebugContainer; dc != nil && sess.Spec.Mode == v1alpha1.ModeLive && !sess.KeepsPod() {
 		pod := &corev1.Pod{}
 		err := s.Reader.Get(ctx, types.NamespacedName{Namespace: sess.Namespace, Name: dc.Pod}, pod)
 		switch {

@@ -48,3 +48,10 @@ func CanMove(from, to SessionPhase, w Writer) bool {
 	}
 	return false
 }
+
+// KeepsPod reports whether the approver chose to keep the target pod, with
+// its debug container, after a live session: the one case in which a
+// debugged pod is not recycled at the end (a copy is always deleted).
+func (s *Session) KeepsPod() bool {
+	return s.Spec.Mode == ModeLive && s.Status.Approval != nil && s.Status.Approval.KeepPod
+}

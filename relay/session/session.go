@@ -302,8 +302,7 @@ var cannotStart = map[string]bool{"ErrImagePull": true, "ImagePullBackOff": true
 func (r *Runner) failedStart(s *v1alpha1.Session, pod, container string, cause error) error {
 	ctx := context.Background()
 	var errs []error
-	keep := s.Status.Approval != nil && s.Status.Approval.KeepPod
-	recycle := s.Spec.Mode == v1alpha1.ModeLive && !keep
+	recycle := s.Spec.Mode == v1alpha1.ModeLive && !s.KeepsPod()
 	if recycle {
 		err := r.Kube.CoreV1().Pods(s.Namespace).Delete(ctx, pod, metav1.DeleteOptions{})
 		if !apierrors.IsNotFound(err) {
@@ -479,8 +478,7 @@ func (l *Live) end(ctx context.Context, by string, reason v1alpha1.EndReason, ab
 	// A live session's pod carries the debug container: recycled unless the
 	// approver chose to keep it. A copy is always deleted; its original was
 	// never touched.
-	keep := s.Spec.Mode == v1alpha1.ModeLive && s.Status.Approval != nil && s.Status.Approval.KeepPod
-	if !keep {
+	if !s.KeepsPod() {
 		err := r.Kube.CoreV1().Pods(s.Namespace).Delete(ctx, s.Status.DebugContainer.Pod, metav1.DeleteOptions{})
 		if !apierrors.IsNotFound(err) {
 			errs = append(errs, err)
