@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/tower-dev/breakglass/api/v1alpha1"
 	"github.com/tower-dev/breakglass/evidence/recording"
 	"github.com/tower-dev/breakglass/evidence/tlog"
 )
@@ -95,7 +96,14 @@ The same checks with stock tools are in docs/evidence.md.`,
 				return err
 			}
 			dir, w := args[0], cmd.OutOrStdout()
-			manifestFile := manifestIn(dir, sessionFile)
+			var session *v1alpha1.Session
+			if sessionFile != "" {
+				if session, err = readExportedSession(sessionFile); err != nil {
+					fmt.Fprintf(w, "MISMATCH  session            %v\n", err)
+					return err
+				}
+			}
+			manifestFile := manifestIn(dir, session)
 			manifest, checks, err := recording.VerifyManifest(dir, manifestFile)
 			for _, c := range checks {
 				if c.Verified {
@@ -116,8 +124,8 @@ The same checks with stock tools are in docs/evidence.md.`,
 				describeManifest(w, m)
 			}
 			var entryID string
-			if sessionFile != "" {
-				if entryID, err = checkAgainstSession(w, body, manifest, sessionFile, cluster); err != nil {
+			if session != nil {
+				if entryID, err = checkAgainstSession(w, body, manifest, session, cluster); err != nil {
 					fmt.Fprintf(w, "MISMATCH  session            %v\n", err)
 					return err
 				}

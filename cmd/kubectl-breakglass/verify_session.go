@@ -15,23 +15,29 @@ import (
 	"github.com/tower-dev/breakglass/evidence/recording"
 )
 
-// checkAgainstSession checks that the manifest (body, its SHA-256 hex sum)
-// is the recording of the Session exported in file: the SHA-256 the
-// Session records, and the cluster, namespace, name and UID the manifest
-// names. It prints what it checked, and returns the log entry the Session
-// names ("" while its anchor is pending).
-func checkAgainstSession(w io.Writer, body []byte, sum, file, cluster string) (string, error) {
+// readExportedSession reads a Session as kubectl exports it (YAML or JSON),
+// refusing a file that is not one.
+func readExportedSession(file string) (*v1alpha1.Session, error) {
 	raw, err := os.ReadFile(file)
 	if err != nil {
-		return "", fmt.Errorf("--session: %w", err)
+		return nil, fmt.Errorf("--session: %w", err)
 	}
 	var s v1alpha1.Session
 	if err := yaml.UnmarshalStrict(raw, &s); err != nil {
-		return "", fmt.Errorf("--session: %s is not a Session: %w", file, err)
+		return nil, fmt.Errorf("--session: %s is not a Session: %w", file, err)
 	}
 	if s.Kind != "Session" || s.Name == "" || s.Namespace == "" || s.UID == "" {
-		return "", fmt.Errorf("--session: %s is not an exported Session (kind Session with a name, namespace and UID)", file)
+		return nil, fmt.Errorf("--session: %s is not an exported Session (kind Session with a name, namespace and UID)", file)
 	}
+	return &s, nil
+}
+
+// checkAgainstSession checks that the manifest (body, its SHA-256 hex sum)
+// is the recording of the exported Session s: the SHA-256 the Session
+// records, and the cluster, namespace, name and UID the manifest names. It
+// prints what it checked, and returns the log entry the Session names (""
+// while its anchor is pending).
+func checkAgainstSession(w io.Writer, body []byte, sum string, s *v1alpha1.Session, cluster string) (string, error) {
 	ev := s.Status.Evidence
 	if ev == nil || ev.ManifestSHA256 == "" {
 		return "", fmt.Errorf("the Session %s/%s records no recording", s.Namespace, s.Name)
@@ -51,7 +57,7 @@ func checkAgainstSession(w io.Writer, body []byte, sum, file, cluster string) (s
 	if err != nil {
 		return "", err
 	}
-	ref := recording.RefOf(cluster, &s)
+	ref := recording.RefOf(cluster, s)
 	if err := m.Names(ref); err != nil {
 		return "", err
 	}
@@ -63,13 +69,8 @@ func checkAgainstSession(w io.Writer, body []byte, sum, file, cluster string) (s
 // Session names another hash and the manifest kept under that hash's name
 // (recording.AltName: someone planted other bytes under the usual name
 // first) is there.
-func manifestIn(dir, sessionFile string) string {
-	raw, err := os.ReadFile(sessionFile)
-	if sessionFile == "" || err != nil {
-		return recording.ManifestFile
-	}
-	var s v1alpha1.Session
-	if yaml.Unmarshal(raw, &s) != nil || s.Status.Evidence == nil || s.Status.Evidence.ManifestSHA256 == "" {
+func manifestIn(dir string, s *v1alpha1.Session) string {
+	if s == nil || s.Status.Evidence == nil || s.Status.Evidence.ManifestSHA256 == "" {
 		return recording.ManifestFile
 	}
 	want := s.Status.Evidence.ManifestSHA256
