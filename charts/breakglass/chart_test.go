@@ -1,9 +1,6 @@
 package chart_test
 
 import (
-	"bufio"
-	"bytes"
-	"errors"
 	"flag"
 	"io"
 	"os"
@@ -20,9 +17,8 @@ import (
 	"helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/storage"
 	"helm.sh/helm/v3/pkg/storage/driver"
-	appsv1 "k8s.io/api/apps/v1"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	"sigs.k8s.io/yaml"
+
+	chart "github.com/tower-dev/breakglass/charts/breakglass"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files")
@@ -131,24 +127,11 @@ func TestHardenedPods(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dec := utilyaml.NewYAMLReader(bufio.NewReader(strings.NewReader(out)))
-	deployments := 0
-	for {
-		doc, err := dec.Read()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !bytes.Contains(doc, []byte("kind: Deployment")) {
-			continue
-		}
-		d := &appsv1.Deployment{}
-		if err := yaml.Unmarshal(doc, d); err != nil {
-			t.Fatal(err)
-		}
-		deployments++
+	deployments, err := chart.Deployments([]byte(out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range deployments {
 		ps := d.Spec.Template.Spec.SecurityContext
 		if ps == nil || ps.RunAsNonRoot == nil || !*ps.RunAsNonRoot || ps.SeccompProfile == nil {
 			t.Errorf("%s: pod security context %+v", d.Name, ps)
@@ -164,8 +147,8 @@ func TestHardenedPods(t *testing.T) {
 			}
 		}
 	}
-	if deployments != 3 {
-		t.Fatalf("%d Deployments, want the webhook, the sweeper and the relay", deployments)
+	if len(deployments) != 3 {
+		t.Fatalf("%d Deployments, want the webhook, the sweeper and the relay", len(deployments))
 	}
 }
 

@@ -1,18 +1,13 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
-	"errors"
-	"io"
 	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/spf13/cobra"
-	appsv1 "k8s.io/api/apps/v1"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	"sigs.k8s.io/yaml"
+
+	chart "github.com/tower-dev/breakglass/charts/breakglass"
 )
 
 // TestChartArgsParse: every Deployment the chart renders (its reviewed
@@ -31,22 +26,11 @@ func TestChartArgsParse(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		dec := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(raw)))
-		for {
-			doc, err := dec.Read()
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !bytes.Contains(doc, []byte("kind: Deployment")) {
-				continue
-			}
-			d := &appsv1.Deployment{}
-			if err := yaml.Unmarshal(doc, d); err != nil {
-				t.Fatal(err)
-			}
+		deployments, err := chart.Deployments(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range deployments {
 			for _, c := range d.Spec.Template.Spec.Containers {
 				if len(c.Args) == 0 {
 					t.Fatalf("%s: %s/%s has no command", filepath.Base(g), d.Name, c.Name)
