@@ -38,8 +38,14 @@ func writeLogKey(t testing.TB) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(t.TempDir(), "rekor.pub")
-	if err := os.WriteFile(path, key, 0o600); err != nil {
+	return tempFile(t, "rekor.pub", key)
+}
+
+// tempFile writes data to a file of that name in a folder of the test's.
+func tempFile(t testing.TB, name string, data []byte) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(path, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	return path
@@ -54,11 +60,7 @@ func exportSession(t testing.TB, s *v1alpha1.Session) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(t.TempDir(), "session.yaml")
-	if err := os.WriteFile(path, raw, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	return tempFile(t, "session.yaml", raw)
 }
 
 // forgeAnchor copies the recording in dir and anchors its manifest anew in

@@ -2,8 +2,6 @@ package tlog_test
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -31,11 +29,7 @@ func writePublicKey(t testing.TB, sv signature.SignerVerifier) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(t.TempDir(), "relay.pub")
-	if err := os.WriteFile(path, pemBytes, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	return tempFile(t, "relay.pub", pemBytes)
 }
 
 // TestPinnedSigner: a bundle verifies only with the signer its verifier
