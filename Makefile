@@ -4,10 +4,12 @@ BIN := $(CURDIR)/bin
 GO ?= go
 KUBE_VERSION := v1.37.2
 ETCD_VERSION := v3.6.16
+# The real node's programs (make node), built from the same module as kube-apiserver.
+NODE_BINS := $(BIN)/kubelet $(BIN)/kube-controller-manager $(BIN)/kube-scheduler
 
 export KUBEBUILDER_ASSETS := $(BIN)
 
-.PHONY: all build dev image debug-image rekor debian-packages test test-unit test-integration bench generate verify-generate lint tools clean
+.PHONY: all build node dev image debug-image rekor debian-packages test test-unit test-integration bench generate verify-generate lint tools clean
 
 all: build
 
@@ -17,16 +19,25 @@ build:
 	$(GO) build -o $(BIN)/breakglass ./cmd/breakglass
 
 ## tools: build the external programs the tests and generators use, once, into bin/.
-tools: $(BIN)/kube-apiserver $(BIN)/etcd $(BIN)/versitygw $(BIN)/controller-gen $(BIN)/golangci-lint rekor
+tools: $(BIN)/kube-apiserver $(NODE_BINS) $(BIN)/etcd $(BIN)/versitygw $(BIN)/controller-gen $(BIN)/golangci-lint rekor
+
+KUBE_LDFLAGS := -s -w \
+	-X k8s.io/component-base/version.gitVersion=$(KUBE_VERSION) \
+	-X k8s.io/component-base/version.gitMajor=1 \
+	-X k8s.io/component-base/version.gitMinor=37 \
+	-X k8s.io/component-base/version.gitTreeState=clean
 
 $(BIN)/kube-apiserver: tools/apiserver/go.mod tools/apiserver/go.sum
 	@echo ">> building kube-apiserver $(KUBE_VERSION) from module sources (about 4 minutes the first time)"
-	cd tools/apiserver && $(GO) build -o $@ -ldflags "-s -w \
-		-X k8s.io/component-base/version.gitVersion=$(KUBE_VERSION) \
-		-X k8s.io/component-base/version.gitMajor=1 \
-		-X k8s.io/component-base/version.gitMinor=37 \
-		-X k8s.io/component-base/version.gitTreeState=clean" \
-		k8s.io/kubernetes/cmd/kube-apiserver
+	cd tools/apiserver && $(GO) build -o $@ -ldflags "$(KUBE_LDFLAGS)" k8s.io/kubernetes/cmd/kube-apiserver
+
+# The real node: a kubelet on Debian's containerd and runc, and the controllers
+# and scheduler that turn the chart's Deployments into pods on it.
+node: $(NODE_BINS)
+$(NODE_BINS) &: tools/apiserver/go.mod tools/apiserver/go.sum
+	@echo ">> building kubelet, kube-controller-manager and kube-scheduler $(KUBE_VERSION) from module sources (about 5 minutes the first time)"
+	cd tools/apiserver && $(GO) build -o $(BIN)/ -ldflags "$(KUBE_LDFLAGS)" \
+		k8s.io/kubernetes/cmd/kubelet k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kube-scheduler
 
 $(BIN)/etcd: tools/etcd/go.mod tools/etcd/go.sum tools/etcd/main.go
 	@echo ">> building etcd $(ETCD_VERSION) from module sources"
@@ -97,12 +108,12 @@ test-unit:
 test/browser/node_modules/.package-lock.json: test/browser/package.json test/browser/package-lock.json
 	cd test/browser && npm ci --no-audit --no-fund
 
-test-integration: $(BIN)/kube-apiserver $(BIN)/etcd $(BIN)/versitygw rekor test/browser/node_modules/.package-lock.json
+test-integration: $(BIN)/kube-apiserver $(NODE_BINS) $(BIN)/etcd $(BIN)/versitygw rekor test/browser/node_modules/.package-lock.json
 	$(GO) test -count=1 -timeout 20m ./test/integration/... ./test/evidence/... ./test/tlog/...
 	$(GO) test -count=1 -timeout 20m -race ./test/sweeper/... ./test/cluster/... ./test/session/... ./test/relay/...
 	$(GO) test -count=1 -timeout 20m ./test/webhook/... ./test/chart/... ./test/dev/...
 
-## debian-packages: PostgreSQL, Chromium, Node, jq, OpenSSL and busybox-static from Debian, where missing.
+## debian-packages: PostgreSQL, Chromium, Node, jq, OpenSSL, busybox-static, containerd, runc, CNI plugins and iptables from Debian, where missing.
 debian-packages:
 	bash hack/debian-packages.sh
 

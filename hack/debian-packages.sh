@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs the Debian packages the tests use and cannot build from module
 # sources: PostgreSQL (for Trillian), Chromium and Node (the browser test),
-# jq and OpenSSL (the stock-tools check of docs/evidence.md), and a static
-# busybox (the debug image's tools).
+# jq and OpenSSL (the stock-tools check of docs/evidence.md), a static
+# busybox (the debug image's tools), and the real node's containerd, runc,
+# CNI plugins and iptables.
 # Only what is missing, and only with apt-get as root; otherwise it says
 # what to install and fails.
 set -euo pipefail
@@ -13,6 +14,10 @@ command -v npm >/dev/null || missing+=(nodejs npm)
 command -v jq >/dev/null || missing+=(jq)
 command -v openssl >/dev/null || missing+=(openssl)
 [[ -x /bin/busybox ]] || missing+=(busybox-static)
+command -v containerd >/dev/null || missing+=(containerd)
+command -v runc >/dev/null || missing+=(runc)
+[[ -x /usr/lib/cni/bridge ]] || missing+=(containernetworking-plugins)
+command -v iptables >/dev/null || missing+=(iptables)
 ((${#missing[@]})) || exit 0
 if [[ $(id -u) != 0 ]] || ! command -v apt-get >/dev/null; then
   echo "the tests need these Debian packages: ${missing[*]} (apt-get install them as root)" >&2

@@ -29,6 +29,7 @@ import (
 	chart "github.com/tower-dev/breakglass/charts/breakglass"
 	"github.com/tower-dev/breakglass/manifests"
 	"github.com/tower-dev/breakglass/policies"
+	"github.com/tower-dev/breakglass/test/registry"
 )
 
 // Options says what to install.
@@ -49,6 +50,10 @@ type Options struct {
 	// UnpullableImages are images the virtual node cannot pull: their
 	// containers wait with ErrImagePull, as a kubelet's do.
 	UnpullableImages []string
+	// RealNode adds a kubelet on containerd and runc, with the controllers
+	// and the scheduler (make node; the packages of hack/debian-packages.sh):
+	// Deployments become pods with real containers. See realnode.go.
+	RealNode bool
 }
 
 // Cluster is a running control plane.
@@ -56,6 +61,10 @@ type Cluster struct {
 	env        *envtest.Environment
 	node       *node
 	nodeCancel context.CancelFunc
+	realNode   *realNode
+	// Registry is the real node's OCI registry, at an address its pods
+	// reach (on BridgeIP); nil without a real node.
+	Registry *registry.Registry
 	// Config is a cluster-admin (system:masters) client configuration.
 	Config *rest.Config
 	Client client.Client
@@ -109,17 +118,42 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 			args.Set(k, v)
 		}
 	}
+	var rn *realNode
+	if opts.RealNode {
+		var err error
+		if rn, err = newRealNode(); err != nil {
+			return nil, err
+		}
+		for k, v := range rn.apiServerFlags {
+			args.Set(k, v)
+		}
+		api.CertDir = rn.certDir
+		if api.CA, err = rn.caPEM(); err != nil {
+			rn.close()
+			return nil, err
+		}
+	}
 	cfg, err := env.Start()
 	if err != nil {
 		if n != nil {
 			n.close()
 		}
+		if rn != nil {
+			rn.close()
+		}
 		return nil, fmt.Errorf("starting kube-apiserver and etcd: %w", err)
 	}
-	c := &Cluster{env: env, Config: cfg, Scheme: k8sruntime.NewScheme(), node: n}
+	c := &Cluster{env: env, Config: cfg, Scheme: k8sruntime.NewScheme(), node: n, realNode: rn}
 	if err := c.init(); err != nil {
 		_ = c.Stop()
 		return nil, err
+	}
+	if rn != nil {
+		if err := rn.start(ctx, c, env); err != nil {
+			_ = c.Stop()
+			return nil, err
+		}
+		c.Registry = rn.registry
 	}
 	if n != nil {
 		var nodeCtx context.Context
@@ -164,6 +198,9 @@ func (c *Cluster) Stop() error {
 	}
 	if c.nodeCancel != nil {
 		c.nodeCancel()
+	}
+	if c.realNode != nil {
+		c.realNode.close()
 	}
 	err := c.env.Stop()
 	// After the API server: it holds the node's client key until it stops.

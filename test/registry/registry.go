@@ -12,6 +12,7 @@ import (
 	"encoding/base64"
 	"io"
 	"log"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -45,15 +46,25 @@ type Registry struct {
 }
 
 // Start serves a new, empty registry.
-func Start() *Registry { return start("", "") }
+func Start() *Registry { return start(nil, "", "") }
 
 // StartPrivate serves a new, empty registry that answers only user.
-func StartPrivate(user, password string) *Registry { return start(user, password) }
+func StartPrivate(user, password string) *Registry { return start(nil, user, password) }
 
-func start(user, password string) *Registry {
+// StartOn serves a new, empty registry on addr (host:port): the real node's
+// pods pull from, and verify signatures at, an address on their bridge.
+func StartOn(addr string) (*Registry, error) {
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	return start(l, "", ""), nil
+}
+
+func start(l net.Listener, user, password string) *Registry {
 	r := &Registry{User: user, Password: password}
 	reg := registry.New(registry.Logger(log.New(io.Discard, "", 0)))
-	r.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+	r.srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		if r.Slow.Load() {
 			time.Sleep(4 * time.Second)
 		}
@@ -64,6 +75,11 @@ func start(user, password string) *Registry {
 		}
 		reg.ServeHTTP(w, req)
 	}))
+	if l != nil {
+		_ = r.srv.Listener.Close()
+		r.srv.Listener = l
+	}
+	r.srv.Start()
 	r.Host = r.srv.Listener.Addr().String()
 	return r
 }

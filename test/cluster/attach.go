@@ -1,0 +1,172 @@
+package cluster
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/remotecommand"
+)
+
+// ServingPod creates an app's pod (labelled app=web) for the real node: a
+// web server (busybox httpd on 8080, from image) as a restricted non-root
+// container, and waits until it runs. The scheduler places it.
+func (c *Cluster) ServingPod(t testing.TB, ns, name, image string) *corev1.Pod {
+	t.Helper()
+	ctx := context.Background()
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{"app": "web"}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{
+			Name: "web", Image: image, Command: []string{"/bin/busybox", "httpd", "-f", "-p", "8080", "-h", "/bin"},
+			Ports:           []corev1.ContainerPort{{ContainerPort: 8080}},
+			SecurityContext: DebugSecurityContext(),
+		}}},
+	}
+	// The namespace's default ServiceAccount comes from the controllers a
+	// moment after the namespace.
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		err := c.Client.Create(ctx, pod.DeepCopy())
+		if apierrors.IsForbidden(err) && strings.Contains(err.Error(), "serviceaccount") {
+			return false, nil
+		}
+		return true, err
+	})
+	if err != nil {
+		t.Fatalf("creating pod %s: %v", name, err)
+	}
+	if err := c.WaitContainerRunning(ctx, ns, name, "web"); err != nil {
+		t.Fatal(err)
+	}
+	got, err := c.Kube.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+// WaitContainerRunning waits until the pod's container (or ephemeral
+// container) runs; the error says what it waits on.
+func (c *Cluster) WaitContainerRunning(ctx context.Context, ns, pod, container string) error {
+	last := "no status"
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		p, err := c.Kube.CoreV1().Pods(ns).Get(ctx, pod, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		for _, cond := range p.Status.Conditions {
+			if cond.Status != corev1.ConditionTrue {
+				last = fmt.Sprintf("%s: %s %s", cond.Type, cond.Reason, cond.Message)
+			}
+		}
+		for _, s := range append(p.Status.ContainerStatuses, p.Status.EphemeralContainerStatuses...) {
+			if s.Name != container {
+				continue
+			}
+			switch {
+			case s.State.Running != nil:
+				return true, nil
+			case s.State.Waiting != nil:
+				last = s.State.Waiting.Reason + ": " + s.State.Waiting.Message
+			case s.State.Terminated != nil:
+				return false, fmt.Errorf("container %s of %s/%s ended: %s %s", container, ns, pod, s.State.Terminated.Reason, s.State.Terminated.Message)
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		return fmt.Errorf("container %s of %s/%s is not running (%s): %w", container, ns, pod, last, err)
+	}
+	return nil
+}
+
+// AttachRun attaches to a container's terminal as u (over WebSocket, as the
+// relay does), types input, and returns what the terminal showed once a
+// line of output equals until. The input stays open until then: a shell
+// whose input ends can exit before its last output is streamed.
+func (u *User) AttachRun(ctx context.Context, ns, pod, container, input, until string) (string, error) {
+	req := u.Kube.CoreV1().RESTClient().Post().Resource("pods").Namespace(ns).Name(pod).SubResource("attach").
+		VersionedParams(&corev1.PodAttachOptions{Container: container, Stdin: true, Stdout: true, TTY: true}, scheme.ParameterCodec)
+	exec, err := remotecommand.NewWebSocketExecutor(u.Config, "GET", req.URL().String())
+	if err != nil {
+		return "", err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	inR, inW := io.Pipe()
+	out := &lineWatcher{until: until, found: make(chan struct{})}
+	streamed := make(chan error, 1)
+	go func() {
+		streamed <- exec.StreamWithContext(ctx, remotecommand.StreamOptions{Stdin: inR, Stdout: out, Tty: true,
+			TerminalSizeQueue: &fixedSize{done: ctx.Done()}})
+	}()
+	// Written aside: a stream that never starts never reads it.
+	go func() { _, _ = io.WriteString(inW, input) }()
+	select {
+	case <-out.found:
+		_ = inW.Close() // the detach
+		select {
+		case err := <-streamed:
+			_ = err // the stream ends with the detach; what it says then is not the test's
+		case <-time.After(5 * time.Second):
+		}
+		return out.String(), nil
+	case err := <-streamed:
+		return out.String(), fmt.Errorf("the attach ended before a line %q: %w", until, err)
+	case <-ctx.Done():
+		return out.String(), fmt.Errorf("no line %q within 60s", until)
+	}
+}
+
+// lineWatcher keeps a terminal's output and says when a line equals until
+// (a pty echoes the input, so the input must not contain that line).
+type lineWatcher struct {
+	mu    sync.Mutex
+	buf   bytes.Buffer
+	until string
+	found chan struct{}
+	once  sync.Once
+}
+
+func (w *lineWatcher) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf.Write(p)
+	for _, l := range strings.Split(w.buf.String(), "\n") {
+		if strings.TrimRight(l, "\r") == w.until {
+			w.once.Do(func() { close(w.found) })
+		}
+	}
+	return len(p), nil
+}
+
+func (w *lineWatcher) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.String()
+}
+
+// fixedSize is an 80x24 terminal that never resizes: its size once, then
+// nothing until the stream ends.
+type fixedSize struct {
+	sent bool
+	done <-chan struct{}
+}
+
+func (s *fixedSize) Next() *remotecommand.TerminalSize {
+	if !s.sent {
+		s.sent = true
+		return &remotecommand.TerminalSize{Width: 80, Height: 24}
+	}
+	<-s.done
+	return nil
+}

@@ -1,0 +1,143 @@
+package cluster
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// The real node's pod network: a bridge of its own with a private address
+// on this machine only. Pods get addresses on it (the bridge CNI plugin with
+// host-local addresses); the host reaches them there, and they reach the
+// host's servers (the API server, the registry, and whatever a test serves
+// to pods: S3, Rekor, the OIDC issuer) at BridgeIP. Nothing leaves the
+// machine: the bridge has no other port and no masquerading.
+const (
+	// BridgeIP is the host's address on the pod network: the node's
+	// InternalIP, and where servers for pods listen.
+	BridgeIP   = "10.244.7.1"
+	podSubnet  = "10.244.7.0/24"
+	bridgeName = "breakglass0"
+	// kubernetesServiceIP is the `kubernetes` Service's cluster IP (the
+	// first of envtest's 10.0.0.0/24), which pods' in-cluster
+	// configuration dials. With no kube-proxy, one DNAT rule sends it to
+	// the API server on the bridge.
+	kubernetesServiceIP = "10.0.0.1"
+	ruleComment         = "breakglass-real-node"
+)
+
+type podNetwork struct {
+	dir  string
+	rule []string // the DNAT rule's arguments, once added
+}
+
+// setUpPodNetwork makes the bridge with the host's address (the CNI plugin
+// takes an existing bridge as it is) and the CNI configuration.
+func setUpPodNetwork(dir string) (*podNetwork, error) {
+	p := &podNetwork{dir: dir}
+	// A bridge a killed run left behind is this test bed's own.
+	_ = exec.Command("ip", "link", "del", bridgeName).Run()
+	for _, args := range [][]string{
+		{"link", "add", bridgeName, "type", "bridge"},
+		{"addr", "add", BridgeIP + "/24", "dev", bridgeName},
+		{"link", "set", bridgeName, "up"},
+	} {
+		if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
+			_ = p.tearDown()
+			return nil, fmt.Errorf("ip %s: %w: %s", strings.Join(args, " "), err, out)
+		}
+	}
+	conf := fmt.Sprintf(`{"cniVersion": "1.0.0", "name": "breakglass", "plugins": [
+  {"type": "bridge", "bridge": %q, "isGateway": true, "ipMasq": false,
+   "ipam": {"type": "host-local", "dataDir": %q, "ranges": [[{"subnet": %q, "gateway": %q}]], "routes": [{"dst": "0.0.0.0/0"}]}},
+  {"type": "portmap", "capabilities": {"portMappings": true}}]}
+`, bridgeName, filepath.Join(dir, "cni-ipam"), podSubnet, BridgeIP)
+	if err := os.MkdirAll(filepath.Join(dir, "cni"), 0o755); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "cni", "10-breakglass.conflist"), []byte(conf), 0o644); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// forwardAPIServer sends the pods' connections to the `kubernetes` Service
+// to the API server's port on the bridge.
+func (p *podNetwork) forwardAPIServer(port string) error {
+	p.rule = []string{"-t", "nat", "PREROUTING", "-i", bridgeName, "-d", kubernetesServiceIP, "-p", "tcp", "--dport", "443",
+		"-m", "comment", "--comment", ruleComment, "-j", "DNAT", "--to-destination", BridgeIP + ":" + port}
+	if out, err := exec.Command("iptables", slices.Insert(slices.Clone(p.rule), 2, "-A")...).CombinedOutput(); err != nil {
+		p.rule = nil
+		return fmt.Errorf("iptables: %w: %s", err, out)
+	}
+	return nil
+}
+
+func (p *podNetwork) tearDown() error {
+	var errs []error
+	if p.rule != nil {
+		if out, err := exec.Command("iptables", slices.Insert(slices.Clone(p.rule), 2, "-D")...).CombinedOutput(); err != nil {
+			errs = append(errs, fmt.Errorf("iptables: %w: %s", err, out))
+		}
+	}
+	if out, err := exec.Command("ip", "link", "del", bridgeName).CombinedOutput(); err != nil && !strings.Contains(string(out), "Cannot find") {
+		errs = append(errs, fmt.Errorf("ip link del: %w: %s", err, out))
+	}
+	return errors.Join(errs...)
+}
+
+// unmountUnder detaches every mount below dir (the kubelet's volumes, the
+// containers' roots), deepest first.
+func unmountUnder(dir string) error {
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return err
+	}
+	defer func() { _ = f.Close() }()
+	var points []string
+	s := bufio.NewScanner(f)
+	for s.Scan() {
+		fields := strings.Fields(s.Text())
+		if len(fields) > 4 && strings.HasPrefix(fields[4], dir+"/") {
+			points = append(points, fields[4])
+		}
+	}
+	slices.SortFunc(points, func(a, b string) int { return len(b) - len(a) })
+	var errs []error
+	for _, p := range points {
+		if err := unix.Unmount(p, unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) {
+			errs = append(errs, fmt.Errorf("unmount %s: %w", p, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// removeKubepodsCgroups removes the cgroups the kubelet made (cgroupfs
+// driver on cgroup v1: /sys/fs/cgroup/<controller>/kubepods...), children
+// first; they are empty once the pods are gone.
+func removeKubepodsCgroups() error {
+	roots, _ := filepath.Glob("/sys/fs/cgroup/*/kubepods")
+	var errs []error
+	for _, root := range roots {
+		var dirs []string
+		_ = filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+			if err == nil && d.IsDir() {
+				dirs = append(dirs, path)
+			}
+			return nil
+		})
+		for i := len(dirs) - 1; i >= 0; i-- {
+			if err := os.Remove(dirs[i]); err != nil && !errors.Is(err, os.ErrNotExist) {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errors.Join(errs...)
+}

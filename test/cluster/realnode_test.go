@@ -1,0 +1,94 @@
+package cluster
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/tower-dev/breakglass/api/v1alpha1"
+	"github.com/tower-dev/breakglass/internal/image"
+	"github.com/tower-dev/breakglass/policies"
+)
+
+// TestRealNodeDebugContainer runs the debug image, pulled from the registry
+// by digest, as a debug container on the real kubelet (Flight policies in
+// force) and checks from inside it, through the kubelet's real attach, what
+// runc really applied: uid 65532, a read-only root, no capabilities, no
+// new privileges, and no ServiceAccount token.
+func TestRealNodeDebugContainer(t *testing.T) {
+	ctx := context.Background()
+	c, err := Start(ctx, Options{Profile: policies.Flight, RealNode: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := c.Stop(); err != nil {
+			t.Error(err)
+		}
+	})
+	img, err := image.BuildDebug("/bin/busybox", time.Unix(0, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := c.Registry.PushImage("breakglass/debug", "1", img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	debugImage := ref.String()
+	if err := c.Apply(ctx, v1alpha1.DefaultPolicyParams(debugImage)); err != nil {
+		t.Fatal(err)
+	}
+	ns := c.Namespace(t, "shop")
+	pod := c.ServingPod(t, ns, "web-1", debugImage)
+	portal, err := c.Portal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rb := ProbeGrant("s1", "30m")
+	rb.Namespace = ns
+	if err := portal.Client.Create(ctx, rb); err != nil {
+		t.Fatal(err)
+	}
+	if err := portal.WaitAllowed(ctx, ns, "patch", "pods", "ephemeralcontainers"); err != nil {
+		t.Fatal(err)
+	}
+	// The params reach the API server's informers a moment after the update.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		err := portal.AddDebugContainer(ctx, ns, pod.Name, DebugContainer("breakglass-s1", debugImage))
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("adding the debug container: %v", err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if err := c.WaitContainerRunning(ctx, ns, pod.Name, "breakglass-s1"); err != nil {
+		t.Fatal(err)
+	}
+	out, err := portal.AttachRun(ctx, ns, pod.Name, "breakglass-s1",
+		"id -u; touch /x 2>&1; grep -E '^(CapEff|NoNewPrivs)' /proc/self/status; ls /var/run/secrets/kubernetes.io 2>&1; echo done-$((1+1))\n", "done-2")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	for _, want := range []string{"\n65532\r", "Read-only file system", "CapEff:\t0000000000000000", "NoNewPrivs:\t1", "No such file or directory"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the debug container's output lacks %q:\n%s", want, out)
+		}
+	}
+	got, err := c.Kube.CoreV1().Pods(ns).Get(ctx, pod.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := got.Status.EphemeralContainerStatuses; len(s) != 1 || !strings.HasSuffix(s[0].ImageID, "@"+ref.DigestStr()) {
+		t.Errorf("the node reports the debug container ran %v, want the digest %s", s, ref.DigestStr())
+	}
+	if got.Status.Phase != corev1.PodRunning {
+		t.Errorf("the app pod is %s after the debug container", got.Status.Phase)
+	}
+}
