@@ -27,12 +27,16 @@ type Issuer struct {
 }
 
 // Start listens on a free loopback port.
-func Start() (*Issuer, error) {
+func Start() (*Issuer, error) { return StartOn("127.0.0.1:0") }
+
+// StartOn listens on addr (host:port): pods on a test node reach it at an
+// address on their bridge.
+func StartOn(addr string) (*Issuer, error) {
 	key, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
 		return nil, err
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, err
 	}

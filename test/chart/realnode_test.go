@@ -1,0 +1,555 @@
+package chart_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/chart/loader"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/tower-dev/breakglass/api/v1alpha1"
+	"github.com/tower-dev/breakglass/evidence/recording"
+	"github.com/tower-dev/breakglass/internal/image"
+	"github.com/tower-dev/breakglass/internal/oidcissuer"
+	"github.com/tower-dev/breakglass/relay"
+	relayclient "github.com/tower-dev/breakglass/relay/client"
+	"github.com/tower-dev/breakglass/test/cluster"
+	"github.com/tower-dev/breakglass/test/registry"
+	"github.com/tower-dev/breakglass/test/s3server"
+)
+
+// e2eCluster is the cluster's name in the relay's config and the
+// recordings' keys.
+const e2eCluster = "e2e"
+
+var (
+	alice = oidcissuer.Person{Email: "alice@example.com", Groups: []string{"shop-owners"}}
+	bob   = oidcissuer.Person{Email: "bob@example.com", Groups: []string{"sre"}}
+)
+
+// TestChartOnRealNode installs the chart with Helm onto the real node (a
+// kubelet on containerd and runc), the plane's three servers running as
+// pods from our own image pulled by digest, and walks a two-person session
+// through the installed relay: the running webhook refuses an unsigned
+// debug image; the signed one runs as 65532 on a read-only root with no
+// capabilities and no token, the app still serving beside it; the session
+// is recorded to S3 with Object Lock, ended, the pod recycled by its
+// Deployment and the grant deleted. Then an upgrade while a session runs
+// (it ends cleanly, with its evidence), and an uninstall that leaves
+// nothing standing.
+func TestChartOnRealNode(t *testing.T) {
+	log.SetLogger(logr.Discard())
+	ctx := context.Background()
+	begin := time.Now()
+	c, err := cluster.Start(ctx, cluster.Options{Empty: true, RealNode: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := c.Stop(); err != nil {
+			t.Error(err)
+		}
+	})
+	t.Logf("the real node is ready after %s", time.Since(begin).Round(time.Second))
+
+	step := func(what string) { t.Logf("%6.1fs %s", time.Since(begin).Seconds(), what) }
+	server := pushServerImage(t, c.Registry)
+	step("the server image built and pushed")
+	debug, unsigned, keyFile := pushDebugImages(t, c.Registry)
+	store, err := s3server.Start(cluster.BridgeIP)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = store.Stop() })
+	if err := store.CreateBucket("evidence", true); err != nil {
+		t.Fatal(err)
+	}
+	issuer, err := oidcissuer.StartOn(cluster.BridgeIP + ":0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = issuer.Close() })
+
+	// What the admin makes before installing: the namespace, the cosign
+	// public key and the store's credentials.
+	c.Namespace(t, v1alpha1.Namespace)
+	key, err := os.ReadFile(keyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []*corev1.Secret{
+		{ObjectMeta: metav1.ObjectMeta{Name: "cosign-keys", Namespace: v1alpha1.Namespace}, Data: map[string][]byte{"cosign.pub": key}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "evidence-store", Namespace: v1alpha1.Namespace}, StringData: map[string]string{
+			"AWS_ACCESS_KEY_ID": s3server.AccessKey, "AWS_SECRET_ACCESS_KEY": s3server.SecretKey}},
+	} {
+		if err := c.Client.Create(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	chrt, err := loader.Load(chartDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	hc := helmConfig(t, c)
+	install := action.NewInstall(hc)
+	install.ReleaseName, install.Namespace, install.Wait, install.Timeout = "breakglass", v1alpha1.Namespace, true, 4*time.Minute
+	settings := e2eValues{server: server, debug: debug, unsigned: unsigned, registry: c.Registry.Host, s3: store.Endpoint, issuer: issuer.URL}
+	began := time.Now()
+	if _, err := install.RunWithContext(ctx, chrt, values(t, settings.yaml(""))); err != nil {
+		t.Fatalf("helm install: %v\n%s", err, podReport(ctx, c))
+	}
+	t.Logf("helm install with the plane's pods ready: %s", time.Since(began).Round(time.Second))
+	for _, d := range []string{"breakglass-webhook", "breakglass-sweeper", "breakglass-relay"} {
+		requireRunsImage(ctx, t, c, d, server)
+	}
+
+	app := c.Namespace(t, "shop")
+	webPod := appDeployment(ctx, t, c, app, debug)
+	before := webPod.Spec.Containers[0]
+	relayURL := "http://" + podIP(ctx, t, c, "app.kubernetes.io/name=breakglass-relay") + ":8443"
+	asAlice := &relayclient.Client{BaseURL: relayURL, Token: token(t, issuer, alice)}
+	asBob := &relayclient.Client{BaseURL: relayURL, Token: token(t, issuer, bob)}
+
+	step("the app runs")
+	target := startSession(ctx, t, c, asAlice, asBob, webPod.Name)
+	step("the session is Active")
+
+	// The running webhook refuses an image the params allow but nobody signed.
+	portal, err := c.Portal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = portal.AddDebugContainer(ctx, app, webPod.Name, cluster.DebugContainer("breakglass-unsigned", unsigned))
+	if err == nil || !strings.Contains(err.Error(), "[webhook.signature]") {
+		t.Fatalf("an unsigned debug image: %v, want the webhook's refusal [webhook.signature]", err)
+	}
+
+	out := &lockedBuffer{}
+	inR, inW := io.Pipe()
+	attached := make(chan error, 1)
+	go func() { attached <- asAlice.Attach(ctx, target, inR, out, io.Discard, nil) }()
+	// The pty echoes input: wait for a line the input does not contain.
+	fmt.Fprint(inW, "id -u; touch /x; grep -E '^(CapEff|NoNewPrivs)' /proc/self/status; ls /var/run/secrets/kubernetes.io; echo done-$((40+2))\n")
+	if err := waitOutput(out, "\ndone-42", attached); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"\n65532\r", "Read-only file system", "CapEff:\t0000000000000000", "NoNewPrivs:\t1", "No such file or directory"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("the debug container's terminal lacks %q:\n%s", want, out.String())
+		}
+	}
+	running := pod(ctx, t, c, app, webPod.Name)
+	if len(running.Spec.Containers) != 1 || running.Spec.Containers[0].Image != before.Image || !equalCommand(running.Spec.Containers[0].Command, before.Command) {
+		t.Errorf("the app container changed: %+v", running.Spec.Containers)
+	}
+	requireServing(t, running.Status.PodIP)
+	_ = inW.Close()
+
+	if _, err := asBob.End(ctx, target, "done looking"); err != nil {
+		t.Fatal(err)
+	}
+	sess := waitEnded(ctx, t, c, target)
+	step("the session ended")
+	requireGrantGone(ctx, t, c, app, target.Name)
+	requireRecycled(ctx, t, c, app, webPod)
+	requireRecording(ctx, t, store, sess, "65532")
+	step("grant gone, pod recycled, recording read back")
+
+	// An upgrade while a session runs: the relay's new configuration
+	// recreates its pod, and the old one ends its sessions with their
+	// evidence before it exits.
+	webPod = runningAppPod(ctx, t, c, app)
+	second := startSession(ctx, t, c, asAlice, asBob, webPod.Name)
+	step("a second session is Active")
+	upgrade := action.NewUpgrade(hc)
+	upgrade.Namespace, upgrade.Wait, upgrade.Timeout = v1alpha1.Namespace, true, 4*time.Minute
+	if _, err := upgrade.RunWithContext(ctx, "breakglass", chrt, values(t, settings.yaml("idle: 20m"))); err != nil {
+		t.Fatalf("helm upgrade: %v\n%s", err, podReport(ctx, c))
+	}
+	step("upgraded")
+	sess = waitEnded(ctx, t, c, second)
+	if sess.Status.Evidence == nil || sess.Status.Evidence.ManifestSHA256 == "" {
+		t.Fatalf("the session the upgrade ended has no evidence: %+v", sess.Status)
+	}
+	requireGrantGone(ctx, t, c, app, second.Name)
+
+	// Uninstall: nothing standing, nothing blocking pods.
+	step("the second session ended with its evidence")
+	if _, err := action.NewUninstall(hc).Run("breakglass"); err != nil {
+		t.Fatalf("helm uninstall: %v", err)
+	}
+	hooks, err := c.Kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(hooks.Items) != 0 {
+		t.Errorf("%d webhook configurations left after uninstall, the first %s", len(hooks.Items), hooks.Items[0].Name)
+	}
+	grants := &rbacv1.RoleBindingList{}
+	if err := c.Client.List(ctx, grants, client.InNamespace(app), client.HasLabels{v1alpha1.SessionLabel}); err != nil || len(grants.Items) != 0 {
+		t.Errorf("grants left after uninstall: %d (%v)", len(grants.Items), err)
+	}
+	plain := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "after-uninstall", Namespace: app},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: debug, Command: []string{"/bin/sleep", "60"}, SecurityContext: cluster.DebugSecurityContext()}}}}
+	if err := c.Client.Create(ctx, plain); err != nil {
+		t.Errorf("an ordinary pod after uninstall: %v", err)
+	}
+	t.Logf("the real-node suite took %s", time.Since(begin).Round(time.Second))
+}
+
+// e2eValues are the chart values of the test: the defaults plus a
+// signing key, the evidence store, and the relay.
+type e2eValues struct {
+	server, debug, unsigned, registry, s3, issuer string
+}
+
+func (v e2eValues) yaml(limits string) string {
+	repo, digest, _ := strings.Cut(v.server, "@")
+	return fmt.Sprintf(`
+image: {repository: %[1]q, digest: %[2]q}
+params: {debugImages: [%[3]q, %[4]q]}
+webhook:
+  keysSecret: cosign-keys
+  policies: [{name: debug-images, repository: %[5]q, key: /etc/breakglass/keys/cosign.pub}]
+evidence:
+  cluster: %[6]s
+  s3: {bucket: evidence, region: us-east-1, endpoint: %[7]q, pathStyle: true}
+  credentialsSecret: evidence-store
+relay:
+  enabled: true
+  config:
+    listen: ":8443"
+    oidc: {issuer: %[8]q, audience: tower}
+    clusters: [{name: %[6]s, tier: flight, debugImage: %[3]q}]
+    permissions:
+      - {groups: [shop-owners], namespaces: [shop], actions: [request]}
+      - {groups: [sre], namespaces: ["*"], actions: [approve, end, review, viewSensitive]}
+    recording: {s3: {bucket: evidence, region: us-east-1, endpoint: %[7]q, pathStyle: true}}
+    limits: {%[9]s}
+`, repo, digest, v.debug, v.unsigned, v.registry+"/breakglass/debug", e2eCluster, v.s3, v.issuer, limits)
+}
+
+// pushServerImage builds the server image as make image does (a static
+// binary on an empty base) and pushes it; its reference by digest.
+func pushServerImage(t *testing.T, reg *registry.Registry) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "breakglass")
+	build := exec.Command("go", "build", "-trimpath", "-o", bin, "./cmd/breakglass")
+	build.Dir = filepath.Join(chartDir(), "..", "..")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building the server: %v\n%s", err, out)
+	}
+	img, err := image.Build(bin, "/etc/ssl/certs/ca-certificates.crt", time.Unix(0, 0).UTC())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := reg.PushImage("breakglass", "e2e", img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ref.String()
+}
+
+// pushDebugImages pushes the debug image signed with a key made here, and
+// the same tools under another digest, unsigned; the public key's file.
+func pushDebugImages(t *testing.T, reg *registry.Registry) (signed, unsigned, keyFile string) {
+	t.Helper()
+	img, err := image.BuildDebug("/bin/busybox", time.Unix(0, 0).UTC())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := reg.PushImage("breakglass/debug", "1", img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	signer, err := registry.NewSigner()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := signer.Sign(ref); err != nil {
+		t.Fatal(err)
+	}
+	keyFile, err = signer.WritePublicKey(t.TempDir(), "cosign.pub")
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := image.BuildDebug("/bin/busybox", time.Unix(1, 0).UTC())
+	if err != nil {
+		t.Fatal(err)
+	}
+	otherRef, err := reg.PushImage("breakglass/debug", "unsigned", other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ref.String(), otherRef.String(), keyFile
+}
+
+func token(t *testing.T, issuer *oidcissuer.Issuer, p oidcissuer.Person) string {
+	t.Helper()
+	tok, err := issuer.Token(p, "tower", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok
+}
+
+// appDeployment runs the app: a Deployment of one web server.
+func appDeployment(ctx context.Context, t *testing.T, c *cluster.Cluster, ns, img string) *corev1.Pod {
+	t.Helper()
+	labels := map[string]string{"app": "web"}
+	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns}, Spec: appsv1.DeploymentSpec{
+		Replicas: ptr.To[int32](1), Selector: &metav1.LabelSelector{MatchLabels: labels},
+		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{
+			// httpd as PID 1 ignores SIGTERM: do not wait 30 s for it.
+			TerminationGracePeriodSeconds: ptr.To[int64](1),
+			Containers: []corev1.Container{{Name: "web", Image: img, Command: []string{"/bin/busybox", "httpd", "-f", "-p", "8080", "-h", "/bin"},
+				SecurityContext: cluster.DebugSecurityContext()}}}},
+	}}
+	if err := c.Client.Create(ctx, d); err != nil {
+		t.Fatal(err)
+	}
+	return runningAppPod(ctx, t, c, ns)
+}
+
+// runningAppPod waits for the app's one running pod.
+func runningAppPod(ctx context.Context, t *testing.T, c *cluster.Cluster, ns string) *corev1.Pod {
+	t.Helper()
+	var found *corev1.Pod
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		pods := &corev1.PodList{}
+		if err := c.Client.List(ctx, pods, client.InNamespace(ns), client.MatchingLabels{"app": "web"}); err != nil {
+			return false, nil
+		}
+		for i, p := range pods.Items {
+			if p.DeletionTimestamp == nil && p.Status.Phase == corev1.PodRunning && p.Status.PodIP != "" {
+				found = &pods.Items[i]
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		t.Fatalf("the app has no running pod: %v\n%s", err, podReport(ctx, c))
+	}
+	return found
+}
+
+// startSession: alice asks, bob approves, alice starts; it waits until the
+// session is Active.
+func startSession(ctx context.Context, t *testing.T, c *cluster.Cluster, asAlice, asBob *relayclient.Client, podName string) relayclient.Target {
+	t.Helper()
+	v, err := asAlice.Request(ctx, relayclient.Target{Cluster: e2eCluster, Namespace: "shop"},
+		relay.Request{Pod: podName, Mode: v1alpha1.ModeLive, Duration: "15m", Reason: "the checkout page is slow"})
+	if err != nil {
+		t.Fatalf("alice's request: %v", err)
+	}
+	target := relayclient.Target{Cluster: e2eCluster, Namespace: "shop", Name: v.Name}
+	if _, err := asBob.Approve(ctx, target, relay.Decision{Comment: "go ahead"}); err != nil {
+		t.Fatalf("bob's approval: %v", err)
+	}
+	if _, err := asAlice.Start(ctx, target); err != nil {
+		t.Fatalf("alice's start: %v\n%s", err, podReport(ctx, c))
+	}
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		v, err := asAlice.Get(ctx, target)
+		return err == nil && v.Status.Phase == v1alpha1.PhaseActive, nil
+	})
+	if err != nil {
+		t.Fatalf("session %s is not Active: %v\n%s", target.Name, err, podReport(ctx, c))
+	}
+	return target
+}
+
+func waitEnded(ctx context.Context, t *testing.T, c *cluster.Cluster, target relayclient.Target) *v1alpha1.Session {
+	t.Helper()
+	s := &v1alpha1.Session{}
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		if err := c.Client.Get(ctx, client.ObjectKey{Namespace: target.Namespace, Name: target.Name}, s); err != nil {
+			return false, nil
+		}
+		return s.Status.Phase == v1alpha1.PhaseEnded && s.Status.Evidence != nil, nil
+	})
+	if err != nil {
+		t.Fatalf("session %s did not end with evidence: %v (%+v)", target.Name, err, s.Status)
+	}
+	return s
+}
+
+func requireGrantGone(ctx context.Context, t *testing.T, c *cluster.Cluster, ns, session string) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		grants := &rbacv1.RoleBindingList{}
+		if err := c.Client.List(ctx, grants, client.InNamespace(ns), client.MatchingLabels{v1alpha1.SessionLabel: session}); err != nil {
+			return false, nil
+		}
+		return len(grants.Items) == 0, nil
+	})
+	if err != nil {
+		t.Fatalf("session %s's grant is still there: %v", session, err)
+	}
+}
+
+// requireRecycled waits until the debugged pod is gone and its Deployment
+// runs a new one.
+func requireRecycled(ctx context.Context, t *testing.T, c *cluster.Cluster, ns string, old *corev1.Pod) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		p := &corev1.Pod{}
+		err := c.Client.Get(ctx, client.ObjectKeyFromObject(old), p)
+		return apierrors.IsNotFound(err) || (err == nil && p.UID != old.UID), nil
+	})
+	if err != nil {
+		t.Fatalf("the debugged pod %s was not recycled: %v", old.Name, err)
+	}
+	if p := runningAppPod(ctx, t, c, ns); len(p.Spec.EphemeralContainers) != 0 {
+		t.Fatalf("the new pod %s has debug containers", p.Name)
+	}
+}
+
+// requireRecording reads the session's recording from the bucket at the
+// version and SHA-256 its Session records, each file checked against the
+// manifest, and looks for want in it.
+func requireRecording(ctx context.Context, t *testing.T, s *s3server.Server, sess *v1alpha1.Session, want string) {
+	t.Helper()
+	store, err := s.Store("evidence")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := recording.RefOf(e2eCluster, sess)
+	m, _, err := recording.ReadManifest(ctx, store, ref, sess.Status.Evidence)
+	if err != nil {
+		t.Fatalf("the recording's manifest: %v", err)
+	}
+	var all bytes.Buffer
+	for name := range m.Files {
+		b, err := recording.ReadFile(ctx, store, ref, m, name)
+		if err != nil {
+			t.Fatalf("recording file %s: %v", name, err)
+		}
+		all.Write(b)
+	}
+	if !strings.Contains(all.String(), want) {
+		t.Fatalf("the recording (%d files) lacks %q", len(m.Files), want)
+	}
+}
+
+func requireServing(t *testing.T, ip string) {
+	t.Helper()
+	resp, err := http.Head("http://" + ip + ":8080/sh")
+	if err != nil {
+		t.Fatalf("the app does not answer: %v", err)
+	}
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("the app answers %s", resp.Status)
+	}
+}
+
+// requireRunsImage checks that a Deployment of the plane runs, from the
+// image by digest.
+func requireRunsImage(ctx context.Context, t *testing.T, c *cluster.Cluster, deployment, img string) {
+	t.Helper()
+	d := &appsv1.Deployment{}
+	if err := c.Client.Get(ctx, client.ObjectKey{Namespace: v1alpha1.Namespace, Name: deployment}, d); err != nil {
+		t.Fatal(err)
+	}
+	if d.Status.AvailableReplicas < 1 || d.Spec.Template.Spec.Containers[0].Image != img {
+		t.Fatalf("%s: %d available, image %s, want %s", deployment, d.Status.AvailableReplicas, d.Spec.Template.Spec.Containers[0].Image, img)
+	}
+}
+
+func podIP(ctx context.Context, t *testing.T, c *cluster.Cluster, selector string) string {
+	t.Helper()
+	pods, err := c.Kube.CoreV1().Pods(v1alpha1.Namespace).List(ctx, metav1.ListOptions{LabelSelector: selector})
+	if err != nil || len(pods.Items) == 0 || pods.Items[0].Status.PodIP == "" {
+		t.Fatalf("no pod %s: %v", selector, err)
+	}
+	return pods.Items[0].Status.PodIP
+}
+
+func pod(ctx context.Context, t *testing.T, c *cluster.Cluster, ns, name string) *corev1.Pod {
+	t.Helper()
+	p := &corev1.Pod{}
+	if err := c.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, p); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func equalCommand(a, b []string) bool { return strings.Join(a, "\x00") == strings.Join(b, "\x00") }
+
+// podReport is every pod's phase and waiting reasons, for a failure message.
+func podReport(ctx context.Context, c *cluster.Cluster) string {
+	pods, err := c.Kube.CoreV1().Pods("").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err.Error()
+	}
+	var b strings.Builder
+	for _, p := range pods.Items {
+		fmt.Fprintf(&b, "%s/%s %s", p.Namespace, p.Name, p.Status.Phase)
+		for _, s := range p.Status.ContainerStatuses {
+			if s.State.Waiting != nil {
+				fmt.Fprintf(&b, " %s: %s %s", s.Name, s.State.Waiting.Reason, s.State.Waiting.Message)
+			}
+			if s.LastTerminationState.Terminated != nil {
+				fmt.Fprintf(&b, " %s last ended: %s %q", s.Name, s.LastTerminationState.Terminated.Reason, s.LastTerminationState.Terminated.Message)
+			}
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+// waitOutput waits until the terminal's output holds want.
+func waitOutput(out *lockedBuffer, want string, attached <-chan error) error {
+	deadline := time.After(time.Minute)
+	for !strings.Contains(strings.ReplaceAll(out.String(), "\r", ""), want) {
+		select {
+		case err := <-attached:
+			return fmt.Errorf("the terminal closed before %q: %w\n%s", want, err, out.String())
+		case <-deadline:
+			return fmt.Errorf("no %q within a minute:\n%s", want, out.String())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	return nil
+}
+
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
