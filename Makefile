@@ -78,8 +78,9 @@ verify-generate: generate
 	@test -z "$$(git status --porcelain --untracked-files=all -- api charts)" || { git status --porcelain -- api charts; echo "generated files are not committed"; exit 1; }
 
 ## dev: the whole plane on this machine (kubectl breakglass dev up); Ctrl-C stops it.
-## make dev DEV_FLAGS=--rekor also runs Rekor (make rekor first) and anchors every recording.
-dev: $(BIN)/kube-apiserver $(BIN)/etcd
+## make dev DEV_FLAGS=--rekor also runs Rekor (make rekor first) and anchors every recording;
+## DEV_FLAGS=--real-node runs pods on a kubelet with containerd and runc (make node; root).
+dev: $(BIN)/kube-apiserver $(BIN)/etcd $(NODE_BINS)
 	$(GO) build -o $(BIN)/kubectl-breakglass ./cmd/kubectl-breakglass
 	$(BIN)/kubectl-breakglass dev up $(DEV_FLAGS)
 

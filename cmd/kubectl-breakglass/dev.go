@@ -17,7 +17,7 @@ import (
 func newDevCommand() *cobra.Command {
 	cmd := &cobra.Command{Use: "dev", Short: "Run the whole plane on this machine, for trying it out"}
 	var profile, addr, dir string
-	var withRekor bool
+	var withRekor, realNode bool
 	up := &cobra.Command{
 		Use:   "up",
 		Short: "Start the API server, the virtual node, the plane, the webhook, the sweeper, the relay and a demo app; Ctrl-C stops all",
@@ -40,12 +40,13 @@ Everything runs on loopback and stops, leaving nothing behind, on Ctrl-C.`,
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			out := cmd.OutOrStdout()
-			return dev.Up(ctx, dev.Options{Profile: p, RelayAddr: addr, Dir: dir, Rekor: withRekor, Ready: func(i dev.Info) { printWelcome(out, i) }}, cmd.ErrOrStderr())
+			return dev.Up(ctx, dev.Options{Profile: p, RelayAddr: addr, Dir: dir, Rekor: withRekor, RealNode: realNode, Ready: func(i dev.Info) { printWelcome(out, i) }}, cmd.ErrOrStderr())
 		},
 	}
 	up.Flags().StringVar(&profile, "profile", "flight", "flight (production rules) or ground")
 	up.Flags().StringVar(&addr, "relay-addr", "127.0.0.1:8443", "where the relay listens")
 	up.Flags().BoolVar(&withRekor, "rekor", false, "also run Rekor (make rekor builds it; PostgreSQL from Debian) and anchor every recording")
+	up.Flags().BoolVar(&realNode, "real-node", false, "run pods on a kubelet with containerd and runc (make node; Debian's containerd, runc, containernetworking-plugins and iptables; root) instead of the virtual node")
 	up.Flags().StringVar(&dir, "dir", "", "where the kubeconfig, tokens and recordings go (a new temporary folder by default; removed at the end)")
 	cmd.AddCommand(up)
 	return cmd

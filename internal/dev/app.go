@@ -14,11 +14,12 @@ import (
 	"github.com/tower-dev/breakglass/test/cluster"
 )
 
-// demoApp creates the demo app's Deployment and, since this control plane
-// runs no controller-manager, keeps one pod of it running as its
-// ReplicaSet would: a recycled pod comes back under a new name. It returns
-// the first pod's name.
-func demoApp(ctx context.Context, c *cluster.Cluster, ns string) (string, error) {
+// demoApp creates the demo app's Deployment. On the virtual node, with no
+// controller-manager, it keeps one pod of it running as its ReplicaSet
+// would: a recycled pod comes back under a new name. On a real node the
+// controllers do that, and the app runs from image. It returns the first
+// pod's name.
+func demoApp(ctx context.Context, c *cluster.Cluster, ns, image string, realNode bool) (string, error) {
 	labels := map[string]string{"app": "web"}
 	tmpl := corev1.PodTemplateSpec{
 		ObjectMeta: metav1.ObjectMeta{Labels: labels},
@@ -26,6 +27,12 @@ func demoApp(ctx context.Context, c *cluster.Cluster, ns string) (string, error)
 			Name: "web", Image: "registry.example/shop/web:1.2",
 			Command: []string{"sh", "-c", "while true; do echo serving orders; sleep 30; done"},
 		}}},
+	}
+	if realNode {
+		tmpl.Spec = corev1.PodSpec{TerminationGracePeriodSeconds: ptr.To[int64](1), Containers: []corev1.Container{{
+			Name: "web", Image: image, SecurityContext: cluster.DebugSecurityContext(),
+			Command: []string{"/bin/sh", "-c", "while true; do echo serving orders; sleep 30; done"},
+		}}}
 	}
 	if err := c.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 		return "", err
@@ -36,6 +43,9 @@ func demoApp(ctx context.Context, c *cluster.Cluster, ns string) (string, error)
 	}
 	if err := c.Client.Create(ctx, dep); err != nil {
 		return "", err
+	}
+	if realNode {
+		return firstPod(ctx, c, ns, labels)
 	}
 	keep := func() (string, error) {
 		pods := &corev1.PodList{}
@@ -66,4 +76,24 @@ func demoApp(ctx context.Context, c *cluster.Cluster, ns string) (string, error)
 		}
 	}()
 	return first, nil
+}
+
+// firstPod waits for the Deployment's first pod to run.
+func firstPod(ctx context.Context, c *cluster.Cluster, ns string, labels map[string]string) (string, error) {
+	for {
+		pods := &corev1.PodList{}
+		if err := c.Client.List(ctx, pods, client.InNamespace(ns), client.MatchingLabels(labels)); err != nil {
+			return "", err
+		}
+		for _, p := range pods.Items {
+			if p.DeletionTimestamp == nil && p.Status.Phase == corev1.PodRunning {
+				return p.Name, nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return "", ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
 }

@@ -28,6 +28,7 @@ import (
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/tower-dev/breakglass/api/v1alpha1"
 	"github.com/tower-dev/breakglass/evidence/audit"
 	"github.com/tower-dev/breakglass/evidence/recording"
 	"github.com/tower-dev/breakglass/evidence/tlog"
@@ -54,6 +55,10 @@ type Options struct {
 	// Rekor also runs a transparency log (make rekor builds it; PostgreSQL
 	// from Debian) and anchors every recording in it.
 	Rekor bool
+	// RealNode runs pods on a kubelet with containerd and runc (make node;
+	// Debian's containerd, runc and CNI plugins; root) instead of the
+	// virtual node: the debug container is the signed image, really run.
+	RealNode bool
 }
 
 // Info is what a newcomer needs to use the plane.
@@ -90,14 +95,26 @@ func Up(ctx context.Context, o Options, logs io.Writer) (err error) {
 	}()
 	step := func(what string) { fmt.Fprintf(logs, ">> %s (%.1fs)\n", what, time.Since(begin).Seconds()) }
 
-	step("a local registry with a signed debug image")
-	reg := registry.Start()
-	stops = append(stops, func() error { reg.Close(); return nil })
+	var c *cluster.Cluster
+	var reg *registry.Registry
+	if o.RealNode {
+		// The node's own registry: on the pods' bridge, which it pulls from.
+		step("kube-apiserver, etcd and a real node (kubelet, containerd, runc), with the " + string(o.Profile) + " plane")
+		if c, err = cluster.Start(ctx, cluster.Options{Profile: o.Profile, RealNode: true}); err != nil {
+			return err
+		}
+		stops = append(stops, c.Stop)
+		reg = c.Registry
+	} else {
+		reg = registry.Start()
+		stops = append(stops, func() error { reg.Close(); return nil })
+	}
+	step("a signed debug image in the local registry")
 	signer, err := registry.NewSigner()
 	if err != nil {
 		return err
 	}
-	image, err := pushDebugImage(reg)
+	image, err := pushDebugImage(reg, o.RealNode)
 	if err != nil {
 		return err
 	}
@@ -109,12 +126,15 @@ func Up(ctx context.Context, o Options, logs io.Writer) (err error) {
 		return err
 	}
 
-	step("kube-apiserver, etcd and the virtual node, with the " + string(o.Profile) + " plane")
-	c, err := cluster.Start(ctx, cluster.Options{Profile: o.Profile, DebugImages: []string{image.String()}, VirtualNode: true})
-	if err != nil {
+	if c == nil {
+		step("kube-apiserver, etcd and the virtual node, with the " + string(o.Profile) + " plane")
+		if c, err = cluster.Start(ctx, cluster.Options{Profile: o.Profile, DebugImages: []string{image.String()}, VirtualNode: true}); err != nil {
+			return err
+		}
+		stops = append(stops, c.Stop)
+	} else if err := c.Apply(ctx, v1alpha1.DefaultPolicyParams(image.String())); err != nil {
 		return err
 	}
-	stops = append(stops, c.Stop)
 	kubeconfig := filepath.Join(o.Dir, "kubeconfig")
 	if err := clientcmd.WriteToFile(c.KubeConfig("breakglass-dev", "shop"), kubeconfig); err != nil {
 		return err
@@ -204,7 +224,7 @@ func Up(ctx context.Context, o Options, logs io.Writer) (err error) {
 	stops = append(stops, stopRelay)
 
 	step("the demo app")
-	pod, err := demoApp(ctx, c, "shop")
+	pod, err := demoApp(ctx, c, "shop", image.String(), o.RealNode)
 	if err != nil {
 		return err
 	}
@@ -282,9 +302,10 @@ func startRelay(ctx context.Context, c *cluster.Cluster, o Options, issuerURL, i
 
 // pushDebugImage pushes the project's debug image (the machine's static
 // busybox, as make debug-image builds it), or, without busybox-static, a
-// stand-in: the virtual node runs the machine's own programs either way.
-func pushDebugImage(reg *registry.Registry) (name.Digest, error) {
-	if _, err := os.Stat("/bin/busybox"); err != nil {
+// stand-in: the virtual node runs the machine's own programs either way (a
+// real node needs the real image).
+func pushDebugImage(reg *registry.Registry, realNode bool) (name.Digest, error) {
+	if _, err := os.Stat("/bin/busybox"); err != nil && !realNode {
 		return reg.Push("breakglass/debug", "dev")
 	}
 	img, err := devimage.BuildDebug("/bin/busybox", time.Unix(0, 0).UTC())

@@ -41,7 +41,18 @@ func (l *lockedBuffer) String() string {
 	return l.b.String()
 }
 
+// TestDevWalkthrough: make dev, with Rekor, on the virtual node.
 func TestDevWalkthrough(t *testing.T) {
+	walkthrough(t, dev.Options{Profile: policies.Flight, Rekor: true})
+}
+
+// TestDevRealNode: make dev DEV_FLAGS=--real-node, the signed debug image
+// really run by containerd and runc.
+func TestDevRealNode(t *testing.T) {
+	walkthrough(t, dev.Options{Profile: policies.Flight, RealNode: true})
+}
+
+func walkthrough(t *testing.T, o dev.Options) {
 	dir := t.TempDir()
 	state := filepath.Join(dir, "state")
 	if err := os.Mkdir(state, 0o700); err != nil {
@@ -53,8 +64,8 @@ func TestDevWalkthrough(t *testing.T) {
 	var logs lockedBuffer
 	done := make(chan error, 1)
 	go func() {
-		done <- dev.Up(ctx, dev.Options{Profile: policies.Flight, RelayAddr: "127.0.0.1:0", Dir: state, Rekor: true,
-			Ready: func(i dev.Info) { ready <- i }}, &logs)
+		o.RelayAddr, o.Dir, o.Ready = "127.0.0.1:0", state, func(i dev.Info) { ready <- i }
+		done <- dev.Up(ctx, o, &logs)
 	}()
 	var info dev.Info
 	select {
@@ -91,10 +102,10 @@ func TestDevWalkthrough(t *testing.T) {
 	var screen lockedBuffer
 	attached := make(chan error, 1)
 	go func() { attached <- alice.Attach(ctx, target, in, &screen, io.Discard, nil) }()
-	if _, err := typed.Write([]byte("echo demo-$((40+2))\n")); err != nil {
+	if _, err := typed.Write([]byte("echo demo-$((40+2)) as $(id -u)\n")); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(20 * time.Second); !strings.Contains(screen.String(), "demo-42"); time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(20 * time.Second); !strings.Contains(screen.String(), "demo-42 as 65532"); time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("no demo-42 on the screen: %q", screen.String())
 		}
@@ -107,7 +118,31 @@ func TestDevWalkthrough(t *testing.T) {
 	if err := <-attached; !errors.As(err, &closed) || closed.Code != 1000 {
 		t.Fatalf("the terminal: %v", err)
 	}
-	// With --rekor, the recording is anchored a moment after the end.
+	if o.Rekor {
+		requireAnchored(ctx, t, bob, target, info)
+	}
+	stop()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("stopping: %v", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("did not stop within a minute")
+	}
+	if _, err := os.Stat(state); !os.IsNotExist(err) {
+		t.Fatalf("the state folder is left behind: %v", err)
+	}
+	if c, err := net.DialTimeout("tcp", strings.TrimPrefix(info.RelayURL, "http://"), time.Second); err == nil {
+		_ = c.Close()
+		t.Fatal("the relay still listens")
+	}
+}
+
+// requireAnchored: with --rekor, the recording is anchored a moment after
+// the end, and the key a reviewer pins is published.
+func requireAnchored(ctx context.Context, t *testing.T, bob *client.Client, target client.Target, info dev.Info) {
+	t.Helper()
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
 		got, err := bob.Get(ctx, target)
 		if err != nil {
@@ -134,22 +169,5 @@ func TestDevWalkthrough(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK || !strings.Contains(string(published), "PUBLIC KEY") || string(served) != string(published) {
 		t.Fatalf("the relay serves %d %q, make dev wrote %q", resp.StatusCode, served, published)
-	}
-
-	stop()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("stopping: %v", err)
-		}
-	case <-time.After(time.Minute):
-		t.Fatal("did not stop within a minute")
-	}
-	if _, err := os.Stat(state); !os.IsNotExist(err) {
-		t.Fatalf("the state folder is left behind: %v", err)
-	}
-	if c, err := net.DialTimeout("tcp", strings.TrimPrefix(info.RelayURL, "http://"), time.Second); err == nil {
-		_ = c.Close()
-		t.Fatal("the relay still listens")
 	}
 }
