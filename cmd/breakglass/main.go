@@ -16,7 +16,7 @@ func main() {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newSweeperCommand(), newWebhookCommand(), newRelayCommand())
+	root.AddCommand(newSweeperCommand(), newWebhookCommand(), newRelayCommand(), newCheckCommand())
 	if err := root.Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "error:", err)
 		os.Exit(1)

@@ -124,6 +124,16 @@ func TestChartOnRealNode(t *testing.T) {
 		requireRunsImage(ctx, t, c, d, server)
 	}
 
+	// helm test: the plane checked from inside, as the portal.
+	tester := action.NewReleaseTesting(hc)
+	tester.Namespace, tester.Timeout = v1alpha1.Namespace, 2*time.Minute
+	if rel, err := tester.Run("breakglass"); err != nil {
+		t.Fatalf("helm test: %v\n%s", err, podReport(ctx, c))
+	} else if len(rel.Hooks) != 1 || rel.Hooks[0].LastRun.Phase != "Succeeded" {
+		t.Fatalf("helm test ran %d hooks, the first %+v", len(rel.Hooks), rel.Hooks)
+	}
+	step("helm test passed")
+
 	app := c.Namespace(t, "shop")
 	webPod := appDeployment(ctx, t, c, app, debug)
 	before := webPod.Spec.Containers[0]

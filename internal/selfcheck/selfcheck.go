@@ -1,0 +1,65 @@
+// Package selfcheck is what `helm test` runs in the installed plane, as the
+// portal's own ServiceAccount: that it holds nothing in an app namespace at
+// rest, and that the cluster refuses a grant the policies forbid.
+package selfcheck
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	authorizationv1 "k8s.io/api/authorization/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/tower-dev/breakglass/api/v1alpha1"
+	"github.com/tower-dev/breakglass/manifests"
+)
+
+// atRest are what the portal must not be able to do in an app namespace
+// before a grant: each is what a stolen portal token would want.
+var atRest = []authorizationv1.ResourceAttributes{
+	{Verb: "patch", Resource: "pods", Subresource: "ephemeralcontainers"},
+	{Verb: "create", Resource: "pods", Subresource: "attach"},
+	{Verb: "create", Resource: "pods", Subresource: "exec"},
+	{Verb: "get", Resource: "secrets"},
+	{Verb: "create", Resource: "pods"},
+}
+
+// Run checks, as the caller's identity (the portal's ServiceAccount in the
+// chart's test pod), in namespace; it says what it checked on w and
+// returns every failure.
+func Run(ctx context.Context, kube kubernetes.Interface, namespace string, w io.Writer) error {
+	var errs []error
+	for _, ra := range atRest {
+		ra.Namespace = namespace
+		what := ra.Verb + " " + ra.Resource
+		if ra.Subresource != "" {
+			what += "/" + ra.Subresource
+		}
+		review, err := kube.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx,
+			&authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &ra}}, metav1.CreateOptions{})
+		switch {
+		case err != nil:
+			errs = append(errs, fmt.Errorf("asking whether it may %s in %s: %w", what, namespace, err))
+		case review.Status.Allowed:
+			errs = append(errs, fmt.Errorf("it may %s in %s without a grant: something standing grants it", what, namespace))
+		default:
+			fmt.Fprintf(w, "ok: may not %s in %s at rest\n", what, namespace)
+		}
+	}
+	// A grant past the TTL bound, dry run: the policies must refuse it.
+	bad := manifests.Grant(namespace, "helm-test", v1alpha1.DebugRole, "2h")
+	_, err := kube.RbacV1().RoleBindings(namespace).Create(ctx, bad, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+	switch {
+	case err == nil:
+		errs = append(errs, fmt.Errorf("a two-hour grant in %s was admitted: the admission policies are not in force", namespace))
+	case !strings.Contains(err.Error(), "[grant."):
+		errs = append(errs, fmt.Errorf("a two-hour grant in %s was refused, but not by the grant policies: %w", namespace, err))
+	default:
+		fmt.Fprintf(w, "ok: a two-hour grant in %s is refused: %v\n", namespace, err)
+	}
+	return errors.Join(errs...)
+}
