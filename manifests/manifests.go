@@ -29,13 +29,11 @@ func Namespace() *corev1.Namespace {
 }
 
 // Generated returns what the chart ships as generated files for profile:
-// identities, roles, their bindings, then the admission policies and their
-// bindings.
+// roles, their bindings, then the admission policies and their bindings.
+// The identities they name are the chart's own template (for their
+// annotations): ServiceAccounts.
 func Generated(profile policies.Profile) ([]runtime.Object, error) {
 	var out []runtime.Object
-	for _, sa := range ServiceAccounts() {
-		out = append(out, sa)
-	}
 	for _, r := range DebugRoles() {
 		out = append(out, r)
 	}
@@ -60,7 +58,8 @@ func Generated(profile policies.Profile) ([]runtime.Object, error) {
 
 // All is every object of the plane for profile, in the order it applies to
 // an empty cluster: the namespace, the chart's CRDs, the PolicyParams
-// object (which needs its CRD established first), then Generated.
+// object (which needs its CRD established first), the identities, then
+// Generated.
 func All(profile policies.Profile, debugImages []string) ([]runtime.Object, error) {
 	objs := []runtime.Object{Namespace()}
 	crds, err := CRDs()
@@ -71,6 +70,9 @@ func All(profile policies.Profile, debugImages []string) ([]runtime.Object, erro
 		objs = append(objs, crd)
 	}
 	objs = append(objs, v1alpha1.DefaultPolicyParams(debugImages...))
+	for _, sa := range ServiceAccounts() {
+		objs = append(objs, sa)
+	}
 	gen, err := Generated(profile)
 	if err != nil {
 		return nil, err

@@ -218,6 +218,12 @@ func (c *Cluster) install(ctx context.Context, opts Options) error {
 	if err := c.Apply(ctx, manifests.Namespace()); err != nil {
 		return err
 	}
+	// The identities are a template of the chart's, not its generated files.
+	for _, sa := range manifests.ServiceAccounts() {
+		if err := c.Apply(ctx, sa); err != nil {
+			return err
+		}
+	}
 	stream, err := chart.Plane(string(profile))
 	if err != nil {
 		return err
