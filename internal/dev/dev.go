@@ -186,7 +186,9 @@ func Up(ctx context.Context, o Options, logs io.Writer) (err error) {
 	if err != nil {
 		return err
 	}
-	opts := sweeper.Options{MetricsAddr: "0", HealthAddr: "0", Evidence: finalizer}
+	// SeveralInOneProcess: the walkthrough tests bring the plane up more
+	// than once in one process (on each node).
+	opts := sweeper.Options{MetricsAddr: "0", HealthAddr: "0", Evidence: finalizer, SeveralInOneProcess: true}
 	if anchorer != nil {
 		opts.Anchors = finalizer
 	}
