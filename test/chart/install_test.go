@@ -79,8 +79,9 @@ func TestInstallAndUpgrade(t *testing.T) {
 	install := action.NewInstall(hc)
 	install.ReleaseName, install.Namespace, install.CreateNamespace = "breakglass", v1alpha1.Namespace, true
 	install.Timeout = 2 * time.Minute
-	// The webhook's Deployment cannot run here (no kubelet for it); its
-	// fail-closed configuration is checked by test/webhook.
+	// No node here, so no webhook pod to answer: it is off, and
+	// realnode_test.go installs the whole chart, webhook included, on a
+	// real node.
 	rel, err := install.RunWithContext(ctx, chrt, values(t, fmt.Sprintf("params: {debugImages: [%q]}\nwebhook: {enabled: false}\n", debugImage)))
 	if err != nil {
 		t.Fatalf("helm install: %v", err)
