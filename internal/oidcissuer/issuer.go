@@ -24,6 +24,8 @@ type Issuer struct {
 	keyID  string
 	signer jose.Signer
 	srv    *http.Server
+	// The authorization code flow's state: flow.go.
+	flows flows
 }
 
 // Start listens on a free loopback port.
@@ -52,13 +54,18 @@ func StartOn(addr string) (*Issuer, error) {
 		writeJSON(w, map[string]any{
 			"issuer": i.URL, "jwks_uri": i.URL + "/keys",
 			"authorization_endpoint": i.URL + "/auth", "token_endpoint": i.URL + "/token",
-			"response_types_supported": []string{"id_token"}, "subject_types_supported": []string{"public"},
+			"response_types_supported": []string{"code"}, "subject_types_supported": []string{"public"},
 			"id_token_signing_alg_values_supported": []string{"RS256"},
+			"grant_types_supported":                 []string{"authorization_code", "refresh_token"},
+			"code_challenge_methods_supported":      []string{"S256"},
+			"token_endpoint_auth_methods_supported": []string{"none"},
+			"scopes_supported":                      []string{"openid", "email", "groups", "offline_access"},
 		})
 	})
 	mux.HandleFunc("GET /keys", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, jose.JSONWebKeySet{Keys: []jose.JSONWebKey{{Key: &key.PublicKey, KeyID: i.keyID, Algorithm: "RS256", Use: "sig"}}})
 	})
+	i.flows.routes(i, mux)
 	i.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() { _ = i.srv.Serve(ln) }()
 	return i, nil
@@ -79,11 +86,15 @@ type Person struct {
 
 // Token signs an ID token for p, issued for audience, valid for ttl.
 func (i *Issuer) Token(p Person, audience string, ttl time.Duration) (string, error) {
+	return i.Sign(i.claims(p, audience, ttl))
+}
+
+func (i *Issuer) claims(p Person, audience string, ttl time.Duration) map[string]any {
 	now := time.Now()
-	return i.Sign(map[string]any{
+	return map[string]any{
 		"iss": i.URL, "sub": cmp.Or(p.Subject, p.Email), "aud": audience, "email": p.Email, "email_verified": true,
 		"groups": p.Groups, "iat": now.Unix(), "exp": now.Add(ttl).Unix(),
-	})
+	}
 }
 
 // Sign signs any claims, for tests of malformed tokens.
