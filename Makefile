@@ -80,7 +80,7 @@ verify-generate: generate
 ## dev: the whole plane on this machine (kubectl breakglass dev up); Ctrl-C stops it.
 ## make dev DEV_FLAGS=--rekor also runs Rekor (make rekor first) and anchors every recording;
 ## DEV_FLAGS=--real-node runs pods on a kubelet with containerd and runc (make node; root).
-dev: $(BIN)/kube-apiserver $(BIN)/etcd $(NODE_BINS)
+dev: $(BIN)/kube-apiserver $(BIN)/etcd $(if $(findstring --real-node,$(DEV_FLAGS)),$(NODE_BINS))
 	$(GO) build -o $(BIN)/kubectl-breakglass ./cmd/kubectl-breakglass
 	$(BIN)/kubectl-breakglass dev up $(DEV_FLAGS)
 
