@@ -166,6 +166,7 @@ func TestBadValues(t *testing.T) {
 		{"bad certificates", "webhook:\n  certificates: vault\n", namespace, "certificates"},
 		{"wrong namespace", "", "default", "install the chart into the namespace breakglass-system"},
 		{"relay without a store", "relay:\n  enabled: true\n  config: {listen: ':8443'}\n", namespace, "no store, no session"},
+		{"a relay certificate with no Secret to write", "relay:\n  enabled: true\n  recordingClaim: rec\n  certificate: {issuerRef: {name: ca}}\n", namespace, "set relay.tlsSecret too"},
 		{"zero replicas", "sweeper:\n  replicas: 0\n", namespace, "replicas"},
 		{"a node selector that is not a map of strings", "webhook:\n  nodeSelector: {zone: [a, b]}\n", namespace, "nodeSelector"},
 		{"slow deadline", "webhook:\n  deadline: 7s\n", namespace, "deadline"},
