@@ -34,7 +34,7 @@ func (e *Ended) Error() string { return fmt.Sprintf("the terminal closed: %s (%d
 // when the relay closed the terminal.
 func (c *Client) Attach(ctx context.Context, t Target, in io.Reader, out, notes io.Writer, resize <-chan Size) error {
 	u := "ws" + strings.TrimPrefix(strings.TrimSuffix(c.BaseURL, "/"), "http") + t.path() + "/terminal"
-	d := websocket.Dialer{Subprotocols: []string{relay.TerminalProtocol}}
+	d := websocket.Dialer{Subprotocols: []string{relay.TerminalProtocol}, TLSClientConfig: c.TLS}
 	conn, resp, err := d.DialContext(ctx, u, http.Header{"Authorization": {"Bearer " + c.Token}})
 	if resp != nil {
 		defer resp.Body.Close()

@@ -4,6 +4,7 @@
 package client
 
 import (
+	"crypto/tls"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -24,6 +25,10 @@ type Client struct {
 	// Token is the person's OIDC ID token.
 	Token string
 	HTTP  *http.Client
+	// TLS is how to trust the relay (its certificate authority, the name
+	// on its certificate) when that is not the system's way; it applies to
+	// the terminal's WebSocket too, and to calls when HTTP is nil.
+	TLS *tls.Config
 }
 
 // Error is the relay's refusal.
@@ -66,7 +71,11 @@ func (c *Client) do(ctx context.Context, method, path string, body, out any) err
 		req.Header.Set("Content-Type", "application/json")
 	}
 	hc := c.HTTP
-	if hc == nil {
+	switch {
+	case hc != nil:
+	case c.TLS != nil:
+		hc = &http.Client{Transport: &http.Transport{TLSClientConfig: c.TLS}}
+	default:
 		hc = http.DefaultClient
 	}
 	resp, err := hc.Do(req)

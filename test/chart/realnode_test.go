@@ -3,6 +3,8 @@ package chart_test
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"io"
 	"net/http"
@@ -31,6 +33,7 @@ import (
 	"github.com/tower-dev/breakglass/evidence/recording"
 	"github.com/tower-dev/breakglass/internal/image"
 	"github.com/tower-dev/breakglass/internal/oidcissuer"
+	"github.com/tower-dev/breakglass/internal/pki"
 	"github.com/tower-dev/breakglass/relay"
 	relayclient "github.com/tower-dev/breakglass/relay/client"
 	"github.com/tower-dev/breakglass/test/cluster"
@@ -91,8 +94,9 @@ func TestChartOnRealNode(t *testing.T) {
 	t.Cleanup(func() { _ = issuer.Close() })
 
 	// What the admin makes before installing: the namespace, the cosign
-	// public key and the store's credentials.
+	// public key, the store's credentials and the relay's TLS certificate.
 	c.Namespace(t, v1alpha1.Namespace)
+	relayTLS, trust := relayCertificate(t)
 	key, err := os.ReadFile(keyFile)
 	if err != nil {
 		t.Fatal(err)
@@ -101,6 +105,7 @@ func TestChartOnRealNode(t *testing.T) {
 		{ObjectMeta: metav1.ObjectMeta{Name: "cosign-keys", Namespace: v1alpha1.Namespace}, Data: map[string][]byte{"cosign.pub": key}},
 		{ObjectMeta: metav1.ObjectMeta{Name: "evidence-store", Namespace: v1alpha1.Namespace}, StringData: map[string]string{
 			"AWS_ACCESS_KEY_ID": s3server.AccessKey, "AWS_SECRET_ACCESS_KEY": s3server.SecretKey}},
+		relayTLS,
 	} {
 		if err := c.Client.Create(ctx, s); err != nil {
 			t.Fatal(err)
@@ -137,9 +142,12 @@ func TestChartOnRealNode(t *testing.T) {
 	app := c.Namespace(t, "shop")
 	webPod := appDeployment(ctx, t, c, app, debug)
 	before := webPod.Spec.Containers[0]
-	relayURL := "http://" + podIP(ctx, t, c, "app.kubernetes.io/name=breakglass-relay") + ":8443"
-	asAlice := &relayclient.Client{BaseURL: relayURL, Token: token(t, issuer, alice)}
-	asBob := &relayclient.Client{BaseURL: relayURL, Token: token(t, issuer, bob)}
+	relayURL := "https://" + podIP(ctx, t, c, "app.kubernetes.io/name=breakglass-relay") + ":8443"
+	asAlice := &relayclient.Client{BaseURL: relayURL, Token: token(t, issuer, alice), TLS: trust}
+	asBob := &relayclient.Client{BaseURL: relayURL, Token: token(t, issuer, bob), TLS: trust}
+	if _, err := (&relayclient.Client{BaseURL: relayURL, Token: token(t, issuer, bob)}).List(ctx, e2eCluster, "shop"); err == nil {
+		t.Fatal("the relay's certificate was trusted without its CA")
+	}
 
 	step("the app runs")
 	target := startSession(ctx, t, c, asAlice, asBob, webPod.Name)
@@ -248,6 +256,7 @@ evidence:
   credentialsSecret: evidence-store
 relay:
   enabled: true
+  tlsSecret: relay-tls
   config:
     listen: ":8443"
     oidc: {issuer: %[8]q, audience: tower}
@@ -258,6 +267,27 @@ relay:
     recording: {s3: {bucket: evidence, region: us-east-1, endpoint: %[7]q, pathStyle: true}}
     limits: {%[9]s}
 `, repo, digest, v.debug, v.unsigned, v.registry+"/breakglass/debug", e2eCluster, v.s3, v.issuer, limits)
+}
+
+// relayCertificate is the relay's serving certificate as the admin brings
+// it (a kubernetes.io/tls Secret), and how a client trusts it: the CA, and
+// the Service's name the certificate is for (the test dials the pod's IP).
+func relayCertificate(t *testing.T) (*corev1.Secret, *tls.Config) {
+	t.Helper()
+	ca, err := pki.NewCA("relay-ca", time.Now().Add(-time.Minute), time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const name = "breakglass-relay.breakglass-system.svc"
+	cert, err := ca.Issue(name, []string{name}, nil, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots := x509.NewCertPool()
+	roots.AddCert(ca.Cert)
+	return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "relay-tls", Namespace: v1alpha1.Namespace}, Type: corev1.SecretTypeTLS,
+			Data: map[string][]byte{corev1.TLSCertKey: cert.CertPEM, corev1.TLSPrivateKeyKey: cert.KeyPEM}},
+		&tls.Config{RootCAs: roots, ServerName: name, MinVersion: tls.VersionTLS12}
 }
 
 // pushServerImage builds the server image as make image does (a static
