@@ -12,7 +12,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -163,7 +162,7 @@ func TestChartOnRealNode(t *testing.T) {
 		t.Fatalf("an unsigned debug image: %v, want the webhook's refusal [webhook.signature]", err)
 	}
 
-	out := &lockedBuffer{}
+	out := &cluster.SyncBuffer{}
 	inR, inW := io.Pipe()
 	attached := make(chan error, 1)
 	go func() { attached <- asAlice.Attach(ctx, target, inR, out, io.Discard, nil) }()
@@ -563,7 +562,7 @@ func podReport(ctx context.Context, c *cluster.Cluster) string {
 }
 
 // waitOutput waits until the terminal's output holds want.
-func waitOutput(out *lockedBuffer, want string, attached <-chan error) error {
+func waitOutput(out *cluster.SyncBuffer, want string, attached <-chan error) error {
 	deadline := time.After(time.Minute)
 	for !strings.Contains(strings.ReplaceAll(out.String(), "\r", ""), want) {
 		select {
@@ -575,21 +574,4 @@ func waitOutput(out *lockedBuffer, want string, attached <-chan error) error {
 		}
 	}
 	return nil
-}
-
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

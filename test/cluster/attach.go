@@ -1,7 +1,6 @@
 package cluster
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -130,29 +129,20 @@ func (u *User) AttachRun(ctx context.Context, ns, pod, container, input, until s
 // lineWatcher keeps a terminal's output and says when a line equals until
 // (a pty echoes the input, so the input must not contain that line).
 type lineWatcher struct {
-	mu    sync.Mutex
-	buf   bytes.Buffer
+	SyncBuffer
 	until string
 	found chan struct{}
 	once  sync.Once
 }
 
 func (w *lineWatcher) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.buf.Write(p)
-	for _, l := range strings.Split(w.buf.String(), "\n") {
+	n, err := w.SyncBuffer.Write(p)
+	for _, l := range strings.Split(w.String(), "\n") {
 		if strings.TrimRight(l, "\r") == w.until {
 			w.once.Do(func() { close(w.found) })
 		}
 	}
-	return len(p), nil
-}
-
-func (w *lineWatcher) String() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.buf.String()
+	return n, err
 }
 
 // fixedSize is an 80x24 terminal that never resizes: its size once, then

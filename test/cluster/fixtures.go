@@ -84,3 +84,25 @@ func (u *User) AddDebugContainer(ctx context.Context, ns, pod string, ec corev1.
 	_, err = u.Kube.CoreV1().Pods(ns).Patch(ctx, pod, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "ephemeralcontainers")
 	return err
 }
+
+// GrantedPortal grants the portal a session's debug role in ns, as the
+// relay does at a start (the grant made by the portal itself, with ttl),
+// and returns the portal's clients once the authorizer lets them add debug
+// containers there.
+func (c *Cluster) GrantedPortal(t testing.TB, ns, session, ttl string) *User {
+	t.Helper()
+	ctx := context.Background()
+	portal, err := c.Portal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rb := ProbeGrant(session, ttl)
+	rb.Namespace = ns
+	if err := portal.Client.Create(ctx, rb); err != nil {
+		t.Fatalf("the portal's grant in %s: %v", ns, err)
+	}
+	if err := portal.WaitAllowed(ctx, ns, "patch", "pods", "ephemeralcontainers"); err != nil {
+		t.Fatal(err)
+	}
+	return portal
+}

@@ -40,18 +40,7 @@ func TestVirtualNodeAttach(t *testing.T) {
 		}
 	})
 	ns := c.Namespace(t, "shop")
-	portal, err := c.Portal()
-	if err != nil {
-		t.Fatal(err)
-	}
-	rb := ProbeGrant("s1", "30m")
-	rb.Namespace = ns
-	if err := portal.Client.Create(ctx, rb); err != nil {
-		t.Fatal(err)
-	}
-	if err := portal.WaitAllowed(ctx, ns, "patch", "pods", "ephemeralcontainers"); err != nil {
-		t.Fatal(err)
-	}
+	portal := c.GrantedPortal(t, ns, "s1", "30m")
 	// debugged is a pod with the debug container running: one per attach,
 	// since a debug container's input closes with its first attach.
 	debugged := func(t *testing.T, name string) {

@@ -44,18 +44,7 @@ func TestRealNodeDebugContainer(t *testing.T) {
 	}
 	ns := c.Namespace(t, "shop")
 	pod := c.ServingPod(t, ns, "web-1", debugImage)
-	portal, err := c.Portal()
-	if err != nil {
-		t.Fatal(err)
-	}
-	rb := ProbeGrant("s1", "30m")
-	rb.Namespace = ns
-	if err := portal.Client.Create(ctx, rb); err != nil {
-		t.Fatal(err)
-	}
-	if err := portal.WaitAllowed(ctx, ns, "patch", "pods", "ephemeralcontainers"); err != nil {
-		t.Fatal(err)
-	}
+	portal := c.GrantedPortal(t, ns, "s1", "30m")
 	// The params reach the API server's informers a moment after the update.
 	deadline := time.Now().Add(30 * time.Second)
 	for {

@@ -4,7 +4,6 @@
 package dev_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -13,7 +12,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -22,24 +20,8 @@ import (
 	"github.com/tower-dev/breakglass/policies"
 	"github.com/tower-dev/breakglass/relay"
 	"github.com/tower-dev/breakglass/relay/client"
+	"github.com/tower-dev/breakglass/test/cluster"
 )
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // TestDevWalkthrough: make dev, with Rekor, on the virtual node.
 func TestDevWalkthrough(t *testing.T) {
@@ -61,7 +43,7 @@ func walkthrough(t *testing.T, o dev.Options) {
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
 	ready := make(chan dev.Info, 1)
-	var logs lockedBuffer
+	var logs cluster.SyncBuffer
 	done := make(chan error, 1)
 	go func() {
 		o.RelayAddr, o.Dir, o.Ready = "127.0.0.1:0", state, func(i dev.Info) { ready <- i }
@@ -99,7 +81,7 @@ func walkthrough(t *testing.T, o dev.Options) {
 		t.Fatal(err)
 	}
 	in, typed := io.Pipe()
-	var screen lockedBuffer
+	var screen cluster.SyncBuffer
 	attached := make(chan error, 1)
 	go func() { attached <- alice.Attach(ctx, target, in, &screen, io.Discard, nil) }()
 	if _, err := typed.Write([]byte("echo demo-$((40+2)) as $(id -u)\n")); err != nil {

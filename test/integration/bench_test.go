@@ -50,18 +50,7 @@ func newPatcher(b *testing.B, c *cluster.Cluster, ns string) *patcher {
 	if err := c.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 		b.Fatal(err)
 	}
-	rb := cluster.ProbeGrant("s-bench", "75m")
-	rb.Namespace = ns
-	u, err := c.Portal()
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := u.Client.Create(ctx, rb); err != nil {
-		b.Fatal(err)
-	}
-	if err := u.WaitAllowed(ctx, ns, "patch", "pods", "ephemeralcontainers"); err != nil {
-		b.Fatal(err)
-	}
+	u := c.GrantedPortal(b, ns, "s-bench", "75m")
 	return &patcher{c: c, ns: ns, user: u}
 }
 

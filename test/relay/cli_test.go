@@ -15,18 +15,19 @@ import (
 
 	"github.com/tower-dev/breakglass/cmd/kubectl-breakglass/session"
 	"github.com/tower-dev/breakglass/internal/oidcissuer"
+	"github.com/tower-dev/breakglass/test/cluster"
 )
 
 // cli runs `kubectl breakglass session ARGS` as p against the relay.
 func (tr *testRelay) cli(t *testing.T, p oidcissuer.Person, ns string, stdin io.Reader, args ...string) (string, error) {
 	t.Helper()
-	var out syncBuffer
+	var out cluster.SyncBuffer
 	err := tr.cliTo(t, &out, p, ns, stdin, args...)
 	return out.String(), err
 }
 
 // cliTo runs the command with its output going to out as it runs.
-func (tr *testRelay) cliTo(t *testing.T, out *syncBuffer, p oidcissuer.Person, ns string, stdin io.Reader, args ...string) error {
+func (tr *testRelay) cliTo(t *testing.T, out *cluster.SyncBuffer, p oidcissuer.Person, ns string, stdin io.Reader, args ...string) error {
 	t.Helper()
 	tokenFile := filepath.Join(t.TempDir(), "token")
 	if err := os.WriteFile(tokenFile, []byte(token(t, p)+"\n"), 0o600); err != nil {
@@ -75,7 +76,7 @@ func TestCLIWalkthrough(t *testing.T) {
 	}
 
 	inR, inW := io.Pipe()
-	var attachOut syncBuffer
+	var attachOut cluster.SyncBuffer
 	attachErr := make(chan error, 1)
 	go func() { attachErr <- tr.cliTo(t, &attachOut, alice, ns, inR, "attach", s) }()
 	if _, err := inW.Write([]byte("echo cli-$((20+22))\n")); err != nil {

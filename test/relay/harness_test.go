@@ -5,7 +5,6 @@
 package relay_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -73,7 +72,7 @@ func run(m *testing.M) int {
 type testRelay struct {
 	url    string
 	store  *recording.Dir
-	audit  *syncBuffer
+	audit  *cluster.SyncBuffer
 	notes  *notes
 	server *relay.Server
 }
@@ -110,7 +109,7 @@ func startRelay(t testing.TB, cfg *relay.Config, clk clock.Clock) *testRelay {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr := &testRelay{store: &recording.Dir{Root: t.TempDir()}, audit: &syncBuffer{}, notes: &notes{}}
+	tr := &testRelay{store: &recording.Dir{Root: t.TempDir()}, audit: &cluster.SyncBuffer{}, notes: &notes{}}
 	// Every cluster of the config is the test cluster, reached as the portal.
 	targets := map[string]relay.Target{}
 	for _, c := range cfg.Clusters {
@@ -223,8 +222,7 @@ func (tr *testRelay) request(t testing.TB, p oidcissuer.Person, ns, pod, extra s
 // term is a browser's terminal connection.
 type term struct {
 	conn     *websocket.Conn
-	mu       sync.Mutex
-	out      bytes.Buffer
+	out      cluster.SyncBuffer
 	controls chan string
 	closed   chan error
 }
@@ -260,9 +258,7 @@ func (tr *testRelay) dial(t testing.TB, p oidcissuer.Person, ns, name string, he
 				tm.controls <- string(b)
 				continue
 			}
-			tm.mu.Lock()
-			tm.out.Write(b)
-			tm.mu.Unlock()
+			_, _ = tm.out.Write(b)
 		}
 	}()
 	t.Cleanup(func() { _ = conn.Close() })
@@ -288,42 +284,15 @@ func (tm *term) waitFor(t testing.TB, want string) {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) {
-		tm.mu.Lock()
-		got := tm.out.String()
-		tm.mu.Unlock()
-		if strings.Contains(got, want) {
+		if strings.Contains(tm.out.String(), want) {
 			return
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	tm.mu.Lock()
-	defer tm.mu.Unlock()
 	t.Fatalf("no %q in the terminal within 20s; got %q", want, tm.out.String())
 }
 
-func (tm *term) output() string {
-	tm.mu.Lock()
-	defer tm.mu.Unlock()
-	return tm.out.String()
-}
-
-// syncBuffer is a buffer the relay's goroutines write and the test reads.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+func (tm *term) output() string { return tm.out.String() }
 
 // notes collects the notification webhook's events.
 type notes struct {
