@@ -90,6 +90,10 @@ func TestDecide(t *testing.T) {
 			s.Status.Phase = v1alpha1.PhaseEnded
 			s.Spec.GlassBroken = true
 		}), now: time.Hour, wantRecycle: true, wantDue: true, wantRequeue: 23 * time.Hour},
+		{name: "glass broken: just created, the relay writes its status", sess: active(func(s *v1alpha1.Session) {
+			s.Status = v1alpha1.SessionStatus{}
+			s.Spec.GlassBroken = true
+		}), now: time.Minute},
 		{name: "glass broken: review overdue", sess: active(func(s *v1alpha1.Session) {
 			s.Status.Phase = v1alpha1.PhaseEnded
 			s.Spec.GlassBroken = true

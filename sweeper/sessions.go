@@ -141,7 +141,11 @@ func (s *SessionSweeper) decide(sess *v1alpha1.Session, now time.Time) action {
 			}
 		}
 	}
-	if sess.Spec.GlassBroken && (st.Review == nil || st.Review.By == "") {
+	// A Session without a phase is the relay's, between its create and its
+	// first status write (which sets the due date of a glass-broken one):
+	// writing it here first would make that write conflict, and the relay
+	// withdraw the emergency request. Nothing has been granted for it yet.
+	if sess.Spec.GlassBroken && st.Phase != "" && (st.Review == nil || st.Review.By == "") {
 		switch {
 		case st.Review == nil || st.Review.DueAt == nil:
 			due := sess.CreationTimestamp.Add(s.ReviewWithin)
