@@ -42,7 +42,7 @@ reviews. It reads all of its state from the cluster.`,
 				if u, err := url.Parse(notifyURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") {
 					return errors.New("--notify-url: must be an http(s) URL")
 				}
-				opts.Notifier = &notify.Webhook{URL: notifyURL, PortalURL: portalURL, FallbackReviewer: fallbackReviewer}
+				opts.Notifier = &notify.Webhook{URL: notifyURL, PortalURL: portalURL, Cluster: clusterName, FallbackReviewer: fallbackReviewer}
 			}
 			store, uri, err := evidenceStore(cmd.Context(), recordingDir, s3opts)
 			if err != nil {

@@ -18,7 +18,9 @@ import (
 // Event is what a webhook receives, one JSON object per POST.
 type Event struct {
 	// Kind is what happened, e.g. "review.overdue".
-	Kind      string    `json:"kind"`
+	Kind string `json:"kind"`
+	// Cluster is the session's cluster, as the relay's config names it.
+	Cluster   string    `json:"cluster"`
 	Namespace string    `json:"namespace"`
 	Session   string    `json:"session"`
 	Requester string    `json:"requester"`
@@ -33,17 +35,30 @@ type Event struct {
 // reason and names only.
 type Webhook struct {
 	URL string
-	// PortalURL is the portal's base address; links are {PortalURL}/sessions/{namespace}/{name}.
+	// PortalURL is the portal's base address (the relay's console:
+	// https://relay.example/console); see Link.
 	PortalURL string
+	// Cluster names the cluster of events that do not name one (the
+	// sweeper's, which watches one cluster).
+	Cluster string
 	// FallbackReviewer is told when a glass-broken session's review is overdue.
 	FallbackReviewer string
 	Client           *http.Client
 	Now              func() time.Time
 }
 
-// Link is the portal's address of a session.
-func (w *Webhook) Link(s *v1alpha1.Session) string {
-	return fmt.Sprintf("%s/sessions/%s/%s", w.PortalURL, url.PathEscape(s.Namespace), url.PathEscape(s.Name))
+// Link is the page an event asks its reader to act on:
+// {PortalURL}/sessions/{cluster}/{namespace}/{name}, the session's page,
+// with /approve for a request to decide and /review for a review due.
+func (w *Webhook) Link(e Event, s *v1alpha1.Session) string {
+	link := fmt.Sprintf("%s/sessions/%s/%s/%s", w.PortalURL, url.PathEscape(e.Cluster), url.PathEscape(s.Namespace), url.PathEscape(s.Name))
+	switch e.Kind {
+	case "request.new":
+		link += "/approve"
+	case "glass.broken", "review.overdue":
+		link += "/review"
+	}
+	return link
 }
 
 // ReviewOverdue tells the fallback reviewer that s waits for its review.
@@ -53,7 +68,11 @@ func (w *Webhook) ReviewOverdue(ctx context.Context, s *v1alpha1.Session) error 
 
 // Send posts one event about s. A non-2xx answer is an error.
 func (w *Webhook) Send(ctx context.Context, e Event, s *v1alpha1.Session) error {
-	e.Namespace, e.Session, e.Requester, e.Reason, e.Link = s.Namespace, s.Name, s.Spec.Requester, s.Spec.Reason, w.Link(s)
+	if e.Cluster == "" {
+		e.Cluster = w.Cluster
+	}
+	e.Namespace, e.Session, e.Requester, e.Reason = s.Namespace, s.Name, s.Spec.Requester, s.Spec.Reason
+	e.Link = w.Link(e, s)
 	if w.Now != nil {
 		e.At = w.Now()
 	} else {

@@ -26,14 +26,14 @@ func TestReviewOverdue(t *testing.T) {
 	}))
 	defer srv.Close()
 	at := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
-	w := &Webhook{URL: srv.URL, PortalURL: "https://tower.example", FallbackReviewer: "security-oncall", Now: func() time.Time { return at }}
+	w := &Webhook{URL: srv.URL, PortalURL: "https://tower.example", Cluster: "flight-1", FallbackReviewer: "security-oncall", Now: func() time.Time { return at }}
 	s := &v1alpha1.Session{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "s 1"}, Spec: v1alpha1.SessionSpec{Requester: "alice", Reason: "500s"}}
 	if err := w.ReviewOverdue(context.Background(), s); err != nil {
 		t.Fatal(err)
 	}
 	e := <-got
-	want := Event{Kind: "review.overdue", Namespace: "shop", Session: "s 1", Requester: "alice", Reason: "500s",
-		Link: "https://tower.example/sessions/shop/s%201", At: at, To: "security-oncall"}
+	want := Event{Kind: "review.overdue", Cluster: "flight-1", Namespace: "shop", Session: "s 1", Requester: "alice", Reason: "500s",
+		Link: "https://tower.example/sessions/flight-1/shop/s%201/review", At: at, To: "security-oncall"}
 	if e != want {
 		t.Fatalf("got %+v\nwant %+v", e, want)
 	}

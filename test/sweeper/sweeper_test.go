@@ -226,7 +226,7 @@ func TestReviewOverdue(t *testing.T) {
 	}
 	fake := clockAt(s.CreationTimestamp.Add(time.Hour))
 	startSweeper(t, sweeper.Options{Clock: fake, ReviewWithin: 24 * time.Hour,
-		Notifier: &notify.Webhook{URL: srv.URL, PortalURL: "https://tower.example", FallbackReviewer: "security-oncall"}})
+		Notifier: &notify.Webhook{URL: srv.URL, PortalURL: "https://tower.example", Cluster: "flight-1", FallbackReviewer: "security-oncall"}})
 
 	eventually(t, "the review due date set", func() (bool, error) {
 		cur := &v1alpha1.Session{}
@@ -243,7 +243,7 @@ func TestReviewOverdue(t *testing.T) {
 	fake.Step(23 * time.Hour)
 	select {
 	case e := <-got:
-		if e.Kind != "review.overdue" || e.Session != "s5" || e.To != "security-oncall" || e.Link != "https://tower.example/sessions/review/s5" {
+		if e.Kind != "review.overdue" || e.Session != "s5" || e.To != "security-oncall" || e.Link != "https://tower.example/sessions/flight-1/review/s5/review" {
 			t.Fatalf("unexpected notification %+v", e)
 		}
 	case <-time.After(20 * time.Second):
