@@ -109,7 +109,11 @@ func (f *flows) signInPage(w http.ResponseWriter, r *http.Request) {
 		people[k] = v
 	}
 	f.mu.Unlock()
-	w.Header().Set("Content-Security-Policy", "default-src 'none'; form-action 'self'; frame-ancestors 'none'")
+	// The form posts here and is redirected to the client: Chrome applies
+	// form-action to that redirect too, so the client's origin is allowed
+	// (it is registered, checked above).
+	back, _ := url.Parse(q.Get("redirect_uri"))
+	w.Header().Set("Content-Security-Policy", "default-src 'none'; form-action 'self' "+back.Scheme+"://"+back.Host+"; frame-ancestors 'none'")
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	_ = signInPage.Execute(w, map[string]any{"Params": q, "People": people})
 }
