@@ -133,8 +133,10 @@ func bearer(r *http.Request) (string, error) {
 			return tok, nil
 		}
 	}
-	return "", fmt.Errorf("%w: no bearer token", errUnauthenticated)
+	return "", errNoBearer
 }
+
+var errNoBearer = fmt.Errorf("%w: no bearer token", errUnauthenticated)
 
 func websocketProtocols(r *http.Request) []string {
 	var out []string

@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"slices"
+	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -40,6 +41,18 @@ type Config struct {
 	Audit AuditSinks `json:"audit,omitempty"`
 	// NotifyURL receives notifications as JSON POSTs.
 	NotifyURL string `json:"notifyURL,omitempty"`
+	// Console, when set, serves the web console at /console/, signing
+	// people in with the OIDC issuer as client oidc.audience.
+	Console *ConsoleConfig `json:"console,omitempty"`
+}
+
+// ConsoleConfig is the web console's.
+type ConsoleConfig struct {
+	// URL is the relay's address as browsers reach it, e.g.
+	// https://breakglass.example.com. Register URL/auth/callback as the
+	// client's redirect URI at the issuer. Notifications link into the
+	// console unless portalURL says otherwise.
+	URL string `json:"url"`
 }
 
 // OIDC says whose tokens the relay accepts.
@@ -204,6 +217,13 @@ func (c *Config) Complete() error {
 		c.OIDC.GroupsClaim = "groups"
 	}
 	var errs []error
+	if c.Console != nil {
+		if u, err := url.Parse(c.Console.URL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || strings.Trim(u.Path, "/") != "" {
+			errs = append(errs, fmt.Errorf("console.url: %q is not the relay's address such as https://breakglass.example.com", c.Console.URL))
+		} else if c.PortalURL == "" {
+			c.PortalURL = strings.TrimSuffix(c.Console.URL, "/") + "/console"
+		}
+	}
 	if c.Listen == "" {
 		errs = append(errs, errors.New("listen: the API's address is required, e.g. \":8443\""))
 	}

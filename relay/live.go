@@ -78,7 +78,7 @@ func (s *Server) start(w http.ResponseWriter, r *http.Request, c Caller) error {
 	// watcher may write the Session.
 	snapshot := live.Session.DeepCopy()
 	s.watch(key, live)
-	s.notify(ctx, notify.Event{Kind: "session.started", To: "approvers"}, snapshot)
+	s.notify(ctx, notify.Event{Kind: "session.started", Cluster: t.Name, To: "approvers"}, snapshot)
 	writeJSON(w, http.StatusOK, view(t.Name, snapshot))
 	return nil
 }
@@ -155,7 +155,7 @@ func (s *Server) end(w http.ResponseWriter, r *http.Request, c Caller) error {
 	if err := held.End(context.WithoutCancel(ctx), c.Name, reason); err != nil {
 		return err
 	}
-	s.notify(ctx, notify.Event{Kind: "session.ended", To: sess.Spec.Requester}, held.Session)
+	s.notify(ctx, notify.Event{Kind: "session.ended", Cluster: t.Name, To: sess.Spec.Requester}, held.Session)
 	writeJSON(w, http.StatusOK, view(t.Name, held.Session))
 	return nil
 }
@@ -213,7 +213,7 @@ func (s *Server) terminal(w http.ResponseWriter, r *http.Request, c Caller) erro
 }
 
 // originAllowed lets non-browser clients (no Origin) through to the token
-// check, and browsers only from the configured origins.
+// check, and browsers only from the configured origins and the console's.
 func (s *Server) originAllowed(r *http.Request) bool {
 	origin := r.Header.Get("Origin")
 	if origin == "" {
@@ -223,7 +223,8 @@ func (s *Server) originAllowed(r *http.Request) bool {
 	if err != nil {
 		return false
 	}
-	return slices.Contains(s.cfg.AllowedOrigins, u.Scheme+"://"+u.Host)
+	o := u.Scheme + "://" + u.Host
+	return slices.Contains(s.cfg.AllowedOrigins, o) || (s.console != nil && o == s.console.Origin())
 }
 
 // Close ends every session this relay holds, as a relay shutting down

@@ -26,11 +26,19 @@ func TestOpenAPIDescribesEveryRoute(t *testing.T) {
 		t.Fatal(err)
 	}
 	var documented, served []string
+	ids := map[string]bool{}
 	for path, ops := range doc.Paths {
-		for method := range ops {
-			if method != "parameters" {
-				documented = append(documented, strings.ToUpper(method)+" "+path)
+		for method, op := range ops {
+			if method == "parameters" {
+				continue
 			}
+			documented = append(documented, strings.ToUpper(method)+" "+path)
+			// A generated client names its calls by operationId.
+			id, _ := op.(map[string]any)["operationId"].(string)
+			if id == "" || ids[id] {
+				t.Errorf("%s %s: operationId %q is missing or not unique", method, path, id)
+			}
+			ids[id] = true
 		}
 	}
 	for _, r := range (&Server{metrics: newMetrics()}).routes() {
@@ -87,6 +95,7 @@ func TestLoadConfig(t *testing.T) {
 		{"both stores", "recording: {dir: /x, s3: {bucket: b}}\n", "exactly one of dir and s3"},
 		{"no store", "recording: {}\n", "no store, no session"},
 		{"bad origin", "allowedOrigins: [\"tower.example.com/path\"]\n", "not an origin"},
+		{"bad console url", "console: {url: \"https://relay.example.com/console\"}\n", "console.url"},
 		{"heartbeat", "limits: {heartbeat: 5m, disconnect: 1m}\n", "shorter than limits.disconnect"},
 		{"no issuer", "oidc: {audience: tower}\n", "oidc.issuer"},
 	} {

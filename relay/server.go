@@ -26,6 +26,7 @@ import (
 	"github.com/tower-dev/breakglass/evidence/recording"
 	"github.com/tower-dev/breakglass/evidence/tlog"
 	"github.com/tower-dev/breakglass/lifecycle"
+	"github.com/tower-dev/breakglass/relay/console"
 	"github.com/tower-dev/breakglass/relay/notify"
 	"github.com/tower-dev/breakglass/relay/session"
 )
@@ -60,6 +61,9 @@ type Options struct {
 	CheckpointEvery time.Duration
 	Clock           clock.Clock
 	Log             logr.Logger
+	// Console, when set, serves the web console and lets its session
+	// cookie stand for a bearer token, from the console's origin only.
+	Console *console.Console
 }
 
 // Server is the relay's HTTP API.
@@ -74,6 +78,7 @@ type Server struct {
 	clock    clock.Clock
 	log      logr.Logger
 	metrics  *metrics
+	console  *console.Console
 
 	// unauthenticated bounds how many refusals of requests without a valid
 	// token are audited one by one; unaudited counts the rest, reported
@@ -112,7 +117,7 @@ func NewServer(o Options) (*Server, error) {
 		o.Clock = clock.RealClock{}
 	}
 	s := &Server{cfg: o.Config, auth: o.Auth, clusters: map[string]*target{}, store: o.Store, audit: o.Audit,
-		notifier: o.Notifier, anchorer: o.Anchorer, clock: o.Clock, log: o.Log, metrics: newMetrics(), live: map[sessionKey]*liveSession{},
+		notifier: o.Notifier, console: o.Console, anchorer: o.Anchorer, clock: o.Clock, log: o.Log, metrics: newMetrics(), live: map[sessionKey]*liveSession{},
 		unauthenticated: rate.NewLimiter(rate.Limit(UnauthenticatedAuditRate), UnauthenticatedAuditBurst)}
 	for _, c := range o.Config.Clusters {
 		t, ok := o.Targets[c.Name]
@@ -169,6 +174,7 @@ func (s *Server) routes() []route {
 	const many = "/api/v1/clusters/{cluster}/namespaces/{namespace}/sessions"
 	const one = many + "/{name}"
 	return []route{
+		{"GET", "/api/v1/me", s.authed(s.me)},
 		{"GET", "/api/v1/sessions", s.authed(s.list)},
 		{"POST", many, s.authed(s.request)},
 		{"GET", one, s.authed(s.get)},
@@ -191,6 +197,11 @@ func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	for _, r := range s.routes() {
 		mux.Handle(r.method+" "+r.path, r.handler)
+	}
+	if s.console != nil {
+		for pattern, h := range s.console.Routes() {
+			mux.Handle(pattern, h)
+		}
 	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, &apiError{http.StatusNotFound, "NotFound", fmt.Sprintf("no such endpoint: %s %s", r.Method, r.URL.Path)})
@@ -224,7 +235,7 @@ type handler func(w http.ResponseWriter, r *http.Request, c Caller) error
 func (s *Server) authed(h handler) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		action := r.Pattern
-		raw, err := bearer(r)
+		raw, err := s.credential(r)
 		var c Caller
 		if err == nil {
 			c, err = s.auth.Verify(r.Context(), raw)
@@ -250,6 +261,23 @@ func (s *Server) authed(h handler) http.HandlerFunc {
 		s.refused(r, c.Name, ae)
 		writeError(w, ae)
 	}
+}
+
+// credential is the caller's token: a bearer token, or the console's
+// session cookie on a request from the console's own page.
+func (s *Server) credential(r *http.Request) (string, error) {
+	raw, err := bearer(r)
+	if !errors.Is(err, errNoBearer) || s.console == nil {
+		return raw, err
+	}
+	tok, ok := s.console.Token(r)
+	if !ok {
+		return "", err
+	}
+	if err := s.console.SameOrigin(r); err != nil {
+		return "", fmt.Errorf("%w: %w", errUnauthenticated, err)
+	}
+	return tok, nil
 }
 
 // The rate at which refusals of unauthenticated requests are audited one by

@@ -28,6 +28,8 @@ type SessionView struct {
 	Created   metav1.Time            `json:"created"`
 	Spec      v1alpha1.SessionSpec   `json:"spec"`
 	Status    v1alpha1.SessionStatus `json:"status"`
+	// Live is set on a single Active session this relay holds.
+	Live *LiveView `json:"live,omitempty"`
 }
 
 func view(cluster string, s *v1alpha1.Session) SessionView {
@@ -202,7 +204,7 @@ func (s *Server) request(w http.ResponseWriter, r *http.Request, c Caller) error
 		_ = t.Client.Delete(context.WithoutCancel(ctx), sess)
 		return clusterError(err)
 	}
-	s.notify(ctx, notify.Event{Kind: note, To: to}, sess)
+	s.notify(ctx, notify.Event{Kind: note, Cluster: t.Name, To: to}, sess)
 	writeJSON(w, http.StatusCreated, view(t.Name, sess))
 	return nil
 }
@@ -248,7 +250,11 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request, c Caller) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, view(t.Name, sess))
+	v := view(t.Name, sess)
+	if sess.Status.Phase == v1alpha1.PhaseActive {
+		v.Live = s.liveView(sessionKey{t.Name, sess.Namespace, sess.Name})
+	}
+	writeJSON(w, http.StatusOK, v)
 	return nil
 }
 
@@ -298,7 +304,7 @@ func (s *Server) approve(w http.ResponseWriter, r *http.Request, c Caller) error
 		Actor: c.Name, Reason: what, Record: func(st *v1alpha1.SessionStatus) { st.Approval = approval }}); err != nil {
 		return clusterError(err)
 	}
-	s.notify(ctx, notify.Event{Kind: "request.approved", To: sess.Spec.Requester}, sess)
+	s.notify(ctx, notify.Event{Kind: "request.approved", Cluster: t.Name, To: sess.Spec.Requester}, sess)
 	writeJSON(w, http.StatusOK, view(t.Name, sess))
 	return nil
 }
@@ -314,7 +320,7 @@ func (s *Server) deny(w http.ResponseWriter, r *http.Request, c Caller) error {
 		Actor: c.Name, Reason: d.Reason, Record: func(st *v1alpha1.SessionStatus) { st.Denial = denial }}); err != nil {
 		return clusterError(err)
 	}
-	s.notify(ctx, notify.Event{Kind: "request.denied", To: sess.Spec.Requester}, sess)
+	s.notify(ctx, notify.Event{Kind: "request.denied", Cluster: t.Name, To: sess.Spec.Requester}, sess)
 	writeJSON(w, http.StatusOK, view(t.Name, sess))
 	return nil
 }

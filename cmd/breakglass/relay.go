@@ -165,7 +165,11 @@ func buildRelay(ctx context.Context, cfg *relay.Config) (*relay.Server, func(), 
 		checkpoints = &audit.Checkpointer{Log: auditLog, Chain: cfg.Audit.Chain, Store: store, Anchorer: anchorer,
 			Retention: cfg.Recording.Retention.Duration, Logger: ctrl.Log.WithName("audit")}
 	}
-	srv, err := relay.NewServer(relay.Options{Config: cfg, Auth: auth, Targets: targets, Store: store,
+	web, err := relay.NewConsole(ctx, cfg, auth, nil)
+	if err != nil {
+		return fail(err)
+	}
+	srv, err := relay.NewServer(relay.Options{Config: cfg, Auth: auth, Targets: targets, Store: store, Console: web,
 		Audit: auditLog, Notifier: notifier, Anchorer: anchorer, Log: ctrl.Log.WithName("relay"),
 		Checkpoints: checkpoints, CheckpointEvery: cfg.Audit.CheckpointEvery.Duration})
 	if err != nil {

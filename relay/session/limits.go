@@ -102,3 +102,11 @@ func (l *Live) heartbeat(ctx context.Context, now time.Time) error {
 	l.Session.Status.Heartbeat = &beat
 	return l.r.Client.Status().Patch(ctx, l.Session, client.MergeFrom(before))
 }
+
+// Activity is what the idle and disconnect limits count from: when the
+// person last typed, how many terminals watch, and since when none has
+// (meaningful when viewers is 0).
+func (l *Live) Activity() (lastInput time.Time, viewers int, alone time.Time) {
+	viewers, alone = l.out.watchers()
+	return time.Unix(0, l.lastInput.Load()), viewers, alone
+}

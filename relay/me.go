@@ -1,0 +1,97 @@
+package relay
+
+import (
+	"context"
+	"net/http"
+	"slices"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/tower-dev/breakglass/relay/console"
+)
+
+// Me is the caller as the relay sees them and what they may do where: what
+// the console shows and offers. The relay checks every call again; a
+// button the page shows is never a permission.
+type Me struct {
+	Name     string        `json:"name"`
+	ID       string        `json:"id"`
+	Groups   []string      `json:"groups"`
+	Clusters []ClusterView `json:"clusters"`
+	// IdleSeconds and DisconnectSeconds are the limits that end a session.
+	IdleSeconds       int `json:"idleSeconds"`
+	DisconnectSeconds int `json:"disconnectSeconds"`
+}
+
+// ClusterView is one cluster and the caller's permissions in it.
+type ClusterView struct {
+	Name          string    `json:"name"`
+	Tier          Tier      `json:"tier"`
+	NeedsApproval bool      `json:"needsApproval"`
+	Allowed       []Allowed `json:"allowed"`
+}
+
+// Allowed is what the caller may do in some namespaces ("*": any).
+type Allowed struct {
+	Namespaces []string `json:"namespaces"`
+	Actions    []Action `json:"actions"`
+}
+
+func (s *Server) me(w http.ResponseWriter, _ *http.Request, c Caller) error {
+	out := Me{Name: c.Name, ID: c.ID, Groups: c.Groups, Clusters: []ClusterView{},
+		IdleSeconds: int(s.cfg.Limits.Idle.Seconds()), DisconnectSeconds: int(s.cfg.Limits.Disconnect.Seconds())}
+	if out.Groups == nil {
+		out.Groups = []string{}
+	}
+	for _, cl := range s.cfg.Clusters {
+		v := ClusterView{Name: cl.Name, Tier: cl.Tier, NeedsApproval: cl.NeedsApproval(), Allowed: []Allowed{}}
+		for _, p := range s.cfg.Permissions {
+			if len(p.Clusters) > 0 && !matches(p.Clusters, cl.Name) {
+				continue
+			}
+			if slices.ContainsFunc(p.Groups, func(g string) bool { return slices.Contains(c.Groups, g) }) {
+				v.Allowed = append(v.Allowed, Allowed{Namespaces: p.Namespaces, Actions: p.Actions})
+			}
+		}
+		out.Clusters = append(out.Clusters, v)
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// LiveView is when a held session's idle and disconnect limits end it, as
+// this relay counts them now.
+type LiveView struct {
+	Viewers     int          `json:"viewers"`
+	IdleEndsAt  metav1.Time  `json:"idleEndsAt"`
+	AloneEndsAt *metav1.Time `json:"aloneEndsAt,omitempty"`
+}
+
+// liveView is nil for a session this relay does not hold.
+func (s *Server) liveView(key sessionKey) *LiveView {
+	live := s.held(key)
+	if live == nil {
+		return nil
+	}
+	lastInput, viewers, alone := live.Activity()
+	v := &LiveView{Viewers: viewers, IdleEndsAt: metav1.NewTime(lastInput.Add(s.cfg.Limits.Idle.Duration))}
+	if viewers == 0 {
+		at := metav1.NewTime(alone.Add(s.cfg.Limits.Disconnect.Duration))
+		v.AloneEndsAt = &at
+	}
+	return v
+}
+
+// NewConsole is the web console cfg asks for (nil without console:): it
+// signs people in at the issuer as client oidc.audience, so the tokens it
+// keeps are those the API accepts, checked by auth.
+func NewConsole(ctx context.Context, cfg *Config, auth *Authenticator, hc *http.Client) (*console.Console, error) {
+	if cfg.Console == nil {
+		return nil, nil
+	}
+	return console.New(ctx, console.Options{Issuer: cfg.OIDC.Issuer, ClientID: cfg.OIDC.Audience, URL: cfg.Console.URL, HTTPClient: hc,
+		Verify: func(ctx context.Context, raw string) error {
+			_, err := auth.Verify(ctx, raw)
+			return err
+		}})
+}
