@@ -9,11 +9,21 @@ NODE_BINS := $(BIN)/kubelet $(BIN)/kube-controller-manager $(BIN)/kube-scheduler
 
 export KUBEBUILDER_ASSETS := $(BIN)
 
-.PHONY: all build node dev image debug-image rekor debian-packages test test-unit test-integration bench generate verify-generate lint tools clean
+.PHONY: all build console node dev image debug-image rekor debian-packages test test-unit test-integration bench generate verify-generate lint tools clean
 
 all: build
 
-build:
+# The web console: npm packages from the lockfile, bundled by esbuild into
+# relay/console/dist, which the relay's binary embeds (go:embed).
+CONSOLE_WEB := relay/console/web
+CONSOLE_SRC := $(CONSOLE_WEB)/build.mjs $(wildcard $(CONSOLE_WEB)/src/*.js $(CONSOLE_WEB)/src/*/*.js $(CONSOLE_WEB)/src/*.css)
+console: relay/console/dist/index.html
+$(CONSOLE_WEB)/node_modules/.package-lock.json: $(CONSOLE_WEB)/package.json $(CONSOLE_WEB)/package-lock.json
+	cd $(CONSOLE_WEB) && npm ci --no-audit --no-fund
+relay/console/dist/index.html: $(CONSOLE_WEB)/node_modules/.package-lock.json $(CONSOLE_SRC)
+	cd $(CONSOLE_WEB) && node build.mjs
+
+build: console
 	$(GO) build ./...
 	$(GO) build -o $(BIN)/kubectl-breakglass ./cmd/kubectl-breakglass
 	$(GO) build -o $(BIN)/breakglass ./cmd/breakglass
@@ -80,12 +90,12 @@ verify-generate: generate
 ## dev: the whole plane on this machine (kubectl breakglass dev up); Ctrl-C stops it.
 ## make dev DEV_FLAGS=--rekor also runs Rekor (make rekor first) and anchors every recording;
 ## DEV_FLAGS=--real-node runs pods on a kubelet with containerd and runc (make node; root).
-dev: $(BIN)/kube-apiserver $(BIN)/etcd $(if $(findstring --real-node,$(DEV_FLAGS)),$(NODE_BINS))
+dev: console $(BIN)/kube-apiserver $(BIN)/etcd $(if $(findstring --real-node,$(DEV_FLAGS)),$(NODE_BINS))
 	$(GO) build -o $(BIN)/kubectl-breakglass ./cmd/kubectl-breakglass
 	$(BIN)/kubectl-breakglass dev up $(DEV_FLAGS)
 
 ## image: the server image as a tarball (bin/breakglass-image.tar), no Docker engine needed.
-image:
+image: console
 	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 $(GO) build -trimpath -o $(BIN)/linux/breakglass ./cmd/breakglass
 	$(GO) run ./internal/image/build -binary $(BIN)/linux/breakglass -o $(BIN)/breakglass-image.tar
 
@@ -100,7 +110,7 @@ lint: $(BIN)/golangci-lint
 	$(BIN)/golangci-lint run --allow-parallel-runners ./...
 
 # Unit tests; -race where goroutines meet (the sweeper's controllers, the webhook's cache).
-test-unit:
+test-unit: console
 	$(GO) test $$($(GO) list ./... | grep -v /test/)
 	$(GO) test -race ./sweeper/... ./webhook/... ./relay/...
 
@@ -109,10 +119,10 @@ test-unit:
 test/browser/node_modules/.package-lock.json: test/browser/package.json test/browser/package-lock.json
 	cd test/browser && npm ci --no-audit --no-fund
 
-test-integration: $(BIN)/kube-apiserver $(NODE_BINS) $(BIN)/etcd $(BIN)/versitygw rekor test/browser/node_modules/.package-lock.json
+test-integration: console $(BIN)/kube-apiserver $(NODE_BINS) $(BIN)/etcd $(BIN)/versitygw rekor test/browser/node_modules/.package-lock.json
 	$(GO) test -count=1 -timeout 20m ./test/integration/... ./test/evidence/... ./test/tlog/...
 	$(GO) test -count=1 -timeout 20m -race ./test/sweeper/... ./test/cluster/... ./test/session/... ./test/relay/...
-	$(GO) test -count=1 -timeout 20m ./test/webhook/... ./test/chart/... ./test/dev/...
+	$(GO) test -count=1 -timeout 20m ./test/webhook/... ./test/chart/... ./test/dev/... ./test/console/...
 
 ## debian-packages: PostgreSQL, Chromium, Node, jq, OpenSSL, busybox-static, containerd, runc, CNI plugins and iptables from Debian, where missing.
 debian-packages:

@@ -1,0 +1,52 @@
+import { api, can, isRequester } from '../api.js';
+import { age, h, link } from '../dom.js';
+
+export const sessionURL = (s, page) =>
+  `/console/sessions/${encodeURIComponent(s.cluster)}/${encodeURIComponent(s.namespace)}/${encodeURIComponent(s.name)}${page ? '/' + page : ''}`;
+
+export function phaseBadge(phase) {
+  return h('span', { class: `phase phase-${(phase || 'unknown').toLowerCase()}` }, phase || 'Unknown');
+}
+
+function table(caption, rows, page, empty) {
+  if (rows.length === 0) return h('section', {}, h('h2', {}, caption), h('p', { class: 'empty' }, empty));
+  return h('section', {},
+    h('h2', {}, caption),
+    h('table', {},
+      h('thead', {}, h('tr', {}, ['Session', 'Where', 'Mode', 'Requester', 'Reason', 'Phase', 'Asked'].map((c) => h('th', { scope: 'col' }, c)))),
+      h('tbody', {}, rows.map((s) => h('tr', {},
+        h('td', {}, link(sessionURL(s, typeof page === 'function' ? page(s) : page), s.name), s.spec.glassBroken ? h('span', { class: 'tag glass' }, 'glass broken') : null),
+        h('td', {}, `${s.cluster} / ${s.namespace} / ${s.spec.targetPod}`),
+        h('td', {}, s.spec.mode + (s.spec.processAccess ? ' + processes' : '')),
+        h('td', {}, s.spec.requester),
+        h('td', { class: 'reason' }, s.spec.reason),
+        h('td', {}, phaseBadge(s.status.phase)),
+        h('td', {}, age(s.created)),
+      )))));
+}
+
+const reviewDue = (s) => (s.status.phase === 'Ended' || s.status.phase === 'Denied') && s.status.review?.dueAt && !s.status.review?.by;
+
+export async function homePage(main, me) {
+  const all = await api.list();
+  const mine = all.filter((s) => isRequester(me, s));
+  const toDecide = all.filter((s) => s.status.phase === 'Pending' && !isRequester(me, s) && can(me, 'approve', s.cluster, s.namespace));
+  const reviews = all.filter((s) => reviewDue(s) && !isRequester(me, s) && can(me, 'review', s.cluster, s.namespace));
+  const overdue = reviews.filter((s) => Date.parse(s.status.review.dueAt) < Date.now());
+  const watch = all.filter((s) => s.status.phase === 'Active' && !isRequester(me, s) && can(me, 'approve', s.cluster, s.namespace));
+  main.append(
+    h('h1', {}, 'Sessions'),
+    table('Waiting for your decision', toDecide, 'approve', 'No request waits for you.'),
+    table('Overdue reviews (fallback reviewer)', overdue, 'review', 'No review is overdue.'),
+    table('Reviews due', reviews.filter((s) => !overdue.includes(s)), 'review', 'No review is due.'),
+    table('Active sessions you may watch', watch, '', 'Nobody else is in a session you may watch.'),
+    table('Your sessions', mine, '', 'You have not asked for a session.'),
+  );
+}
+
+export async function recordingsPage(main) {
+  const ended = (await api.list()).filter((s) => s.status.phase === 'Ended');
+  main.append(h('h1', {}, 'Recordings'),
+    h('p', {}, 'Every ended session was recorded byte for byte. Recordings of sessions with process access are sensitive: only people allowed to view sensitive recordings play them.'),
+    table('Ended sessions', ended, '', 'No session has ended yet.'));
+}

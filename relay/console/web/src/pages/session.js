@@ -1,0 +1,150 @@
+import { api, can, isRequester, sessionPath } from '../api.js';
+import { countdown, h, notice } from '../dom.js';
+import { phaseBadge } from './lists.js';
+import { evidenceSection, reviewSection } from './evidence.js';
+import { openTerminal } from '../terminal.js';
+
+const yes = (b) => (b ? 'yes' : 'no');
+
+function facts(s) {
+  const rows = [
+    ['Cluster', s.cluster], ['Namespace', s.namespace], ['Pod', s.spec.targetPod],
+    ['App container', s.spec.targetContainer || '—'], ['Mode', s.spec.mode],
+    ['Process access asked', yes(s.spec.processAccess)], ['Keep the pod asked', yes(s.spec.keepPod)],
+    ['Duration', s.spec.duration], ['Requester', s.spec.requester], ['Reason', s.spec.reason],
+  ];
+  return h('dl', { class: 'facts' }, rows.flatMap(([k, v]) => [h('dt', {}, k), h('dd', {}, v)]));
+}
+
+// The page of one session: what it is, what happens next and who may do
+// it, and, once it runs, its terminal; once ended, its recording and review.
+export async function sessionPage(main, me, cluster, ns, name, focus) {
+  let s = await api.get(cluster, ns, name);
+  const title = h('h1', {}, `Session ${s.name} `, phaseBadge(s.status.phase));
+  const body = h('div', {});
+  const out = h('div', { 'aria-live': 'polite', class: 'out' });
+  main.append(...[title, s.spec.glassBroken ? h('p', { class: 'tag glass', id: 'glass-broken' }, 'Glass broken: started without approval, reviewed afterwards') : null, facts(s), out, body].filter(Boolean));
+  let term = null;
+  let shown = '';
+  const timers = h('p', { class: 'timers', 'aria-live': 'off' });
+
+  const act = async (f) => {
+    out.replaceChildren();
+    try {
+      s = await f();
+      draw();
+    } catch (e) {
+      out.replaceChildren(notice('error', e.message));
+    }
+  };
+
+  const tick = () => {
+    if (s.status.phase !== 'Active') return;
+    const parts = [];
+    if (s.status.deadline) parts.push(`Hard stop in ${countdown(s.status.deadline)}`);
+    if (s.live) {
+      parts.push(`idle limit in ${countdown(s.live.idleEndsAt)}`);
+      parts.push(s.live.aloneEndsAt ? `nobody watching: ends in ${countdown(s.live.aloneEndsAt)}` : `${s.live.viewers} terminal(s) open`);
+    }
+    timers.textContent = parts.join(' · ');
+  };
+
+  const draw = () => {
+    title.replaceChildren(`Session ${s.name} `, phaseBadge(s.status.phase));
+    const key = [s.status.phase, s.status.review?.by, s.status.evidence?.manifestSHA256, s.status.evidence?.logIndex].join('|');
+    if (key === shown) return tick();
+    shown = key;
+    if (term && s.status.phase !== 'Active') {
+      term.close();
+      term = null;
+    }
+    body.replaceChildren(...phaseView().filter(Boolean));
+    tick();
+  };
+
+  const approvalFacts = (a) => h('p', { class: 'approval' },
+    `${a.by.startsWith('glass broken') || a.by.startsWith('approval not required') ? '' : 'Approved by '}${a.by}: mode ${a.mode}, process access ${yes(a.processAccess)}, keep the pod ${yes(a.keepPod)}`,
+    a.comment ? ` (“${a.comment}”)` : '');
+
+  const phaseView = () => {
+    const st = s.status;
+    const mine = isRequester(me, s);
+    switch (st.phase) {
+      case 'Pending':
+        if (!mine && can(me, 'approve', s.cluster, s.namespace)) return [approvalForm()];
+        return [notice('info', mine ? 'Waiting for another person to approve your request.' : 'Waiting for an approver.')];
+      case 'Denied':
+        return [notice(mine ? 'error' : 'info', `Denied by ${st.denial?.by}: ${st.denial?.reason || 'no reason given'}`), reviewSection(me, s, act, focus)];
+      case 'Approved':
+        return [approvalFacts(st.approval), mine
+          ? h('button', { class: 'primary', id: 'start', onclick: (e) => { e.target.disabled = true; out.replaceChildren(notice('info', 'Starting: granting, adding the debug container, attaching…')); act(() => api.start(s.cluster, s.namespace, s.name)); } }, 'Start the session')
+          : notice('info', `Approved; waiting for ${s.spec.requester} to start it.`)];
+      case 'Active':
+        return activeView(mine);
+      case 'Ended':
+        return [approvalFacts(st.approval || { by: '—', mode: s.spec.mode }),
+          notice('info', `Ended by ${st.end?.by} (${st.end?.reason})${st.end?.abnormal ? ', abnormally' : ''}.`),
+          evidenceSection(me, s), reviewSection(me, s, act, focus)];
+      default:
+        return [notice('info', `The session is ${st.phase || 'being created'}.`)];
+    }
+  };
+
+  const activeView = (mine) => {
+    const watching = !mine;
+    if (watching && !can(me, 'approve', s.cluster, s.namespace)) return [timers, notice('info', 'The session is running; only its requester and approvers open its terminal.')];
+    const status = h('p', { class: 'term-status', role: 'status' }, 'Connecting…');
+    const box = h('div', { class: 'terminal', 'aria-label': watching ? 'Session terminal (read-only)' : 'Session terminal' });
+    const ws = location.origin.replace(/^http/, 'ws') + sessionPath(s.cluster, s.namespace, s.name) + '/terminal';
+    term = openTerminal(box, ws, { readOnly: watching, onStatus: (what, detail) => {
+      status.textContent = { connected: watching ? 'Connected: watching' : 'Connected', reconnecting: 'Connection lost: reconnecting…',
+        lost: 'Connection lost. Reload the page to try again.', closed: 'The terminal closed.', error: 'The relay said: ' + (detail || '') }[what] || what;
+    } });
+    const reason = h('input', { type: 'text', id: 'end-reason', maxlength: 1024 });
+    const end = (mine || can(me, 'end', s.cluster, s.namespace))
+      ? h('form', { class: 'inline', onsubmit: (e) => { e.preventDefault(); act(() => api.end(s.cluster, s.namespace, s.name, reason.value)); } },
+        h('label', { for: 'end-reason' }, 'Why end it (optional)'), reason, h('button', { type: 'submit', class: 'danger', id: 'end' }, 'End the session'))
+      : null;
+    return [timers, watching ? h('p', { class: 'watching', id: 'watching' }, 'Watching (read-only): what you type is not sent') : null, status, box, end];
+  };
+
+  const approvalForm = () => {
+    const keep = h('input', { type: 'checkbox', id: 'approve-keep' });
+    const proc = h('input', { type: 'checkbox', id: 'approve-process' });
+    const comment = h('input', { type: 'text', id: 'approve-comment', maxlength: 1024 });
+    const why = h('textarea', { id: 'deny-reason', rows: 2, maxlength: 1024 });
+    const section = h('section', { id: 'approve', class: 'decide', 'aria-labelledby': 'decide-title' },
+      h('h2', { id: 'decide-title' }, `${s.spec.requester} asks for a ${s.spec.mode} session`),
+      h('p', {}, `Approving lets the relay, for ${s.spec.duration}, add a signed, read-only, non-root debug container ${s.spec.mode === 'live' ? 'to the running pod' : 'to a copy of the pod'} ${s.namespace}/${s.spec.targetPod} on ${s.cluster}, and give ${s.spec.requester} its recorded terminal. You may watch it.`),
+      s.spec.processAccess ? h('div', { class: 'field check' }, proc, h('label', { for: 'approve-process' }, `Grant process access to ${s.spec.targetContainer}`),
+        h('p', { class: 'help' }, 'Asked for. The debug container then sees the app\'s processes, their memory and environment; the recording becomes sensitive. Leave unticked to approve without it.')) : null,
+      h('div', { class: 'field check' }, keep, h('label', { for: 'approve-keep' }, 'Keep the pod afterwards'),
+        h('p', { class: 'help' }, `${s.spec.keepPod ? 'Asked for. ' : ''}Otherwise the pod is deleted and replaced when the session ends.`)),
+      h('div', { class: 'field' }, h('label', { for: 'approve-comment' }, 'Comment (optional)'), comment),
+      h('button', { class: 'primary', id: 'approve-button', onclick: () => act(() => api.approve(s.cluster, s.namespace, s.name,
+        { keepPod: keep.checked, withoutProcessAccess: s.spec.processAccess && !proc.checked, comment: comment.value || undefined })) }, 'Approve'),
+      h('div', { class: 'field' }, h('label', { for: 'deny-reason' }, 'Reason to deny'), why),
+      h('button', { class: 'danger', id: 'deny-button', onclick: () => {
+        if (!why.value.trim()) { out.replaceChildren(notice('error', 'Say why you deny it: the requester sees the reason.')); why.focus(); return; }
+        act(() => api.deny(s.cluster, s.namespace, s.name, why.value));
+      } }, 'Deny'));
+    if (focus === 'approve') setTimeout(() => section.scrollIntoView(), 0);
+    return section;
+  };
+
+  draw();
+  const poll = setInterval(async () => {
+    try {
+      s = await api.get(cluster, ns, name);
+      draw();
+    } catch (e) {
+      out.replaceChildren(notice('error', e.message));
+    }
+  }, 2000);
+  const clock = setInterval(tick, 1000);
+  return () => {
+    clearInterval(poll);
+    clearInterval(clock);
+    if (term) term.close();
+  };
+}

@@ -1,0 +1,71 @@
+import { FitAddon } from '@xterm/addon-fit';
+import { Terminal } from '@xterm/xterm';
+
+const encoder = new TextEncoder();
+
+// openTerminal attaches xterm.js to a session's terminal WebSocket on the
+// relay (same origin: the session cookie authenticates it, and the relay
+// checks the Origin). It fits the window, sends each new size, and
+// reconnects after a network blip (the relay keeps the session for the
+// disconnect limit). A watcher's terminal takes no input.
+export function openTerminal(el, wsURL, { readOnly, onStatus }) {
+  const term = new Terminal({ disableStdin: readOnly, cursorBlink: !readOnly, scrollback: 5000, fontSize: 14,
+    screenReaderMode: false, theme: { background: '#111418', foreground: '#e8eaed' } });
+  const fit = new FitAddon();
+  term.loadAddon(fit);
+  term.open(el);
+  fit.fit();
+  let ws;
+  let closed = false;
+  let failures = 0;
+  const sendSize = () => {
+    if (ws && ws.readyState === WebSocket.OPEN) ws.send(JSON.stringify({ type: 'resize', cols: term.cols, rows: term.rows }));
+  };
+  const connect = () => {
+    ws = new WebSocket(wsURL, ['breakglass.terminal.v1']);
+    ws.binaryType = 'arraybuffer';
+    ws.onopen = () => {
+      failures = 0;
+      onStatus('connected');
+      sendSize();
+      if (!readOnly) term.focus();
+    };
+    ws.onmessage = (e) => {
+      if (typeof e.data === 'string') {
+        const m = JSON.parse(e.data);
+        if (m.type === 'error') onStatus('error', m.message);
+        return;
+      }
+      term.write(new Uint8Array(e.data));
+    };
+    ws.onclose = (e) => {
+      if (closed) return;
+      if (e.code === 1000) {
+        onStatus('closed', e.reason);
+        return;
+      }
+      failures++;
+      if (failures > 8) {
+        onStatus('lost');
+        return;
+      }
+      onStatus('reconnecting');
+      setTimeout(connect, Math.min(4000, 250 * 2 ** failures));
+    };
+  };
+  term.onData((d) => {
+    if (!readOnly && ws && ws.readyState === WebSocket.OPEN) ws.send(encoder.encode(d));
+  });
+  term.onResize(sendSize);
+  const observer = new ResizeObserver(() => fit.fit());
+  observer.observe(el);
+  connect();
+  return {
+    close() {
+      closed = true;
+      observer.disconnect();
+      if (ws) ws.close(1000);
+      term.dispose();
+    },
+  };
+}
