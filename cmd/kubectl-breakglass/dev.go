@@ -7,6 +7,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -17,7 +18,8 @@ import (
 func newDevCommand() *cobra.Command {
 	cmd := &cobra.Command{Use: "dev", Short: "Run the whole plane on this machine, for trying it out"}
 	var profile, addr, dir string
-	var withRekor, realNode bool
+	var withRekor, realNode, both bool
+	var reviewWithin time.Duration
 	up := &cobra.Command{
 		Use:   "up",
 		Short: "Start the API server, the virtual node, the plane, the webhook, the sweeper, the relay and a demo app; Ctrl-C stops all",
@@ -40,13 +42,15 @@ Everything runs on loopback and stops, leaving nothing behind, on Ctrl-C.`,
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			out := cmd.OutOrStdout()
-			return dev.Up(ctx, dev.Options{Profile: p, RelayAddr: addr, Dir: dir, Rekor: withRekor, RealNode: realNode, Ready: func(i dev.Info) { printWelcome(out, i) }}, cmd.ErrOrStderr())
+			return dev.Up(ctx, dev.Options{Profile: p, RelayAddr: addr, Dir: dir, Rekor: withRekor, RealNode: realNode, Both: both, ReviewWithin: reviewWithin, Ready: func(i dev.Info) { printWelcome(out, i) }}, cmd.ErrOrStderr())
 		},
 	}
-	up.Flags().StringVar(&profile, "profile", "flight", "flight (production rules) or ground")
+	up.Flags().StringVar(&profile, "profile", "flight", "flight (production rules) or ground: the first cluster's, and its name")
 	up.Flags().StringVar(&addr, "relay-addr", "127.0.0.1:8443", "where the relay listens")
 	up.Flags().BoolVar(&withRekor, "rekor", false, "also run Rekor (make rekor builds it; PostgreSQL from Debian) and anchor every recording")
 	up.Flags().BoolVar(&realNode, "real-node", false, "run pods on a kubelet with containerd and runc (make node; Debian's containerd, runc, containernetworking-plugins and iptables; root) instead of the virtual node")
+	up.Flags().BoolVar(&both, "both", false, "also run a cluster of the other profile (a Flight and a Ground cluster, one relay), on the virtual node")
+	up.Flags().DurationVar(&reviewWithin, "review-within", 24*time.Hour, "when a glass-broken session's review falls due; the fallback reviewer (carol) is told after it")
 	up.Flags().StringVar(&dir, "dir", "", "where the kubeconfig, tokens and recordings go (a new temporary folder by default; removed at the end)")
 	cmd.AddCommand(up)
 	return cmd
@@ -54,18 +58,23 @@ Everything runs on loopback and stops, leaving nothing behind, on Ctrl-C.`,
 
 func printWelcome(w io.Writer, i dev.Info) {
 	alice, bob := i.Tokens[dev.Alice.Email], i.Tokens[dev.Bob.Email]
+	dir := filepath.Dir(i.Notifications)
+	fmt.Fprintf(w, "\nThe break-glass plane is up (%.1fs).\n\n", i.Started.Seconds())
+	fmt.Fprintf(w, "  console      %s   (sign in as one of the people below)\n", i.ConsoleURL)
+	fmt.Fprintf(w, "  relay        %s\n", i.RelayURL)
+	for _, c := range i.Clusters {
+		fmt.Fprintf(w, "  cluster      %-8s %s plane; kubeconfig %s (cluster admin); demo pod %s/%s (recycled after a session: its replacement has a new name)\n",
+			c.Name, c.Profile, c.Kubeconfig, i.Namespace, c.Pod)
+	}
+	fmt.Fprintf(w, "  debug image  %s   (signed; the webhook checks it)\n", i.DebugImage)
+	fmt.Fprintf(w, "  recordings   %s/recordings   (write-once; kubectl breakglass recording verify DIR --integrity-only)%s\n", dir, rekorLine(i))
+	fmt.Fprintf(w, "  notifications %s   (also printed below, with their deep links into the console)\n\n", i.Notifications)
+	fmt.Fprintln(w, "People (the demo issuer's sign-in page lists them; no password, it is a demo):")
+	for _, p := range dev.People {
+		fmt.Fprintf(w, "  %-6s %-68s token in %s\n", p.Username, p.Role, i.Tokens[p.Person.Email])
+	}
 	fmt.Fprintf(w, `
-The break-glass plane is up (%.1fs).
-
-  kubeconfig   %s   (cluster admin; namespace %s, where the demo app runs)
-  demo pod     %s   (recycled after a session; its replacement has a new name)
-  relay        %s   (cluster %q)
-  debug image  %s   (signed; the webhook checks it)
-  recordings   %s/recordings   (write-once; kubectl breakglass recording verify DIR --integrity-only)%s
-  alice        app owner, may request in %s:   token in %s
-  bob          approver:                         token in %s
-
-Terminal 1, as alice (bin/ on the PATH; with kubectl, "kubectl breakglass" works too):
+Or with the CLI. Terminal 1, as alice (bin/ on the PATH; with kubectl, "kubectl breakglass" works too):
   export BREAKGLASS_RELAY=%s BREAKGLASS_CLUSTER=%s
   kubectl-breakglass session request %s -n %s --token-file %s --reason "checkout returns 500s"
 
@@ -79,8 +88,7 @@ Terminal 1 again:
   kubectl-breakglass session end SESSION -n %s --token-file %s
 
 Ctrl-C stops everything.
-`, i.Started.Seconds(), i.Kubeconfig, i.Namespace, i.Pod, i.RelayURL, i.Cluster, i.DebugImage, filepath.Dir(i.Kubeconfig), rekorLine(i), i.Namespace, alice, bob,
-		i.RelayURL, i.Cluster, i.Pod, i.Namespace, alice, bob, i.Namespace, bob, i.Namespace, alice, i.Namespace, alice, i.Namespace, alice)
+`, i.RelayURL, i.Cluster, i.Pod, i.Namespace, alice, bob, i.Namespace, bob, i.Namespace, alice, i.Namespace, alice, i.Namespace, alice)
 }
 
 func rekorLine(i dev.Info) string {

@@ -1,0 +1,76 @@
+package dev
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"path/filepath"
+	"time"
+
+	"k8s.io/utils/clock"
+
+	"github.com/tower-dev/breakglass/evidence/audit"
+	"github.com/tower-dev/breakglass/evidence/recording"
+	"github.com/tower-dev/breakglass/evidence/tlog"
+	"github.com/tower-dev/breakglass/relay"
+	"github.com/tower-dev/breakglass/relay/notify"
+)
+
+// startRelay serves the relay's API and console on ln for every plane, as
+// the portal's identity on each cluster.
+func startRelay(ctx context.Context, ln net.Listener, relayURL string, planes []*plane, o Options, issuerURL, inboxURL string,
+	store recording.Store, anchorer *tlog.Anchorer, logs io.Writer) (func() error, error) {
+	cfg := &relay.Config{
+		Listen:      ln.Addr().String(),
+		OIDC:        relay.OIDC{Issuer: issuerURL, Audience: relayAudience},
+		Console:     &relay.ConsoleConfig{URL: relayURL},
+		Permissions: permissions(),
+		Limits:      relay.Limits{},
+		Recording:   relay.Recording{Dir: filepath.Join(o.Dir, "recordings")},
+		NotifyURL:   inboxURL,
+	}
+	cfg.Limits.ReviewWithin.Duration = o.ReviewWithin
+	targets := map[string]relay.Target{}
+	for _, p := range planes {
+		cfg.Clusters = append(cfg.Clusters, relay.Cluster{Name: p.name, Tier: p.tier(), DebugImage: p.image})
+		targets[p.name] = relay.Target{Client: p.portal.Client, Kube: p.portal.Kube, Config: p.portal.Config}
+	}
+	if err := cfg.Complete(); err != nil {
+		return nil, err
+	}
+	actx, cancel := context.WithCancel(context.Background())
+	auth, err := relay.NewAuthenticator(actx, cfg.OIDC, nil)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	web, err := relay.NewConsole(actx, cfg, auth, nil)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	auditFile, last, err := audit.OpenFile(filepath.Join(o.Dir, "audit.jsonl"))
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	srv, err := relay.NewServer(relay.Options{Config: cfg, Auth: auth, Store: store, Clock: clock.RealClock{}, Targets: targets,
+		Console: web, Notifier: &notify.Webhook{URL: inboxURL, PortalURL: cfg.PortalURL},
+		Audit: audit.NewLog(last, nil, &audit.Writer{W: logs}, auditFile), Anchorer: anchorer})
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = hs.Serve(ln) }()
+	return func() error {
+		sctx, scancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer scancel()
+		srv.Close(sctx)
+		err := hs.Shutdown(sctx)
+		cancel()
+		return errors.Join(err, auditFile.Close())
+	}, nil
+}
