@@ -1,0 +1,188 @@
+// The console walk (issue 13): every feature in a real browser, with the
+// people of `make dev`, on a Flight and a Ground cluster served by one
+// relay. Prints what it saw as JSON on its last line; the Go test checks it
+// against the evidence on disk and in Rekor.
+const { chromium } = require('playwright-core');
+const { Walk, apiPath, nameOf, T } = require('./lib.js');
+
+const cfg = JSON.parse(process.argv[2]);
+
+async function flight(w, alice, bob) {
+  // alice asks; the notification's deep link takes bob, signed out, through
+  // sign-in to the approval.
+  const path = await w.request(alice, { cluster: 'flight', pod: cfg.pods.flight, keepPod: true, reason: 'checkout returns 500s' });
+  await w.phase(alice, 'Pending');
+  await w.shot(alice, 'flight-requested');
+  const note = await w.notification('request.new', nameOf(path));
+  await w.visit(bob, note.link);
+  await bob.waitForSelector('#approve', { timeout: T });
+  await w.shot(bob, 'flight-approval-page');
+  await bob.check('#approve-keep');
+  await bob.click('#approve-button');
+  await w.phase(bob, 'Approved');
+
+  // alice starts and works; bob watches read-only.
+  await w.phase(alice, 'Approved');
+  await alice.click('#start');
+  await w.phase(alice, 'Active');
+  await w.visit(bob, path);
+  await bob.waitForSelector('#watching', { timeout: T });
+  await bob.waitForFunction(() => /Connected/.test(document.querySelector('.term-status')?.textContent || ''), null, { timeout: T });
+  await w.type(alice, 'echo watched-$((6*7)); id -u');
+  await w.waitScreen(alice, 'watched-42');
+  const watched = await w.waitScreen(bob, 'watched-42');
+  await w.type(bob, 'echo bob-typed-this');
+  await alice.waitForTimeout(1000);
+  w.facts.flight = { watcherSaw: watched.includes('watched-42'), aliceSawBobsTyping: (await w.screen(alice)).includes('bob-typed-this'),
+    timers: await alice.locator('.timers').innerText() };
+  await w.shot(alice, 'flight-terminal');
+  await w.shot(bob, 'flight-watching');
+  await bob.fill('#end-reason', 'found it: the payment gateway timeout');
+  await bob.click('#end');
+  await w.phase(alice, 'Ended');
+  await w.shot(alice, 'flight-ended-by-bob');
+  w.facts.flight.session = nameOf(path);
+  w.facts.flight.endedBy = (await alice.locator('.notice').allInnerTexts()).join(' ');
+
+  // A second request, denied with a reason alice sees.
+  const second = await w.request(alice, { cluster: 'flight', pod: cfg.pods.flight, reason: 'one more look' });
+  const note2 = await w.notification('request.new', nameOf(second));
+  await w.visit(bob, note2.link);
+  await bob.fill('#deny-reason', 'not during the freeze');
+  await bob.click('#deny-button');
+  await w.phase(alice, 'Denied');
+  w.facts.flight.denial = await alice.locator('.notice').first().innerText();
+  await w.shot(alice, 'flight-denied');
+}
+
+async function ground(w, alice, bob) {
+  w.facts.ground = [];
+  for (const [mode, processAccess] of [['copy', false], ['heldCopy', false], ['live', true]]) {
+    const path = await w.request(alice, { cluster: 'ground', pod: cfg.pods.ground, mode, processAccess, container: processAccess ? 'web' : undefined,
+      reason: `ground ${mode}` });
+    await w.visit(bob, path + '/approve');
+    if (processAccess) await bob.check('#approve-process');
+    await bob.click('#approve-button');
+    await w.phase(bob, 'Approved');
+    await w.phase(alice, 'Approved');
+    await alice.click('#start');
+    await w.phase(alice, 'Active');
+    await w.type(alice, 'id; ls /var/run/secrets/kubernetes.io/serviceaccount; touch /probe-$((1+1)); echo checked-$((40+2))');
+    const screen = await w.waitScreen(alice, 'checked-42');
+    await w.shot(alice, `ground-${mode}-terminal`);
+    await alice.click('#end');
+    await w.phase(alice, 'Ended');
+    const facts = { mode, processAccess, session: nameOf(path), screen };
+    if (!processAccess) {
+      await alice.waitForFunction(() => /index/.test(document.querySelector('#rekor-entry')?.textContent || ''), null, { timeout: 60000 });
+      await alice.waitForSelector('#recording .checks li:nth-child(2)', { timeout: T });
+      facts.checks = await alice.locator('#recording .checks li').allInnerTexts();
+      facts.manifestSHA256 = await alice.locator('#manifest-sha256').innerText();
+      facts.rekor = await alice.locator('#rekor-entry').innerText();
+      await alice.waitForSelector('#player .ap-wrapper, #player .ap-player', { timeout: T });
+      await w.shot(alice, `ground-${mode}-recording`);
+    }
+    w.facts.ground.push(facts);
+  }
+}
+
+async function glass(w, alice, bob, carol) {
+  // alice breaks the glass: no approval, everyone told, a review due.
+  const path = await w.request(alice, { cluster: 'flight', pod: cfg.pods.flight, mode: 'copy', reason: 'site down, nobody answers', glass: true });
+  await w.phase(alice, 'Approved');
+  await alice.waitForSelector('#glass-broken', { timeout: T });
+  await alice.click('#start');
+  await w.phase(alice, 'Active');
+  await alice.click('#end');
+  await w.phase(alice, 'Ended');
+  await alice.waitForSelector('#review', { timeout: T });
+  const own = await w.api(alice, 'POST', apiPath(path) + '/review', { comment: 'all fine' });
+  w.facts.glass = { session: nameOf(path), aliceReviewForm: await alice.locator('#review-comment').count(),
+    aliceReviewAPI: own.status, aliceReviewBody: own.body, broadcast: (await w.notification('glass.broken', nameOf(path))).to };
+  await w.shot(alice, 'glass-review-due');
+  const note = await w.notification('glass.broken', nameOf(path));
+  await w.visit(bob, note.link);
+  await bob.fill('#review-comment', 'checked the recording: only reads');
+  await bob.click('#review-button');
+  await bob.waitForSelector('#reviewed', { timeout: T });
+  w.facts.glass.reviewed = await bob.locator('#reviewed').innerText();
+  await w.shot(bob, 'glass-reviewed');
+
+  // A second one nobody reviews in time reaches the fallback reviewer.
+  const late = await w.request(alice, { cluster: 'flight', pod: cfg.pods.flight, mode: 'copy', reason: 'again, at night', glass: true });
+  await w.phase(alice, 'Approved');
+  await alice.click('#start');
+  await w.phase(alice, 'Active');
+  await alice.click('#end');
+  await w.phase(alice, 'Ended');
+  const overdue = await w.notification('review.overdue', nameOf(late));
+  await w.visit(carol, overdue.link);
+  await carol.waitForSelector('#review-comment', { timeout: T });
+  await w.shot(carol, 'overdue-review');
+  await carol.fill('#review-comment', 'late, but reviewed: nothing wrong');
+  await carol.click('#review-button');
+  await carol.waitForSelector('#reviewed', { timeout: T });
+  w.facts.overdue = { session: nameOf(late), to: overdue.to, link: overdue.link, reviewed: await carol.locator('#reviewed').innerText() };
+}
+
+async function recordings(w, alice, bob) {
+  // The process-access recording is sensitive: refused to alice (her own,
+  // but she may not view sensitive recordings), played for bob.
+  const live = w.facts.ground.find((g) => g.processAccess);
+  const path = `/console/sessions/ground/shop/${live.session}`;
+  await w.visit(alice, path);
+  await alice.waitForSelector('#recording .notice.error', { timeout: T });
+  w.facts.sensitive = { refusedToAlice: await alice.locator('#recording .notice.error').innerText() };
+  await w.shot(alice, 'sensitive-refused');
+  await w.visit(bob, path);
+  await bob.waitForSelector('#player .ap-wrapper, #player .ap-player', { timeout: T });
+  w.facts.sensitive.bobChecks = await bob.locator('#recording .checks li').allInnerTexts();
+  await w.shot(bob, 'sensitive-played');
+}
+
+async function never(w, dave, bob) {
+  // dave may request, approve and review in shop, but never his own
+  // session: the button is absent and the relay refuses anyway.
+  const path = await w.request(dave, { cluster: 'flight', pod: cfg.pods.flight, reason: 'my own look' });
+  await w.phase(dave, 'Pending');
+  const approve = await w.api(dave, 'POST', apiPath(path) + '/approve', {});
+  w.facts.dave = { approveButtons: await dave.locator('#approve-button').count(), approveAPI: approve.status, approveBody: approve.body };
+  await w.shot(dave, 'own-request');
+  await w.visit(bob, path + '/approve');
+  await bob.fill('#deny-reason', 'use the staging copy');
+  await bob.click('#deny-button');
+  await w.phase(dave, 'Denied');
+  const review = await w.api(dave, 'POST', apiPath(path) + '/review', { comment: 'looks fine to me' });
+  w.facts.dave.reviewAPI = review.status;
+  w.facts.dave.reviewBody = review.body;
+}
+
+(async () => {
+  const browser = await chromium.launch({
+    executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+      '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  });
+  const w = new Walk(browser, cfg);
+  const [alice, bob, carol, dave] = await Promise.all(['alice', 'bob', 'carol', 'dave'].map((p) => w.person(p)));
+  const out = { ok: false };
+  try {
+    await w.visit(alice, '/console/');
+    await flight(w, alice, bob);
+    await ground(w, alice, bob);
+    await glass(w, alice, bob, carol);
+    await recordings(w, alice, bob);
+    await never(w, dave, bob);
+    await w.visit(bob, '/console/');
+    await w.shot(bob, 'home');
+    out.ok = true;
+  } catch (e) {
+    out.error = String(e.stack || e);
+    for (const p of [alice, bob, carol, dave]) await w.shot(p, 'failure').catch(() => {});
+  } finally {
+    out.facts = w.facts;
+    out.pageErrors = Object.fromEntries([alice, bob, carol, dave].map((p) => [p.who, p.errors]));
+    await browser.close();
+  }
+  console.log(JSON.stringify(out));
+})();

@@ -1,0 +1,329 @@
+// Package console_test walks every feature of the web console in a real
+// browser (Debian's Chromium, driven by playwright-core) with the people of
+// `make dev`, against one relay serving a Flight and a Ground cluster, then
+// checks what the pages showed against the evidence on disk and in Rekor.
+package console_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/tools/remotecommand"
+
+	"github.com/tower-dev/breakglass/internal/dev"
+	"github.com/tower-dev/breakglass/policies"
+	"github.com/tower-dev/breakglass/test/cluster"
+)
+
+// walkResult is what walk.js saw.
+type walkResult struct {
+	OK         bool                `json:"ok"`
+	Error      string              `json:"error"`
+	PageErrors map[string][]string `json:"pageErrors"`
+	Facts      struct {
+		Flight struct {
+			WatcherSaw, AliceSawBobsTyping bool
+			Timers, Session, EndedBy       string
+			Denial                         string
+		}
+		Ground []struct {
+			Mode, Session, Screen, ManifestSHA256, Rekor string
+			ProcessAccess                                bool
+			Checks                                       []string
+		}
+		Glass struct {
+			Session, AliceReviewBody, Broadcast, Reviewed string
+			AliceReviewForm, AliceReviewAPI               int
+		}
+		Overdue   struct{ Session, To, Link, Reviewed string }
+		Sensitive struct {
+			RefusedToAlice string
+			BobChecks      []string
+		}
+		Dave struct {
+			ApproveButtons, ApproveAPI, ReviewAPI int
+			ApproveBody, ReviewBody               string
+		}
+	} `json:"facts"`
+}
+
+func TestConsoleWalk(t *testing.T) {
+	_, here, _, _ := runtime.Caller(0)
+	browserDir := filepath.Join(filepath.Dir(here), "..", "browser")
+	artifacts := filepath.Join(browserDir, "artifacts", "walk")
+	if err := os.RemoveAll(artifacts); err != nil {
+		t.Fatal(err)
+	}
+	state := filepath.Join(t.TempDir(), "state")
+	if err := os.Mkdir(state, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	ready := make(chan dev.Info, 1)
+	done := make(chan error, 1)
+	var logs cluster.SyncBuffer
+	go func() {
+		done <- dev.Up(ctx, dev.Options{Profile: policies.Flight, Both: true, Rekor: true, ReviewWithin: 20 * time.Second,
+			RelayAddr: "127.0.0.1:0", Dir: state, Ready: func(i dev.Info) { ready <- i }}, &logs)
+	}()
+	var info dev.Info
+	select {
+	case info = <-ready:
+	case err := <-done:
+		t.Fatalf("dev up: %v\n%s", err, logs.String())
+	case <-time.After(3 * time.Minute):
+		t.Fatalf("not up within 3 minutes:\n%s", logs.String())
+	}
+	defer func() {
+		stop()
+		if err := <-done; err != nil {
+			t.Errorf("stopping: %v", err)
+		}
+		if _, err := os.Stat(state); !os.IsNotExist(err) {
+			t.Errorf("the state folder is left behind: %v", err)
+		}
+	}()
+	pods := map[string]string{}
+	for _, c := range info.Clusters {
+		pods[c.Name] = c.Pod
+	}
+	cfg, _ := json.Marshal(map[string]any{"relay": info.RelayURL, "notifications": info.Notifications, "artifacts": artifacts, "pods": pods})
+
+	t.Run("cookie from another origin", func(t *testing.T) { crossOrigin(t, info) })
+
+	out, err := exec.Command("node", filepath.Join(browserDir, "walk", "walk.js"), string(cfg)).Output()
+	if err != nil {
+		t.Fatalf("driving Chromium: %v\n%s\n%s", err, out, logs.String())
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	var r walkResult
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &r); err != nil {
+		t.Fatalf("the walk said: %s", out)
+	}
+	if !r.OK {
+		t.Fatalf("the walk failed (screenshots in %s): %s\n%s", artifacts, r.Error, logs.String())
+	}
+	for who, errs := range r.PageErrors {
+		if len(errs) > 0 {
+			t.Errorf("%s's pages logged errors (a CSP violation shows here): %q", who, errs)
+		}
+	}
+	f := r.Facts
+
+	t.Run("flight with two people", func(t *testing.T) {
+		switch {
+		case !f.Flight.WatcherSaw:
+			t.Error("bob, watching, did not see alice's output")
+		case f.Flight.AliceSawBobsTyping:
+			t.Error("what bob typed while watching reached the shell")
+		case !strings.Contains(f.Flight.Timers, "Hard stop in") || !strings.Contains(f.Flight.Timers, "idle limit in"):
+			t.Errorf("timers: %q", f.Flight.Timers)
+		case !strings.Contains(f.Flight.EndedBy, "Ended by bob@example.com"):
+			t.Errorf("alice read %q", f.Flight.EndedBy)
+		case f.Flight.Denial != "Denied by bob@example.com: not during the freeze":
+			t.Errorf("alice read %q", f.Flight.Denial)
+		}
+		execRefused(t, info)
+	})
+
+	t.Run("ground: copy, held copy, live with process access", func(t *testing.T) {
+		if len(f.Ground) != 3 {
+			t.Fatalf("%d ground sessions", len(f.Ground))
+		}
+		for _, g := range f.Ground {
+			for _, want := range []string{"uid=65532", "serviceaccount': No such file or directory", "cannot touch '/probe-2'", "checked-42"} {
+				if !strings.Contains(g.Screen, want) {
+					t.Errorf("%s: no %q on the screen:\n%s", g.Mode, want, g.Screen)
+				}
+			}
+			if g.ProcessAccess {
+				continue
+			}
+			if len(g.Checks) != 2 || strings.Contains(strings.Join(g.Checks, ""), "✗") {
+				t.Errorf("%s: the page's checks: %q", g.Mode, g.Checks)
+			}
+			manifestOnDisk(t, state, "ground", g.Session, g.ManifestSHA256)
+			inRekor(t, info.RekorURL, g.Rekor, g.ManifestSHA256)
+		}
+	})
+
+	t.Run("glass broken", func(t *testing.T) {
+		g := f.Glass
+		switch {
+		case g.Broadcast != "everyone":
+			t.Errorf("the broken glass was told to %q", g.Broadcast)
+		case g.AliceReviewForm != 0 || g.AliceReviewAPI != http.StatusForbidden:
+			t.Errorf("alice, its requester: %d review forms, the API answered %d %s", g.AliceReviewForm, g.AliceReviewAPI, g.AliceReviewBody)
+		case g.Reviewed != "Reviewed by bob@example.com: “checked the recording: only reads”":
+			t.Errorf("after bob's review: %q", g.Reviewed)
+		}
+		o := f.Overdue
+		if o.To != dev.FallbackReviewer || !strings.HasSuffix(o.Link, "/console/sessions/flight/shop/"+o.Session+"/review") ||
+			!strings.HasPrefix(o.Reviewed, "Reviewed by carol@example.com") {
+			t.Errorf("the overdue review: %+v", o)
+		}
+	})
+
+	t.Run("sensitive recording", func(t *testing.T) {
+		s := f.Sensitive
+		if !strings.Contains(s.RefusedToAlice, "sensitive") || len(s.BobChecks) != 2 || strings.Contains(strings.Join(s.BobChecks, ""), "✗") {
+			t.Errorf("%+v", s)
+		}
+	})
+
+	t.Run("never one's own", func(t *testing.T) {
+		d := f.Dave
+		if d.ApproveButtons != 0 || d.ApproveAPI != http.StatusForbidden || !strings.Contains(d.ApproveBody, "another person decides") ||
+			d.ReviewAPI != http.StatusForbidden || !strings.Contains(d.ReviewBody, "another person reviews") {
+			t.Errorf("%+v", d)
+		}
+	})
+}
+
+// manifestOnDisk: the hash the page showed is the manifest's in the
+// recording directory, and that manifest is this session's.
+func manifestOnDisk(t *testing.T, state, cluster, session, shown string) {
+	t.Helper()
+	found := false
+	root := filepath.Join(state, "recordings")
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || d.Name() != "manifest.json" {
+			return err
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		sum := sha256.Sum256(data)
+		if hex.EncodeToString(sum[:]) != shown {
+			return nil
+		}
+		var m struct{ Cluster, Name string }
+		if err := json.Unmarshal(data, &m); err != nil {
+			return err
+		}
+		found = m.Cluster == cluster && m.Name == session
+		return nil
+	})
+	if err != nil || !found {
+		t.Errorf("no manifest of %s/%s with SHA-256 %s under %s (%v)", cluster, session, shown, root, err)
+	}
+}
+
+// inRekor: the entry the page named is in the log, over the manifest's hash.
+func inRekor(t *testing.T, rekorURL, shown, sha string) {
+	t.Helper()
+	m := regexp.MustCompile(`^entry ([0-9a-f]+) at index ([0-9]+)$`).FindStringSubmatch(shown)
+	if m == nil {
+		t.Fatalf("the page's Rekor entry: %q", shown)
+	}
+	resp, err := http.Get(rekorURL + "/api/v1/log/entries?logIndex=" + m[2])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var entries map[string]struct{ Body string }
+	if err := json.NewDecoder(resp.Body).Decode(&entries); err != nil {
+		t.Fatal(err)
+	}
+	for uuid, e := range entries {
+		body, _ := base64.StdEncoding.DecodeString(e.Body)
+		if !strings.HasSuffix(m[1], uuid) && !strings.HasSuffix(uuid, m[1]) {
+			t.Errorf("index %s holds %s, the page said %s", m[2], uuid, m[1])
+		}
+		if !strings.Contains(string(body), sha) {
+			t.Errorf("the entry at index %s is not over %s: %s", m[2], sha, body)
+		}
+		return
+	}
+	t.Errorf("no entry at index %s", m[2])
+}
+
+// execRefused: exec through the Flight API server is refused, to a
+// cluster admin too.
+func execRefused(t *testing.T, info dev.Info) {
+	t.Helper()
+	var flight dev.ClusterInfo
+	for _, c := range info.Clusters {
+		if c.Profile == policies.Flight {
+			flight = c
+		}
+	}
+	rc, err := clientcmd.BuildConfigFromFlags("", flight.Kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kube, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := kube.CoreV1().RESTClient().Post().Resource("pods").Namespace(info.Namespace).Name(flight.Pod).SubResource("exec").
+		VersionedParams(&corev1.PodExecOptions{Container: "web", Command: []string{"id"}, Stdout: true}, scheme.ParameterCodec)
+	ex, err := remotecommand.NewSPDYExecutor(rc, "POST", req.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	err = ex.StreamWithContext(ctx, remotecommand.StreamOptions{Stdout: io.Discard})
+	if err == nil || !strings.Contains(err.Error(), "[exec.never]") {
+		t.Errorf("exec on Flight as a cluster admin: %v, want the no-exec policy's refusal", err)
+	}
+}
+
+// crossOrigin: the console's cookie is good from the console's own page
+// only: the same call with another site's Origin, or with no sign that a
+// browser made it on the relay's origin, is refused.
+func crossOrigin(t *testing.T, info dev.Info) {
+	hc := signedIn(t, info.RelayURL, "alice")
+	call := func(origin, fetchSite string) int {
+		req, _ := http.NewRequest("POST", info.RelayURL+"/api/v1/clusters/flight/namespaces/shop/sessions", strings.NewReader(
+			fmt.Sprintf(`{"pod":%q,"mode":"live","duration":"15m","reason":"cross-site"}`, "nothere")))
+		req.Header.Set("Content-Type", "application/json")
+		if origin != "" {
+			req.Header.Set("Origin", origin)
+		}
+		if fetchSite != "" {
+			req.Header.Set("Sec-Fetch-Site", fetchSite)
+		}
+		resp, err := hc.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	for _, c := range []struct {
+		origin, site string
+		want         int
+	}{
+		{"https://evil.example", "cross-site", http.StatusUnauthorized},
+		{"", "cross-site", http.StatusUnauthorized},
+		{"", "", http.StatusUnauthorized},
+		{info.RelayURL, "same-origin", http.StatusCreated},
+	} {
+		if got := call(c.origin, c.site); got != c.want {
+			t.Errorf("Origin %q, Sec-Fetch-Site %q: %d, want %d", c.origin, c.site, got, c.want)
+		}
+	}
+}
