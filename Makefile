@@ -19,6 +19,7 @@ CONSOLE_WEB := relay/console/web
 CONSOLE_SRC := $(CONSOLE_WEB)/build.mjs $(wildcard $(CONSOLE_WEB)/src/*.js $(CONSOLE_WEB)/src/*/*.js $(CONSOLE_WEB)/src/*.css)
 console: relay/console/dist/index.html
 $(CONSOLE_WEB)/node_modules/.package-lock.json: $(CONSOLE_WEB)/package.json $(CONSOLE_WEB)/package-lock.json
+	@command -v npm >/dev/null || { echo "the console is built with Node and npm: make debian-packages (as root) or apt-get install nodejs npm"; exit 1; }
 	cd $(CONSOLE_WEB) && npm ci --no-audit --no-fund
 relay/console/dist/index.html: $(CONSOLE_WEB)/node_modules/.package-lock.json $(CONSOLE_SRC)
 	cd $(CONSOLE_WEB) && node build.mjs

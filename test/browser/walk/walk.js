@@ -28,6 +28,7 @@ async function flight(w, alice, bob) {
   await w.visit(bob, path);
   await bob.waitForSelector('#watching', { timeout: T });
   await bob.waitForFunction(() => /Connected/.test(document.querySelector('.term-status')?.textContent || ''), null, { timeout: T });
+  await alice.waitForFunction(() => /idle limit in/.test(document.querySelector('.timers')?.textContent || ''), null, { timeout: T });
   await w.type(alice, 'echo watched-$((6*7)); id -u');
   await w.waitScreen(alice, 'watched-42');
   const watched = await w.waitScreen(bob, 'watched-42');

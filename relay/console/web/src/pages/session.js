@@ -13,7 +13,7 @@ function facts(s) {
     ['Process access asked', yes(s.spec.processAccess)], ['Keep the pod asked', yes(s.spec.keepPod)],
     ['Duration', s.spec.duration], ['Requester', s.spec.requester], ['Reason', s.spec.reason],
   ];
-  return h('dl', { class: 'facts' }, rows.flatMap(([k, v]) => [h('dt', {}, k), h('dd', {}, v)]));
+  return h('dl', { class: 'facts session' }, rows.flatMap(([k, v]) => [h('dt', {}, k), h('dd', {}, v)]));
 }
 
 // The page of one session: what it is, what happens next and who may do
@@ -32,6 +32,9 @@ export async function sessionPage(main, me, cluster, ns, name, focus) {
     out.replaceChildren();
     try {
       s = await f();
+      draw();
+      // An action answers with the Session; its live limits come with a read.
+      s = await api.get(cluster, ns, name);
       draw();
     } catch (e) {
       out.replaceChildren(notice('error', e.message));
