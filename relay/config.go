@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/tower-dev/breakglass/evidence/recording"
+	"github.com/tower-dev/breakglass/relay/console"
 )
 
 // Config is the relay's configuration file.
@@ -53,6 +54,10 @@ type ConsoleConfig struct {
 	// client's redirect URI at the issuer. Notifications link into the
 	// console unless portalURL says otherwise.
 	URL string `json:"url"`
+	// ClientSecretFile holds the client's secret, if the issuer has the
+	// relay as a confidential client (recommended: a refresh token taken
+	// from a browser is then of no use alone). Empty: a public client.
+	ClientSecretFile string `json:"clientSecretFile,omitempty"`
 }
 
 // OIDC says whose tokens the relay accepts.
@@ -218,8 +223,8 @@ func (c *Config) Complete() error {
 	}
 	var errs []error
 	if c.Console != nil {
-		if u, err := url.Parse(c.Console.URL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || strings.Trim(u.Path, "/") != "" {
-			errs = append(errs, fmt.Errorf("console.url: %q is not the relay's address such as https://breakglass.example.com", c.Console.URL))
+		if err := console.CheckURL(c.Console.URL); err != nil {
+			errs = append(errs, fmt.Errorf("console.%w", err))
 		} else if c.PortalURL == "" {
 			c.PortalURL = strings.TrimSuffix(c.Console.URL, "/") + "/console"
 		}

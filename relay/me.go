@@ -2,8 +2,11 @@ package relay
 
 import (
 	"context"
+	"fmt"
 	"net/http"
+	"os"
 	"slices"
+	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -89,7 +92,15 @@ func NewConsole(ctx context.Context, cfg *Config, auth *Authenticator, hc *http.
 	if cfg.Console == nil {
 		return nil, nil
 	}
-	return console.New(ctx, console.Options{Issuer: cfg.OIDC.Issuer, ClientID: cfg.OIDC.Audience, URL: cfg.Console.URL, HTTPClient: hc,
+	var secret string
+	if f := cfg.Console.ClientSecretFile; f != "" {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return nil, fmt.Errorf("console.clientSecretFile: %w", err)
+		}
+		secret = strings.TrimSpace(string(data))
+	}
+	return console.New(ctx, console.Options{Issuer: cfg.OIDC.Issuer, ClientID: cfg.OIDC.Audience, ClientSecret: secret, URL: cfg.Console.URL, HTTPClient: hc,
 		Verify: func(ctx context.Context, raw string) error {
 			_, err := auth.Verify(ctx, raw)
 			return err

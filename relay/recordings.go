@@ -77,7 +77,8 @@ func (s *Server) recording(w http.ResponseWriter, r *http.Request, c Caller) err
 		return err
 	}
 	w.Header().Set("Content-Type", f.contentType)
-	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("Content-Disposition", "attachment; filename="+f.key)
+	apiHeaders(w.Header())
 	w.Header().Set("X-Manifest-SHA256", sess.Status.Evidence.ManifestSHA256)
 	_, _ = w.Write(body)
 	return nil

@@ -96,6 +96,7 @@ func TestLoadConfig(t *testing.T) {
 		{"no store", "recording: {}\n", "no store, no session"},
 		{"bad origin", "allowedOrigins: [\"tower.example.com/path\"]\n", "not an origin"},
 		{"bad console url", "console: {url: \"https://relay.example.com/console\"}\n", "console.url"},
+		{"console over plain http", "console: {url: \"http://relay.example.com\"}\n", "only over https"},
 		{"heartbeat", "limits: {heartbeat: 5m, disconnect: 1m}\n", "shorter than limits.disconnect"},
 		{"no issuer", "oidc: {audience: tower}\n", "oidc.issuer"},
 	} {

@@ -350,11 +350,20 @@ func writeError(w http.ResponseWriter, e *apiError) {
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
+	apiHeaders(w.Header())
 	w.WriteHeader(status)
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
 	_ = enc.Encode(v)
+}
+
+// apiHeaders keep an answer of the API from ever being a page, whatever
+// its bytes (a recording is the pod's output; an error repeats a path): no
+// sniffing, no script, no framing, no caching.
+func apiHeaders(h http.Header) {
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Content-Security-Policy", "sandbox; default-src 'none'; frame-ancestors 'none'")
 }
 
 // maxBody bounds a request body: every body is a small JSON object.

@@ -65,6 +65,22 @@ func (f *flows) routes(i *Issuer, mux *http.ServeMux) {
 	mux.HandleFunc("GET /auth", func(w http.ResponseWriter, r *http.Request) { f.signInPage(w, r) })
 	mux.HandleFunc("POST /auth", func(w http.ResponseWriter, r *http.Request) { f.signIn(w, r) })
 	mux.HandleFunc("POST /token", func(w http.ResponseWriter, r *http.Request) { f.token(i, w, r) })
+	mux.HandleFunc("POST /revoke", f.revoke)
+}
+
+// revoke forgets a refresh token of the client that names it (RFC 7009:
+// an unknown token is not an error).
+func (f *flows) revoke(w http.ResponseWriter, r *http.Request) {
+	if err := r.ParseForm(); err != nil {
+		http.Error(w, "a malformed form", http.StatusBadRequest)
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if g := f.refresh[r.PostForm.Get("token")]; g != nil && g.client == r.PostForm.Get("client_id") {
+		delete(f.refresh, r.PostForm.Get("token"))
+	}
+	w.WriteHeader(http.StatusOK)
 }
 
 // authRequest checks an authorization request's client, redirect URI and

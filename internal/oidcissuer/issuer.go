@@ -53,7 +53,7 @@ func StartOn(addr string) (*Issuer, error) {
 	mux.HandleFunc("GET /.well-known/openid-configuration", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, map[string]any{
 			"issuer": i.URL, "jwks_uri": i.URL + "/keys",
-			"authorization_endpoint": i.URL + "/auth", "token_endpoint": i.URL + "/token",
+			"authorization_endpoint": i.URL + "/auth", "token_endpoint": i.URL + "/token", "revocation_endpoint": i.URL + "/revoke",
 			"response_types_supported": []string{"code"}, "subject_types_supported": []string{"public"},
 			"id_token_signing_alg_values_supported": []string{"RS256"},
 			"grant_types_supported":                 []string{"authorization_code", "refresh_token"},

@@ -48,8 +48,11 @@ func Built() bool { return assets() != nil }
 const contentSecurityPolicy = "default-src 'none'; script-src 'self' 'wasm-unsafe-eval'; style-src 'self' 'unsafe-inline'; " +
 	"img-src 'self' data:; font-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
 
-// securityHeaders are set on every console and sign-in answer.
-func securityHeaders(h http.Header) {
+// headers are set on every console and sign-in answer.
+func (c *Console) headers(h http.Header) {
+	if c.secure {
+		h.Set("Strict-Transport-Security", "max-age=31536000")
+	}
 	h.Set("Content-Security-Policy", contentSecurityPolicy)
 	h.Set("X-Frame-Options", "DENY")
 	h.Set("X-Content-Type-Options", "nosniff")
@@ -63,7 +66,7 @@ func securityHeaders(h http.Header) {
 // browser), for a signed-in person; others go through sign-in and come
 // back to the same path.
 func (c *Console) pages(w http.ResponseWriter, r *http.Request) {
-	securityHeaders(w.Header())
+	c.headers(w.Header())
 	files := assets()
 	if files == nil {
 		http.Error(w, "this relay was built without its console: run make console, then build it again", http.StatusNotFound)

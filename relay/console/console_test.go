@@ -2,6 +2,7 @@ package console_test
 
 import (
 	"context"
+	"encoding/base64"
 	"io"
 	"net"
 	"net/http"
@@ -20,6 +21,7 @@ import (
 // site is a relay serving only the console, signing in at a local issuer.
 type site struct {
 	url     string
+	issuer  *oidcissuer.Issuer
 	console *console.Console
 	// setCookies are the Set-Cookie headers of every redirect followed.
 	setCookies []string
@@ -27,6 +29,12 @@ type site struct {
 }
 
 func start(t *testing.T) *site {
+	t.Helper()
+	return startWith(t, oidcissuer.Person{Email: "alice@example.com", Groups: []string{"shop-owners"}})
+}
+
+// startWith signs alice in as p.
+func startWith(t *testing.T, alice oidcissuer.Person) *site {
 	t.Helper()
 	if !console.Built() {
 		t.Fatal("the console's page is not built: run make console")
@@ -42,7 +50,8 @@ func start(t *testing.T) *site {
 	}
 	s := &site{url: "http://" + ln.Addr().String()}
 	issuer.AddClient("tower", s.url+"/auth/callback")
-	issuer.AddPerson("alice", oidcissuer.Person{Email: "alice@example.com", Groups: []string{"shop-owners"}})
+	issuer.AddPerson("alice", alice)
+	s.issuer = issuer
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	auth, err := relay.NewAuthenticator(ctx, relay.OIDC{Issuer: issuer.URL, Audience: "tower", UsernameClaim: "email", GroupsClaim: "groups"}, nil)
@@ -129,8 +138,8 @@ func TestSignInLandsOnTheDeepLink(t *testing.T) {
 			t.Errorf("the session cookie %q lacks %s", session, want)
 		}
 	}
-	if refresh := cookie(s.setCookies, "breakglass-refresh"); !strings.Contains(refresh, "Path=/auth/") || !strings.Contains(refresh, "HttpOnly") {
-		t.Errorf("the refresh cookie %q is not HttpOnly and scoped to /auth/", refresh)
+	if refresh := cookie(s.setCookies, "breakglass-refresh"); !strings.Contains(refresh, "HttpOnly") || !strings.Contains(refresh, "Max-Age=4319") {
+		t.Errorf("the refresh cookie %q is not HttpOnly for the sign-in's 12 hours", refresh)
 	}
 	csp := resp.Header.Get("Content-Security-Policy")
 	script := ""
@@ -269,5 +278,99 @@ func TestRefreshAndSignOut(t *testing.T) {
 	drain(resp)
 	if resp.StatusCode != http.StatusFound || resp.Header.Get("Location") != "/auth/login?next=%2Fconsole%2Frecordings" {
 		t.Errorf("the console after signing out: %d %s", resp.StatusCode, resp.Header.Get("Location"))
+	}
+}
+
+func (s *site) refreshCookie(t *testing.T) string {
+	t.Helper()
+	u, _ := url.Parse(s.url)
+	for _, c := range s.client.Jar.Cookies(u) {
+		if c.Name == "breakglass-refresh" {
+			return c.Value
+		}
+	}
+	return ""
+}
+
+// TestSignOutRevokes: signing out revokes the refresh token at the issuer,
+// so a copy of the cookie taken before is of no use; renewals keep the
+// sign-in's end where it was.
+func TestSignOutRevokes(t *testing.T) {
+	s := start(t)
+	s.signIn(t, "/console/")
+	before := s.refreshCookie(t)
+	until, _, _ := strings.Cut(before, ".")
+	req, _ := http.NewRequest("POST", s.url+"/auth/refresh", nil)
+	req.Header.Set("Origin", s.url)
+	resp, err := s.client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	drain(resp)
+	after := s.refreshCookie(t)
+	if resp.StatusCode != http.StatusNoContent || after == before || !strings.HasPrefix(after, until+".") {
+		t.Fatalf("a renewal: %d, refresh cookie %q then %q: the token rotates, the end stays", resp.StatusCode, before, after)
+	}
+	_, token, _ := strings.Cut(after, ".")
+	req, _ = http.NewRequest("POST", s.url+"/auth/logout", nil)
+	req.Header.Set("Origin", s.url)
+	resp, err = s.client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	drain(resp)
+	resp, err = http.PostForm(s.issuer.URL+"/token", url.Values{"grant_type": {"refresh_token"}, "refresh_token": {token}, "client_id": {"tower"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(body), "invalid_grant") {
+		t.Fatalf("the refresh token after sign-out: %d %s, want it revoked", resp.StatusCode, body)
+	}
+}
+
+// TestOversizedTokenIsRefused: a token too big for a cookie is refused
+// with what to do, instead of a cookie the browser drops (and a sign-in
+// loop).
+func TestOversizedTokenIsRefused(t *testing.T) {
+	groups := make([]string, 200)
+	for i := range groups {
+		groups[i] = "team-with-a-long-name-" + strings.Repeat("x", 10)
+	}
+	s := startWith(t, oidcissuer.Person{Email: "alice@example.com", Groups: groups})
+	resp := s.signIn(t, "/console/")
+	if resp.StatusCode != http.StatusUnauthorized || cookie(s.setCookies, "breakglass-session") != "" {
+		t.Fatalf("an oversized token: %d at %s", resp.StatusCode, resp.URL)
+	}
+}
+
+// TestPlantedSignInIsRefused: a sign-in cookie without its verifier and
+// nonce (planted, not made here) is refused.
+func TestPlantedSignInIsRefused(t *testing.T) {
+	s := start(t)
+	u, _ := url.Parse(s.url)
+	planted := base64.RawURLEncoding.EncodeToString([]byte(`{"State":"s","Verifier":"","Nonce":"","Next":"/console/"}`))
+	s.client.Jar.SetCookies(u, []*http.Cookie{{Name: "breakglass-login", Value: planted, Path: "/"}})
+	resp, err := s.client.Get(s.url + "/auth/callback?code=c&state=s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	drain(resp)
+	if resp.StatusCode != http.StatusBadRequest {
+		t.Fatalf("a planted sign-in: %d", resp.StatusCode)
+	}
+}
+
+func TestConsoleURL(t *testing.T) {
+	for raw, ok := range map[string]bool{
+		"https://breakglass.example.com": true, "https://breakglass.example.com/": true, "http://127.0.0.1:8443": true,
+		"http://localhost:8443": true, "http://[::1]:8443": true, "http://breakglass.example.com": false,
+		"https://breakglass.example.com/console": false, "ftp://breakglass.example.com": false, "breakglass.example.com": false,
+		"https://breakglass.example.com/?a=b": false,
+	} {
+		if err := console.CheckURL(raw); (err == nil) != ok {
+			t.Errorf("%s: %v, want ok %v", raw, err, ok)
+		}
 	}
 }

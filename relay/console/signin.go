@@ -9,8 +9,10 @@ import (
 	"errors"
 	"fmt"
 	"html/template"
+	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -31,6 +33,10 @@ type Options struct {
 	// Issuer and ClientID are the OIDC provider and the client the relay
 	// signs in as: the audience the API accepts tokens for.
 	Issuer, ClientID string
+	// ClientSecret makes the relay a confidential client (empty: a public
+	// one, PKCE alone): a refresh token stolen from a browser is then of no
+	// use without it.
+	ClientSecret string
 	// URL is the relay's address as browsers reach it, e.g.
 	// https://breakglass.example.com: the redirect URI is URL/auth/callback,
 	// and only this origin may use the cookie.
@@ -49,26 +55,35 @@ type Console struct {
 	secure   bool
 	oauth    oauth2.Config
 	verifier *oidc.IDTokenVerifier
+	// revocation is the issuer's RFC 7009 endpoint, if it has one: sign-out
+	// revokes the refresh token there.
+	revocation string
 }
 
-// The cookies. On HTTPS the session cookie takes the __Host- prefix (only
-// this host can set it, with Secure, on every path), the others __Secure-.
+// The cookies, all on Path=/ so that on HTTPS each takes the __Host- prefix:
+// only this host sets them (no sibling subdomain can plant a sign-in or a
+// refresh token), always Secure.
 const (
 	sessionCookie = "breakglass-session"
 	refreshCookie = "breakglass-refresh"
 	loginCookie   = "breakglass-login"
 	// refreshLife bounds how long a browser stays signed in without the
-	// issuer: the issuer's own refresh lifetime applies within it.
+	// issuer, from the sign-in (renewals do not extend it): the issuer's own
+	// refresh lifetime applies within it.
 	refreshLife = 12 * time.Hour
-	loginLife   = 10 * time.Minute
+	// maxCookieToken is the largest ID token kept: browsers drop cookies
+	// over about 4 KB, and a dropped one would send the page round the
+	// sign-in for ever.
+	maxCookieToken = 3800
+	loginLife      = 10 * time.Minute
 )
 
 // New discovers the issuer; ctx lives as long as the console.
 func New(ctx context.Context, o Options) (*Console, error) {
-	u, err := url.Parse(o.URL)
-	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || (u.Path != "" && u.Path != "/") {
-		return nil, fmt.Errorf("console: url %q is not an address such as https://breakglass.example.com", o.URL)
+	if err := CheckURL(o.URL); err != nil {
+		return nil, fmt.Errorf("console: %w", err)
 	}
+	u, _ := url.Parse(o.URL)
 	if o.Verify == nil || o.ClientID == "" {
 		return nil, errors.New("console: a client ID and a token check are required")
 	}
@@ -79,13 +94,19 @@ func New(ctx context.Context, o Options) (*Console, error) {
 	if err != nil {
 		return nil, fmt.Errorf("console: oidc issuer %s: %w", o.Issuer, err)
 	}
+	var endpoints struct {
+		Revocation string `json:"revocation_endpoint"`
+	}
+	if err := provider.Claims(&endpoints); err != nil {
+		return nil, fmt.Errorf("console: oidc issuer %s: %w", o.Issuer, err)
+	}
 	origin := u.Scheme + "://" + u.Host
 	// A public client (no secret) names itself in the form: the default
 	// would first try HTTP basic auth, spending the single-use code.
 	endpoint := provider.Endpoint()
 	endpoint.AuthStyle = oauth2.AuthStyleInParams
-	return &Console{opts: o, origin: origin, secure: u.Scheme == "https",
-		oauth: oauth2.Config{ClientID: o.ClientID, Endpoint: endpoint, RedirectURL: origin + "/auth/callback",
+	return &Console{opts: o, origin: origin, secure: u.Scheme == "https", revocation: endpoints.Revocation,
+		oauth: oauth2.Config{ClientID: o.ClientID, ClientSecret: o.ClientSecret, Endpoint: endpoint, RedirectURL: origin + "/auth/callback",
 			Scopes: []string{oidc.ScopeOpenID, "email", "groups", oidc.ScopeOfflineAccess}},
 		verifier: provider.Verifier(&oidc.Config{ClientID: o.ClientID}),
 	}, nil
@@ -110,24 +131,31 @@ func (c *Console) Routes() map[string]http.HandlerFunc {
 }
 
 func (c *Console) cookieName(name string) string {
-	switch {
-	case !c.secure:
-		return name
-	case name == sessionCookie:
+	if c.secure {
 		return "__Host-" + name
 	}
-	// __Host- cookies must have Path=/; these are scoped to /auth/.
-	return "__Secure-" + name
+	return name
 }
 
-func (c *Console) setCookie(w http.ResponseWriter, name, value, path string, maxAge time.Duration) {
-	http.SetCookie(w, &http.Cookie{Name: c.cookieName(name), Value: value, Path: path, MaxAge: int(maxAge.Seconds()),
+func (c *Console) setCookie(w http.ResponseWriter, name, value string, maxAge time.Duration) {
+	http.SetCookie(w, &http.Cookie{Name: c.cookieName(name), Value: value, Path: "/", MaxAge: int(maxAge.Seconds()),
 		HttpOnly: true, Secure: c.secure, SameSite: http.SameSiteLaxMode})
 }
 
-func (c *Console) clearCookie(w http.ResponseWriter, name, path string) {
-	http.SetCookie(w, &http.Cookie{Name: c.cookieName(name), Value: "", Path: path, MaxAge: -1,
+func (c *Console) clearCookie(w http.ResponseWriter, name string) {
+	http.SetCookie(w, &http.Cookie{Name: c.cookieName(name), Value: "", Path: "/", MaxAge: -1,
 		HttpOnly: true, Secure: c.secure, SameSite: http.SameSiteLaxMode})
+}
+
+// refreshToken is the refresh cookie's token and when the sign-in it
+// belongs to runs out ("unix-seconds.token").
+func (c *Console) refreshToken(r *http.Request) (string, time.Time) {
+	exp, tok, ok := strings.Cut(c.cookie(r, refreshCookie), ".")
+	secs, err := strconv.ParseInt(exp, 10, 64)
+	if !ok || err != nil || tok == "" || time.Now().Unix() >= secs {
+		return "", time.Time{}
+	}
+	return tok, time.Unix(secs, 0)
 }
 
 func (c *Console) cookie(r *http.Request, name string) string {
@@ -187,30 +215,30 @@ type pending struct {
 }
 
 func (c *Console) login(w http.ResponseWriter, r *http.Request) {
-	securityHeaders(w.Header())
+	c.headers(w.Header())
 	back := next(r.URL.Query().Get("next"))
-	if rt := c.cookie(r, refreshCookie); rt != "" {
-		if err := c.renew(w, r, rt); err == nil {
+	if rt, until := c.refreshToken(r); rt != "" {
+		if err := c.renew(w, r, rt, until); err == nil {
 			http.Redirect(w, r, back, http.StatusFound)
 			return
 		}
 	}
 	p := pending{State: random(), Verifier: oauth2.GenerateVerifier(), Nonce: random(), Next: back}
 	data, _ := json.Marshal(p)
-	c.setCookie(w, loginCookie, base64.RawURLEncoding.EncodeToString(data), "/auth/", loginLife)
+	c.setCookie(w, loginCookie, base64.RawURLEncoding.EncodeToString(data), loginLife)
 	http.Redirect(w, r, c.oauth.AuthCodeURL(p.State, oauth2.S256ChallengeOption(p.Verifier), oidc.Nonce(p.Nonce)), http.StatusFound)
 }
 
 func (c *Console) callback(w http.ResponseWriter, r *http.Request) {
-	securityHeaders(w.Header())
+	c.headers(w.Header())
 	q := r.URL.Query()
 	var p pending
 	raw, err := base64.RawURLEncoding.DecodeString(c.cookie(r, loginCookie))
-	if err != nil || json.Unmarshal(raw, &p) != nil || p.State == "" {
+	if err != nil || json.Unmarshal(raw, &p) != nil || p.State == "" || p.Verifier == "" || p.Nonce == "" {
 		c.message(w, http.StatusBadRequest, "Sign-in expired", "This sign-in was not started here or took too long.")
 		return
 	}
-	c.clearCookie(w, loginCookie, "/auth/")
+	c.clearCookie(w, loginCookie)
 	switch {
 	case subtle.ConstantTimeCompare([]byte(q.Get("state")), []byte(p.State)) != 1:
 		c.message(w, http.StatusBadRequest, "Sign-in refused", "The answer from the identity provider does not belong to this sign-in.")
@@ -228,19 +256,23 @@ func (c *Console) callback(w http.ResponseWriter, r *http.Request) {
 		c.message(w, http.StatusUnauthorized, "Sign-in refused", "The identity provider did not exchange the code: "+err.Error())
 		return
 	}
-	if err := c.keep(w, r, tok, p.Nonce); err != nil {
+	if err := c.keep(w, r, tok, p.Nonce, time.Now().Add(refreshLife)); err != nil {
 		c.message(w, http.StatusUnauthorized, "Sign-in refused", err.Error())
 		return
 	}
-	http.Redirect(w, r, p.Next, http.StatusFound)
+	http.Redirect(w, r, next(p.Next), http.StatusFound)
 }
 
 // keep checks a token answer and turns it into cookies. nonce is the
-// sign-in's (empty on a refresh, whose ID token need not carry one).
-func (c *Console) keep(w http.ResponseWriter, r *http.Request, tok *oauth2.Token, nonce string) error {
+// sign-in's (empty on a refresh, whose ID token need not carry one);
+// refreshUntil is when the sign-in runs out.
+func (c *Console) keep(w http.ResponseWriter, r *http.Request, tok *oauth2.Token, nonce string, refreshUntil time.Time) error {
 	raw, _ := tok.Extra("id_token").(string)
-	if raw == "" {
+	switch {
+	case raw == "":
 		return errors.New("the identity provider sent no ID token")
+	case len(raw) > maxCookieToken:
+		return fmt.Errorf("the ID token is %d bytes, more than a browser keeps in a cookie (%d): have the identity provider send fewer claims (groups) for this client", len(raw), maxCookieToken)
 	}
 	ctx := r.Context()
 	if c.opts.HTTPClient != nil {
@@ -256,25 +288,26 @@ func (c *Console) keep(w http.ResponseWriter, r *http.Request, tok *oauth2.Token
 	if err := c.opts.Verify(ctx, raw); err != nil {
 		return err
 	}
-	c.setCookie(w, sessionCookie, raw, "/", time.Until(id.Expiry))
+	c.setCookie(w, sessionCookie, raw, time.Until(id.Expiry))
 	if tok.RefreshToken != "" {
-		c.setCookie(w, refreshCookie, tok.RefreshToken, "/auth/", refreshLife)
+		c.setCookie(w, refreshCookie, strconv.FormatInt(refreshUntil.Unix(), 10)+"."+tok.RefreshToken, time.Until(refreshUntil))
 	}
 	return nil
 }
 
-// renew trades the refresh cookie for a fresh ID token.
-func (c *Console) renew(w http.ResponseWriter, r *http.Request, refreshToken string) error {
+// renew trades the refresh cookie for a fresh ID token, within the
+// sign-in's lifetime.
+func (c *Console) renew(w http.ResponseWriter, r *http.Request, refreshToken string, until time.Time) error {
 	ctx := r.Context()
 	if c.opts.HTTPClient != nil {
 		ctx = oidc.ClientContext(ctx, c.opts.HTTPClient)
 	}
 	tok, err := c.oauth.TokenSource(ctx, &oauth2.Token{RefreshToken: refreshToken}).Token()
 	if err == nil {
-		err = c.keep(w, r, tok, "")
+		err = c.keep(w, r, tok, "", until)
 	}
 	if err != nil {
-		c.clearCookie(w, refreshCookie, "/auth/")
+		c.clearCookie(w, refreshCookie)
 	}
 	return err
 }
@@ -285,8 +318,8 @@ func (c *Console) refresh(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusForbidden)
 		return
 	}
-	rt := c.cookie(r, refreshCookie)
-	if rt == "" || c.renew(w, r, rt) != nil {
+	rt, until := c.refreshToken(r)
+	if rt == "" || c.renew(w, r, rt, until) != nil {
 		http.Error(w, "sign in again", http.StatusUnauthorized)
 		return
 	}
@@ -298,9 +331,57 @@ func (c *Console) logout(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusForbidden)
 		return
 	}
-	c.clearCookie(w, sessionCookie, "/")
-	c.clearCookie(w, refreshCookie, "/auth/")
+	if rt, _ := c.refreshToken(r); rt != "" {
+		c.revoke(r.Context(), rt)
+	}
+	c.clearCookie(w, sessionCookie)
+	c.clearCookie(w, refreshCookie)
 	http.Redirect(w, r, "/auth/signed-out", http.StatusSeeOther)
+}
+
+// revoke asks the issuer to forget a refresh token (RFC 7009), so that a
+// copy of the cookie taken before the sign-out is of no use. Best effort:
+// the cookie is cleared either way, and the token expires on its own.
+func (c *Console) revoke(ctx context.Context, refreshToken string) {
+	if c.revocation == "" {
+		return
+	}
+	form := url.Values{"token": {refreshToken}, "token_type_hint": {"refresh_token"}, "client_id": {c.oauth.ClientID}}
+	if c.oauth.ClientSecret != "" {
+		form.Set("client_secret", c.oauth.ClientSecret)
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.revocation, strings.NewReader(form.Encode()))
+	if err != nil {
+		return
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	hc := c.opts.HTTPClient
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	if resp, err := hc.Do(req); err == nil {
+		_ = resp.Body.Close()
+	}
+}
+
+// CheckURL says whether raw is a console address: https, or http on a
+// loopback host only (a demo), with no path.
+func CheckURL(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" {
+		return fmt.Errorf("url %q is not the relay's address such as https://breakglass.example.com", raw)
+	}
+	switch u.Scheme {
+	case "https":
+		return nil
+	case "http":
+		if ip := net.ParseIP(u.Hostname()); u.Hostname() == "localhost" || (ip != nil && ip.IsLoopback()) {
+			return nil
+		}
+	}
+	return fmt.Errorf("url %q: the console serves sign-in cookies, so only over https (http only on a loopback address)", raw)
 }
 
 var messagePage = template.Must(template.New("message").Parse(`<!doctype html>
@@ -311,7 +392,7 @@ var messagePage = template.Must(template.New("message").Parse(`<!doctype html>
 
 // message is a page for people, without script.
 func (c *Console) message(w http.ResponseWriter, status int, title, text string) {
-	securityHeaders(w.Header())
+	c.headers(w.Header())
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(status)

@@ -42,6 +42,7 @@ type walkResult struct {
 	Facts      struct {
 		Flight struct {
 			WatcherSaw, AliceSawBobsTyping bool
+			AfterBlip, WatcherAfterBlip    bool
 			Timers, Session, EndedBy       string
 			Denial                         string
 		}
@@ -136,6 +137,8 @@ func TestConsoleWalk(t *testing.T) {
 			t.Error("bob, watching, did not see alice's output")
 		case f.Flight.AliceSawBobsTyping:
 			t.Error("what bob typed while watching reached the shell")
+		case !f.Flight.AfterBlip || !f.Flight.WatcherAfterBlip:
+			t.Error("after a network blip, alice's terminal did not reconnect and carry on (or bob stopped seeing it)")
 		case !strings.Contains(f.Flight.Timers, "Hard stop in") || !strings.Contains(f.Flight.Timers, "idle limit in"):
 			t.Errorf("timers: %q", f.Flight.Timers)
 		case !strings.Contains(f.Flight.EndedBy, "Ended by bob@example.com"):

@@ -150,6 +150,7 @@ func token(t testing.TB, p oidcissuer.Person) string {
 type answer struct {
 	status int
 	body   []byte
+	header http.Header
 }
 
 func (a answer) session(t testing.TB) relay.SessionView {
@@ -192,7 +193,7 @@ func (tr *testRelay) call(t testing.TB, tok, method, path, body string) answer {
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
-	return answer{resp.StatusCode, b}
+	return answer{resp.StatusCode, b, resp.Header}
 }
 
 func sessionPath(ns, name string) string {

@@ -49,6 +49,11 @@ func TestRecordingsKeyedBySession(t *testing.T) {
 	if !strings.Contains(string(cast.body), "prod-only-42") {
 		t.Fatal("the recording does not hold the session")
 	}
+	// The pod's output, served on the console's origin, is never a page.
+	if h := cast.header; h.Get("X-Content-Type-Options") != "nosniff" || !strings.HasPrefix(h.Get("Content-Security-Policy"), "sandbox") ||
+		!strings.HasPrefix(h.Get("Content-Disposition"), "attachment") {
+		t.Errorf("the recording is served with %v", h)
+	}
 
 	euPath := strings.Replace(path, "/clusters/prod/", "/clusters/prod-eu/", 1)
 	if a := tr.must(t, http.StatusNotFound, token(t, bob), "GET", euPath+"/recording", ""); strings.Contains(string(a.body), "prod-only") {

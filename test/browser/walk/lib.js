@@ -70,6 +70,21 @@ class Walk {
     return new URL(page.url()).pathname;
   }
 
+  // cuttable routes page's terminal WebSockets through the test, so that
+  // cut() can drop the current one as a network blip would; the page must
+  // reconnect by itself.
+  async cuttable(page) {
+    let current = null;
+    await page.routeWebSocket(/\/terminal$/, (ws) => {
+      const server = ws.connectToServer();
+      current = () => {
+        ws.close({ code: 4000, reason: 'network blip' });
+        server.close({ code: 1001, reason: 'network blip' });
+      };
+    });
+    return () => current();
+  }
+
   async screen(page) {
     return page.locator('.xterm-rows').innerText();
   }

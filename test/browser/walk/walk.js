@@ -23,6 +23,7 @@ async function flight(w, alice, bob) {
 
   // alice starts and works; bob watches read-only.
   await w.phase(alice, 'Approved');
+  const blip = await w.cuttable(alice);
   await alice.click('#start');
   await w.phase(alice, 'Active');
   await w.visit(bob, path);
@@ -38,6 +39,14 @@ async function flight(w, alice, bob) {
     timers: await alice.locator('.timers').innerText() };
   await w.shot(alice, 'flight-terminal');
   await w.shot(bob, 'flight-watching');
+  // A network blip: alice's terminal reconnects by itself, and the session goes on.
+  blip();
+  await alice.waitForFunction(() => /reconnecting/.test(document.querySelector('.term-status')?.textContent || ''), null, { timeout: T });
+  await w.shot(alice, 'flight-reconnecting');
+  await alice.waitForFunction(() => document.querySelector('.term-status')?.textContent === 'Connected', null, { timeout: T });
+  await w.type(alice, 'echo after-blip-$((6*7))');
+  w.facts.flight.afterBlip = (await w.waitScreen(alice, 'after-blip-42')).includes('after-blip-42');
+  w.facts.flight.watcherAfterBlip = (await w.waitScreen(bob, 'after-blip-42')).includes('after-blip-42');
   await bob.fill('#end-reason', 'found it: the payment gateway timeout');
   await bob.click('#end');
   await w.phase(alice, 'Ended');

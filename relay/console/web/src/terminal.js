@@ -10,7 +10,10 @@ const encoder = new TextEncoder();
 // disconnect limit). A watcher's terminal takes no input.
 export function openTerminal(el, wsURL, { readOnly, onStatus }) {
   const term = new Terminal({ disableStdin: readOnly, cursorBlink: !readOnly, scrollback: 5000, fontSize: 14,
-    screenReaderMode: false, theme: { background: '#111418', foreground: '#e8eaed' } });
+    screenReaderMode: false, theme: { background: '#111418', foreground: '#e8eaed' },
+    // A link the pod prints (OSC 8) opens nothing: the pod's output is not
+    // to be trusted with where a click goes.
+    linkHandler: { activate: () => {} } });
   const fit = new FitAddon();
   term.loadAddon(fit);
   term.open(el);

@@ -85,7 +85,7 @@ export async function sessionPage(main, me, cluster, ns, name, focus) {
       case 'Active':
         return activeView(mine);
       case 'Ended':
-        return [approvalFacts(st.approval || { by: '—', mode: s.spec.mode }),
+        return [st.approval ? approvalFacts(st.approval) : h('p', { class: 'approval' }, 'Never approved.'),
           notice('info', `Ended by ${st.end?.by} (${st.end?.reason})${st.end?.abnormal ? ', abnormally' : ''}.`),
           evidenceSection(me, s), reviewSection(me, s, act, focus)];
       default:
@@ -125,7 +125,8 @@ export async function sessionPage(main, me, cluster, ns, name, focus) {
         h('p', { class: 'help' }, `${s.spec.keepPod ? 'Asked for. ' : ''}Otherwise the pod is deleted and replaced when the session ends.`)),
       h('div', { class: 'field' }, h('label', { for: 'approve-comment' }, 'Comment (optional)'), comment),
       h('button', { class: 'primary', id: 'approve-button', onclick: () => act(() => api.approve(s.cluster, s.namespace, s.name,
-        { keepPod: keep.checked, withoutProcessAccess: s.spec.processAccess && !proc.checked, comment: comment.value || undefined })) }, 'Approve'),
+        // Process access only when ticked, whatever the page thought was asked.
+        { keepPod: keep.checked, withoutProcessAccess: !proc.checked, comment: comment.value || undefined })) }, 'Approve'),
       h('div', { class: 'field' }, h('label', { for: 'deny-reason' }, 'Reason to deny'), why),
       h('button', { class: 'danger', id: 'deny-button', onclick: () => {
         if (!why.value.trim()) { out.replaceChildren(notice('error', 'Say why you deny it: the requester sees the reason.')); why.focus(); return; }
