@@ -39,6 +39,12 @@ type walkResult struct {
 	OK         bool                `json:"ok"`
 	Error      string              `json:"error"`
 	PageErrors map[string][]string `json:"pageErrors"`
+	// A11y are axe-core's WCAG 2.1 A/AA findings on the Checked pages.
+	A11y []struct {
+		Page, ID, Impact, Help string
+		Nodes                  []string
+	} `json:"a11y"`
+	Checked []string `json:"checked"`
 	Facts      struct {
 		Flight struct {
 			WatcherSaw, AliceSawBobsTyping bool
@@ -130,6 +136,15 @@ func TestConsoleWalk(t *testing.T) {
 		}
 	}
 	f := r.Facts
+
+	t.Run("accessible", func(t *testing.T) {
+		if len(r.Checked) < 9 {
+			t.Errorf("axe-core checked only %q", r.Checked)
+		}
+		for _, v := range r.A11y {
+			t.Errorf("%s: %s (%s): %s, at %q", v.Page, v.ID, v.Impact, v.Help, v.Nodes)
+		}
+	})
 
 	t.Run("flight with two people", func(t *testing.T) {
 		switch {

@@ -4,6 +4,7 @@ const fs = require('fs');
 const path = require('path');
 
 const T = 30000;
+const axeSource = fs.readFileSync(require.resolve('axe-core/axe.min.js'), 'utf8');
 
 class Walk {
   constructor(browser, cfg) {
@@ -11,6 +12,9 @@ class Walk {
     this.cfg = cfg;
     this.step = 0;
     this.facts = {};
+    // a11y holds axe-core's findings (WCAG 2.1 A and AA) on each page checked.
+    this.a11y = [];
+    this.checked = [];
     fs.mkdirSync(cfg.artifacts, { recursive: true });
   }
 
@@ -43,6 +47,18 @@ class Walk {
     await page.screenshot({ path: path.join(this.cfg.artifacts, `${String(this.step).padStart(2, '0')}-${page.who}-${name}.png`) });
   }
 
+  // accessible runs axe-core on what page shows now. The script is handed
+  // to the browser through DevTools, as a person's extension would be, not
+  // through the page: the console's CSP allows no script but its own.
+  async accessible(page, name) {
+    await page.evaluate(axeSource);
+    const r = await page.evaluate(() => window.axe.run(document, { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'] } }));
+    this.checked.push(name);
+    for (const v of r.violations) {
+      this.a11y.push({ page: name, id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.slice(0, 3).map((n) => n.target.join(' ')) });
+    }
+  }
+
   async phase(page, want) {
     await page.waitForFunction((w) => document.querySelector('h1 .phase')?.textContent === w, want, { timeout: T });
   }
@@ -61,6 +77,7 @@ class Walk {
     if (glass) {
       await page.click('#break-glass');
       await this.shot(page, 'break-glass-warning');
+      await this.accessible(page, 'request, breaking the glass');
       await page.check('#glass-understood');
       await page.click('#glass-confirm');
     } else {

@@ -13,10 +13,12 @@ async function flight(w, alice, bob) {
   const path = await w.request(alice, { cluster: 'flight', pod: cfg.pods.flight, keepPod: true, reason: 'checkout returns 500s' });
   await w.phase(alice, 'Pending');
   await w.shot(alice, 'flight-requested');
+  await w.accessible(alice, 'session, pending');
   const note = await w.notification('request.new', nameOf(path));
   await w.visit(bob, note.link);
   await bob.waitForSelector('#approve', { timeout: T });
   await w.shot(bob, 'flight-approval-page');
+  await w.accessible(bob, 'approval');
   await bob.check('#approve-keep');
   await bob.click('#approve-button');
   await w.phase(bob, 'Approved');
@@ -39,6 +41,8 @@ async function flight(w, alice, bob) {
     timers: await alice.locator('.timers').innerText() };
   await w.shot(alice, 'flight-terminal');
   await w.shot(bob, 'flight-watching');
+  await w.accessible(alice, 'session, active');
+  await w.accessible(bob, 'session, watching');
   // A network blip: alice's terminal reconnects by itself, and the session goes on.
   blip();
   await alice.waitForFunction(() => /reconnecting/.test(document.querySelector('.term-status')?.textContent || ''), null, { timeout: T });
@@ -129,6 +133,7 @@ async function glass(w, alice, bob, carol) {
   await w.visit(carol, overdue.link);
   await carol.waitForSelector('#review-comment', { timeout: T });
   await w.shot(carol, 'overdue-review');
+  await w.accessible(carol, 'review');
   await carol.fill('#review-comment', 'late, but reviewed: nothing wrong');
   await carol.click('#review-button');
   await carol.waitForSelector('#reviewed', { timeout: T });
@@ -148,6 +153,7 @@ async function recordings(w, alice, bob) {
   await bob.waitForSelector('#player .ap-wrapper, #player .ap-player', { timeout: T });
   w.facts.sensitive.bobChecks = await bob.locator('#recording .checks li').allInnerTexts();
   await w.shot(bob, 'sensitive-played');
+  await w.accessible(bob, 'recording');
 }
 
 async function never(w, dave, bob) {
@@ -185,12 +191,17 @@ async function never(w, dave, bob) {
     await never(w, dave, bob);
     await w.visit(bob, '/console/');
     await w.shot(bob, 'home');
+    await w.accessible(bob, 'home');
+    await w.visit(bob, '/console/recordings');
+    await w.accessible(bob, 'recordings');
     out.ok = true;
   } catch (e) {
     out.error = String(e.stack || e);
     for (const p of [alice, bob, carol, dave]) await w.shot(p, 'failure').catch(() => {});
   } finally {
     out.facts = w.facts;
+    out.a11y = w.a11y;
+    out.checked = w.checked;
     out.pageErrors = Object.fromEntries([alice, bob, carol, dave].map((p) => [p.who, p.errors]));
     await browser.close();
   }
