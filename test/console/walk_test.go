@@ -45,7 +45,7 @@ type walkResult struct {
 		Nodes                  []string
 	} `json:"a11y"`
 	Checked []string `json:"checked"`
-	Facts      struct {
+	Facts   struct {
 		Flight struct {
 			WatcherSaw, AliceSawBobsTyping bool
 			AfterBlip, WatcherAfterBlip    bool
