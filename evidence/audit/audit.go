@@ -217,6 +217,17 @@ func verifyEach(r io.Reader, check func(line int, e Event) error) (int, uint64, 
 		if err := dec.Decode(&e); err != nil {
 			return n, 0, fmt.Errorf("line %d: not an audit event: %w", line, err)
 		}
+		// The line must be the event exactly as the relay writes it: JSON
+		// matches keys in any case and lets a later duplicate win, so a line
+		// rewritten with "ACTOR" after "actor" would hash as one event and
+		// read as another in every other tool (a SIEM, jq).
+		canonical, err := json.Marshal(e)
+		if err != nil {
+			return n, 0, err
+		}
+		if !bytes.Equal(canonical, raw) {
+			return n, 0, fmt.Errorf("line %d: not the event as the relay writes it (keys renamed, repeated, reordered or added, or data after it)", line)
+		}
 		h, err := e.digest()
 		if err != nil {
 			return n, 0, err

@@ -212,3 +212,22 @@ func TestFailedWriteDoesNotAdvanceTheChain(t *testing.T) {
 		t.Fatalf("after the sink came back: seq %d prev %q, %v", e.Seq, e.Prev, err)
 	}
 }
+
+// TestVerifyRefusesARewrittenLine: a line that parses to the same event
+// but reads otherwise (a repeated key in another case, which JSON lets win)
+// is refused: every tool must read the log the relay wrote.
+func TestVerifyRefusesARewrittenLine(t *testing.T) {
+	var buf bytes.Buffer
+	l := NewLog(Event{}, nil, &Writer{W: &buf})
+	if _, err := l.Record(context.Background(), Event{Kind: "approve", Actor: "alice"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Verify(bytes.NewReader(buf.Bytes())); err != nil {
+		t.Fatal(err)
+	}
+	forged := strings.Replace(buf.String(), "{", `{"actor":"mallory",`, 1)
+	forged = strings.Replace(forged, `"actor":"alice"`, `"ACTOR":"alice"`, 1)
+	if _, err := Verify(strings.NewReader(forged)); err == nil || !strings.Contains(err.Error(), "not the event as the relay writes it") {
+		t.Fatalf("a line that reads as mallory's and hashes as alice's: %v", err)
+	}
+}
