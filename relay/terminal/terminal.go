@@ -53,6 +53,23 @@ type Control struct {
 	Message string `json:"message,omitempty"`
 }
 
+// ParseControl reads a control message from the browser: a resize to at
+// least 1x1, nothing else. The error says what is wrong, quoting no more
+// of the frame than a short prefix.
+func ParseControl(p []byte) (Control, error) {
+	var c Control
+	if err := json.Unmarshal(p, &c); err != nil {
+		return Control{}, fmt.Errorf("a text frame is a JSON control message: %s", truncate(err.Error(), 200))
+	}
+	switch {
+	case c.Type != "resize":
+		return Control{}, fmt.Errorf("unknown control message type %q; the only one is resize", truncate(c.Type, 40))
+	case c.Cols == 0 || c.Rows == 0:
+		return Control{}, fmt.Errorf("a terminal is at least 1x1, not %dx%d", c.Cols, c.Rows)
+	}
+	return Control{Type: c.Type, Cols: c.Cols, Rows: c.Rows}, nil
+}
+
 // Close codes the relay ends a connection with, besides the standard ones.
 const (
 	// CloseEnded: the session ended; its reason is in the close message.
@@ -196,14 +213,10 @@ func readInput(ctx context.Context, conn *websocket.Conn, s Session, readOnly bo
 			}
 			count("in", len(p))
 		case websocket.TextMessage:
-			var c Control
-			if err := json.Unmarshal(p, &c); err != nil {
-				reply(Control{Type: "error", Message: "a text frame is a JSON control message: " + err.Error()})
-				continue
-			}
+			c, err := ParseControl(p)
 			switch {
-			case c.Type != "resize":
-				reply(Control{Type: "error", Message: fmt.Sprintf("unknown control message type %q; the only one is resize", c.Type)})
+			case err != nil:
+				reply(Control{Type: "error", Message: err.Error()})
 			case readOnly:
 				// The requester's terminal sets the size; a watcher's window does not.
 			default:
