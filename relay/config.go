@@ -188,12 +188,21 @@ func LoadConfig(path string) (*Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Config{}
-	if err := yaml.UnmarshalStrict(raw, c); err != nil {
+	c, err := ParseConfig(raw)
+	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
+	return c, nil
+}
+
+// ParseConfig is LoadConfig on the file's bytes.
+func ParseConfig(raw []byte) (*Config, error) {
+	c := &Config{}
+	if err := yaml.UnmarshalStrict(raw, c); err != nil {
+		return nil, err
+	}
 	if err := c.Complete(); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, err
 	}
 	return c, nil
 }

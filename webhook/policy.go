@@ -54,12 +54,21 @@ func LoadConfig(path string) (Config, error) {
 	if err != nil {
 		return Config{}, err
 	}
-	var c Config
-	if err := yaml.UnmarshalStrict(data, &c); err != nil {
+	c, err := ParseConfig(data)
+	if err != nil {
 		return Config{}, fmt.Errorf("%s: %w", path, err)
 	}
+	return c, nil
+}
+
+// ParseConfig is LoadConfig on the file's bytes.
+func ParseConfig(data []byte) (Config, error) {
+	var c Config
+	if err := yaml.UnmarshalStrict(data, &c); err != nil {
+		return Config{}, err
+	}
 	if err := c.Check(); err != nil {
-		return Config{}, fmt.Errorf("%s: %w", path, err)
+		return Config{}, err
 	}
 	return c, nil
 }

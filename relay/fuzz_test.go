@@ -1,0 +1,152 @@
+package relay
+
+import (
+	"bytes"
+	"context"
+	"crypto"
+	"crypto/rand"
+	"crypto/rsa"
+	"encoding/json"
+	"errors"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coreos/go-oidc/v3/oidc"
+	"github.com/go-jose/go-jose/v4"
+	"github.com/go-jose/go-jose/v4/jwt"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/tower-dev/breakglass/api/v1alpha1"
+)
+
+// FuzzRequestBody: a request body is refused with what is wrong, or is a
+// request the cluster can take: a pod name, a known mode, 15 to 75
+// minutes, a reason, process access only with a container.
+func FuzzRequestBody(f *testing.F) {
+	for _, seed := range []string{
+		`{"pod":"web-1","mode":"live","duration":"30m","reason":"500s"}`,
+		`{"pod":"web-1","container":"app","mode":"copy","processAccess":true,"duration":"1h15m","reason":"x","keepPod":true}`,
+		`{"pod":"web-1","mode":"heldCopy","duration":"15m","reason":"x","glassBroken":true}`,
+		`{"pod":"Web_1","mode":"shell","duration":"2h","reason":""}`, `{"pod":"web-1","mode":"live","duration":"30m","reason":"x","keepPOD":true}`,
+		`{"pod":"web-1","mode":"live","duration":"1e3s","reason":"x"}`, `{"pod":"web-1","mode":"live","duration":"-30m","reason":"x"}`,
+		`{} {}`, `null`, `[]`, `{"pod":1}`,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		r := httptest.NewRequest("POST", "/api/v1/clusters/prod/namespaces/shop/sessions", bytes.NewReader(body))
+		var q Request
+		err := decode(r, &q)
+		var d time.Duration
+		if err == nil {
+			d, err = q.check()
+		}
+		if err != nil {
+			var ae *apiError
+			if !errors.As(err, &ae) || ae.Status != 400 || ae.Message == "" {
+				t.Fatalf("a refusal that is not a 400 with a message: %v", err)
+			}
+			return
+		}
+		switch {
+		case len(validation.IsDNS1123Subdomain(q.Pod)) > 0:
+			t.Fatalf("pod %q accepted", q.Pod)
+		case q.Mode != v1alpha1.ModeLive && q.Mode != v1alpha1.ModeCopy && q.Mode != v1alpha1.ModeHeldCopy:
+			t.Fatalf("mode %q accepted", q.Mode)
+		case d < minDuration || d > maxDuration:
+			t.Fatalf("duration %s accepted", d)
+		case strings.TrimSpace(q.Reason) == "" || len(q.Reason) > maxReason:
+			t.Fatalf("reason %q accepted", q.Reason)
+		case q.ProcessAccess && q.Container == "":
+			t.Fatal("process access without a container accepted")
+		}
+	})
+}
+
+// FuzzTokenClaims: whatever claims a correctly signed token carries, the
+// relay names a person from its issuer and subject, or refuses it saying
+// why; never a caller without an identity or a name.
+func FuzzTokenClaims(f *testing.F) {
+	for _, seed := range []string{
+		`{"sub":"alice","email":"alice@example.com","email_verified":true,"groups":["sre"]}`,
+		`{"sub":"alice","email":"alice@example.com","email_verified":"true","groups":"sre"}`,
+		`{"sub":"","email":"alice@example.com","email_verified":true}`, `{"sub":"alice","email":"alice@example.com"}`,
+		`{"sub":"alice","email":"ALICE@example.com","email_verified":true,"groups":[1,2]}`, `{"sub":"alice","email":7,"email_verified":true}`,
+		`{"sub":"alice","email":"a@example.com","email_verified":true,"groups":null,"aud":["other"]}`,
+	} {
+		f.Add([]byte(seed))
+	}
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		f.Fatal(err)
+	}
+	signer, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.RS256, Key: key}, nil)
+	if err != nil {
+		f.Fatal(err)
+	}
+	const issuer = "https://idp.example.com"
+	a := &Authenticator{usernameClaim: "email", groupsClaim: "groups",
+		verifier: oidc.NewVerifier(issuer, &oidc.StaticKeySet{PublicKeys: []crypto.PublicKey{&key.PublicKey}}, &oidc.Config{ClientID: "tower"})}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		claims := map[string]any{}
+		if json.Unmarshal(raw, &claims) != nil {
+			return
+		}
+		// The fuzzer picks the claims that name the person; the token is
+		// otherwise valid, unless it overrides these too.
+		for k, v := range map[string]any{"iss": issuer, "aud": "tower", "exp": time.Now().Add(time.Hour).Unix(), "iat": time.Now().Unix()} {
+			if _, ok := claims[k]; !ok {
+				claims[k] = v
+			}
+		}
+		tok, err := jwt.Signed(signer).Claims(claims).Serialize()
+		if err != nil {
+			return
+		}
+		c, err := a.Verify(context.Background(), tok)
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "unauthenticated: ") {
+				t.Fatalf("a refusal that does not say unauthenticated: %v", err)
+			}
+			return
+		}
+		sub, _ := claims["sub"].(string)
+		email, _ := claims["email"].(string)
+		if sub == "" || c.ID != IdentityOf(issuer, sub) || c.Name == "" || c.Name != email {
+			t.Fatalf("claims %s made caller %+v", raw, c)
+		}
+		if v := claims["email_verified"]; v != true && v != "true" {
+			t.Fatalf("an unverified email was accepted: %s", raw)
+		}
+	})
+}
+
+// FuzzConfig: a relay config is refused with what is wrong, or is one the
+// relay can run safely (a Flight cluster always needs approval, every
+// cluster has a pinned image, there is a store).
+func FuzzConfig(f *testing.F) {
+	f.Add([]byte(goodConfig))
+	f.Add([]byte(goodConfig + "console: {url: \"http://relay.example.com\"}\n"))
+	f.Add([]byte(strings.Replace(goodConfig, "tier: flight", "tier: flight, requireApproval: false", 1)))
+	f.Add([]byte("listen: 1\n"))
+	f.Add([]byte("clusters: [{name: a, tier: ground}]\nlimits: {idle: -1s}\n"))
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		c, err := ParseConfig(raw)
+		if err != nil {
+			return
+		}
+		if len(c.Clusters) == 0 || (c.Recording.Dir == "") == (c.Recording.S3 == nil) || c.OIDC.Audience == "" {
+			t.Fatalf("accepted a config that cannot run: %s", raw)
+		}
+		for _, cl := range c.Clusters {
+			if cl.DebugImage == "" || (cl.Tier == Flight && !cl.NeedsApproval()) {
+				t.Fatalf("accepted an unsafe cluster %+v", cl)
+			}
+		}
+		if c.Limits.Heartbeat.Duration >= c.Limits.Disconnect.Duration {
+			t.Fatalf("accepted limits %+v", c.Limits)
+		}
+	})
+}
