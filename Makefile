@@ -9,7 +9,7 @@ NODE_BINS := $(BIN)/kubelet $(BIN)/kube-controller-manager $(BIN)/kube-scheduler
 
 export KUBEBUILDER_ASSETS := $(BIN)
 
-.PHONY: all build console node dev image debug-image rekor debian-packages test test-unit test-integration bench generate verify-generate lint tools clean
+.PHONY: all build console node dev image debug-image rekor debian-packages test test-unit test-integration fuzz bench generate verify-generate lint tools clean
 
 all: build
 
@@ -125,12 +125,26 @@ test-integration: console $(BIN)/kube-apiserver $(NODE_BINS) $(BIN)/etcd $(BIN)/
 	$(GO) test -count=1 -timeout 20m -race ./test/sweeper/... ./test/cluster/... ./test/session/... ./test/relay/...
 	$(GO) test -count=1 -timeout 20m ./test/webhook/... ./test/chart/... ./test/dev/... ./test/console/...
 
+# Fuzz targets over everything that parses input from outside, each for
+# FUZZTIME; their seed corpora (and any crash found, kept as a regression
+# case) are in testdata/fuzz/ and run with the unit tests too.
+FUZZTIME ?= 30s
+FUZZ_TARGETS := relay/terminal:FuzzParseControl relay/terminal:FuzzFrames \
+	evidence/recording:FuzzPlay evidence/recording:FuzzRecordThenPlay evidence/recording:FuzzReadTranscript evidence/recording:FuzzParseManifest \
+	evidence/audit:FuzzVerify evidence/tlog:FuzzBundle vap:FuzzCaseFile vap:FuzzCopyAndDebug \
+	relay:FuzzRequestBody relay:FuzzTokenClaims relay:FuzzConfig webhook:FuzzConfig
+fuzz: console
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		echo ">> fuzzing $${t##*:} in $${t%%:*} for $(FUZZTIME)"; \
+		$(GO) test -run '^$$' -fuzz "^$${t##*:}$$" -fuzztime $(FUZZTIME) ./$${t%%:*} 2>&1 | grep -v '^fuzz: elapsed'; \
+	done
+
 ## debian-packages: PostgreSQL, Chromium, Node, jq, OpenSSL, busybox-static, containerd, runc, CNI plugins and iptables from Debian, where missing.
 debian-packages:
 	bash hack/debian-packages.sh
 
 ## test: everything CI runs.
-test: debian-packages tools verify-generate lint test-unit test-integration
+test: debian-packages tools verify-generate lint test-unit test-integration fuzz
 
 bench: $(BIN)/kube-apiserver $(BIN)/etcd
 	$(GO) test -run '^$$' -bench . -benchmem ./vap/...
