@@ -79,13 +79,17 @@ func TestCLIWalkthrough(t *testing.T) {
 	var attachOut cluster.SyncBuffer
 	attachErr := make(chan error, 1)
 	go func() { attachErr <- tr.cliTo(t, &attachOut, alice, ns, inR, "attach", s) }()
-	if _, err := inW.Write([]byte("echo cli-$((20+22))\n")); err != nil {
+	if _, err := inW.Write([]byte("stty size; echo cli-$((20+22))\n")); err != nil {
 		t.Fatal(err)
 	}
 	for deadline := time.Now().Add(20 * time.Second); !strings.Contains(attachOut.String(), "cli-42"); time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("no cli-42 in the attached terminal: %q", attachOut.String())
 		}
+	}
+	// Input that is not a terminal (a pipe here) gets a usable size, not 0x0.
+	if !strings.Contains(attachOut.String(), "24 80") {
+		t.Fatalf("the terminal's size for piped input: %q", attachOut.String())
 	}
 	if out, err := tr.cli(t, bob, ns, nil, "end", s, "--reason", "seen enough"); err != nil || !strings.Contains(out, "ended by bob@example.com (approver)") {
 		t.Fatalf("end: %v\n%s", err, out)

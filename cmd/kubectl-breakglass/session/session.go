@@ -8,14 +8,12 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
-	"golang.org/x/term"
+	kterm "k8s.io/kubectl/pkg/util/term"
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
 	"github.com/tower-dev/breakglass/relay"
@@ -272,32 +270,24 @@ func (o *options) attach() *cobra.Command {
 				return err
 			}
 			in, out := cmd.InOrStdin(), cmd.OutOrStdout()
+			// kubectl's own terminal handling: raw mode restored on the way
+			// out, and size changes followed on Linux, macOS (SIGWINCH) and
+			// Windows (polled).
+			tty := kterm.TTY{In: in, Out: out, Raw: true}
 			resize := make(chan client.Size, 1)
-			if f, ok := in.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
-				state, err := term.MakeRaw(int(f.Fd()))
-				if err != nil {
-					return err
-				}
-				defer func() { _ = term.Restore(int(f.Fd()), state) }()
-				sendSize := func() {
-					if w, h, err := term.GetSize(int(f.Fd())); err == nil {
+			resize <- sizeOf(tty.GetSize())
+			if sizes := tty.MonitorSize(); sizes != nil {
+				go func() {
+					for s := sizes.Next(); s != nil; s = sizes.Next() {
 						select {
-						case resize <- client.Size{Cols: uint16(w), Rows: uint16(h)}:
+						case <-resize: // only the newest size matters
 						default:
 						}
-					}
-				}
-				sendSize()
-				winch := make(chan os.Signal, 1)
-				signal.Notify(winch, syscall.SIGWINCH)
-				defer signal.Stop(winch)
-				go func() {
-					for range winch {
-						sendSize()
+						resize <- sizeOf(&kterm.TerminalSize{Width: s.Width, Height: s.Height})
 					}
 				}()
 			}
-			err = c.Attach(cmd.Context(), t, in, out, cmd.ErrOrStderr(), resize)
+			err = tty.Safe(func() error { return c.Attach(cmd.Context(), t, in, out, cmd.ErrOrStderr(), resize) })
 			var ended *client.Ended
 			if errors.As(err, &ended) {
 				fmt.Fprintf(cmd.ErrOrStderr(), "\r\n%s\r\n", ended.Reason)
@@ -308,4 +298,15 @@ func (o *options) attach() *cobra.Command {
 			return err
 		},
 	}
+}
+
+// defaultSize is a terminal's size when the input is not one (a script, a
+// pipe) or says it is 0x0 (some CI runners' pseudo-terminals).
+var defaultSize = client.Size{Cols: 80, Rows: 24}
+
+func sizeOf(s *kterm.TerminalSize) client.Size {
+	if s == nil || s.Width == 0 || s.Height == 0 {
+		return defaultSize
+	}
+	return client.Size{Cols: s.Width, Rows: s.Height}
 }
