@@ -26,6 +26,6 @@ func newRootCommand() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newPolicyCommand(), newAuditCommand(), newRecordingCommand(), session.New(), newDevCommand())
+	root.AddCommand(newPolicyCommand(), newAuditCommand(), newRecordingCommand(), session.New())
 	return root
 }

@@ -1,5 +1,5 @@
 // Package dev runs the whole plane on this machine for a newcomer to walk
-// through (make dev, kubectl breakglass dev up): the real kube-apiserver and
+// through (make dev, bin/breakglass-dev): the real kube-apiserver and
 // etcd with the chart's manifests, the virtual node, the signature webhook
 // with a signed debug image in a local registry, the sweeper, the relay
 // with its web console and a write-once recording directory, a local OIDC

@@ -15,14 +15,25 @@ import (
 	"github.com/tower-dev/breakglass/policies"
 )
 
-func newDevCommand() *cobra.Command {
-	cmd := &cobra.Command{Use: "dev", Short: "Run the whole plane on this machine, for trying it out"}
+// breakglass-dev runs the whole plane on this machine for contributors and
+// newcomers (make dev). It links the local test bed (envtest, the virtual
+// and real nodes, a registry, Rekor), so it is a command of its own: the
+// kubectl plugin people install stays small.
+func main() {
+	cmd := newCommand()
+	cmd.SilenceUsage = true
+	if err := cmd.Execute(); err != nil {
+		os.Exit(1)
+	}
+}
+
+func newCommand() *cobra.Command {
 	var profile, addr, dir string
 	var withRekor, realNode, both bool
 	var reviewWithin time.Duration
 	up := &cobra.Command{
-		Use:   "up",
-		Short: "Start the API server, the virtual node, the plane, the webhook, the sweeper, the relay and a demo app; Ctrl-C stops all",
+		Use:   "breakglass-dev",
+		Short: "Start the API server, the virtual node, the plane, the webhook, the sweeper, the relay with its console and a demo app; Ctrl-C stops all",
 		Long: `Needs kube-apiserver and etcd in $KUBEBUILDER_ASSETS or bin/ (make dev builds them).
 Everything runs on loopback and stops, leaving nothing behind, on Ctrl-C.`,
 		Args: cobra.NoArgs,
@@ -52,8 +63,7 @@ Everything runs on loopback and stops, leaving nothing behind, on Ctrl-C.`,
 	up.Flags().BoolVar(&both, "both", false, "also run a cluster of the other profile (a Flight and a Ground cluster, one relay), on the virtual node")
 	up.Flags().DurationVar(&reviewWithin, "review-within", 24*time.Hour, "when a glass-broken session's review falls due; the fallback reviewer (carol) is told after it")
 	up.Flags().StringVar(&dir, "dir", "", "where the kubeconfig, tokens and recordings go (a new temporary folder by default; removed at the end)")
-	cmd.AddCommand(up)
-	return cmd
+	return up
 }
 
 func printWelcome(w io.Writer, i dev.Info) {
