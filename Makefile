@@ -9,9 +9,20 @@ NODE_BINS := $(BIN)/kubelet $(BIN)/kube-controller-manager $(BIN)/kube-scheduler
 
 export KUBEBUILDER_ASSETS := $(BIN)
 
-.PHONY: all build console node dev image debug-image rekor debian-packages test test-unit test-integration fuzz bench generate verify-generate lint tools clean
+.PHONY: all build cross test-cross console node dev image debug-image rekor debian-packages test test-unit test-integration fuzz bench generate verify-generate lint tools clean
 
 all: build
+
+# cross: the kubectl plugin builds for every platform people run it on
+# (it links nothing Linux-only; make dev's test bed is bin/breakglass-dev).
+# make test builds one platform per operating system other than this one's
+# (CROSS_PLATFORMS=... overrides); make cross builds all six.
+CROSS_PLATFORMS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64 windows/arm64
+cross: console
+	@set -e; for p in $(CROSS_PLATFORMS); do \
+		echo ">> kubectl-breakglass for $$p"; \
+		CGO_ENABLED=0 GOOS=$${p%/*} GOARCH=$${p#*/} $(GO) build -trimpath -ldflags "-s -w" -o $(BIN)/cross/$${p%/*}-$${p#*/}/kubectl-breakglass$$( [ $${p%/*} = windows ] && echo .exe ) ./cmd/kubectl-breakglass; \
+	done
 
 # The web console: npm packages from the lockfile, bundled by esbuild into
 # relay/console/dist, which the relay's binary embeds (go:embed).
@@ -88,12 +99,13 @@ verify-generate: generate
 	@git diff --exit-code -- api charts || { echo "generated files are stale: run make generate and commit"; exit 1; }
 	@test -z "$$(git status --porcelain --untracked-files=all -- api charts)" || { git status --porcelain -- api charts; echo "generated files are not committed"; exit 1; }
 
-## dev: the whole plane on this machine (kubectl breakglass dev up); Ctrl-C stops it.
+## dev: the whole plane on this machine (bin/breakglass-dev); Ctrl-C stops it.
 ## make dev DEV_FLAGS=--rekor also runs Rekor (make rekor first) and anchors every recording;
 ## DEV_FLAGS=--real-node runs pods on a kubelet with containerd and runc (make node; root).
 dev: console $(BIN)/kube-apiserver $(BIN)/etcd $(if $(findstring --real-node,$(DEV_FLAGS)),$(NODE_BINS))
 	$(GO) build -o $(BIN)/kubectl-breakglass ./cmd/kubectl-breakglass
-	$(BIN)/kubectl-breakglass dev up $(DEV_FLAGS)
+	$(GO) build -o $(BIN)/breakglass-dev ./cmd/breakglass-dev
+	$(BIN)/breakglass-dev $(DEV_FLAGS)
 
 ## image: the server image as a tarball (bin/breakglass-image.tar), no Docker engine needed.
 image: console
@@ -144,7 +156,10 @@ debian-packages:
 	bash hack/debian-packages.sh
 
 ## test: everything CI runs.
-test: debian-packages tools verify-generate lint test-unit test-integration fuzz
+test: debian-packages tools verify-generate lint test-cross test-unit test-integration fuzz
+
+test-cross:
+	$(MAKE) cross CROSS_PLATFORMS="linux/arm64 darwin/arm64 windows/amd64"
 
 bench: $(BIN)/kube-apiserver $(BIN)/etcd
 	$(GO) test -run '^$$' -bench . -benchmem ./vap/...
