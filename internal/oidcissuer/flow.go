@@ -6,6 +6,7 @@ import (
 	"crypto/subtle"
 	"encoding/base64"
 	"html/template"
+	"net"
 	"net/http"
 	"net/url"
 	"slices"
@@ -31,6 +32,8 @@ type flows struct {
 	people  map[string]Person   // username -> person
 	codes   map[string]*grant
 	refresh map[string]*grant
+	// devices are the device flow's authorizations by device code: device.go.
+	devices map[string]*deviceAuth
 }
 
 // grant is what a code or a refresh token stands for.
@@ -66,6 +69,35 @@ func (f *flows) routes(i *Issuer, mux *http.ServeMux) {
 	mux.HandleFunc("POST /auth", func(w http.ResponseWriter, r *http.Request) { f.signIn(w, r) })
 	mux.HandleFunc("POST /token", func(w http.ResponseWriter, r *http.Request) { f.token(i, w, r) })
 	mux.HandleFunc("POST /revoke", f.revoke)
+	mux.HandleFunc("POST /device/code", f.deviceCode)
+	mux.HandleFunc("GET /device", f.devicePage)
+	mux.HandleFunc("POST /device", f.deviceDecide)
+}
+
+// redirectAllowed: a registered URI exactly, or, for a registered loopback
+// IP literal without a port (http://127.0.0.1/callback), the same URI on
+// any port, as RFC 8252 (7.3) asks for a native app's loopback listener.
+func redirectAllowed(registered []string, uri string) bool {
+	if slices.Contains(registered, uri) {
+		return true
+	}
+	u, err := url.Parse(uri)
+	if err != nil || u.Scheme != "http" || u.Port() == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+		return false
+	}
+	for _, r := range registered {
+		ru, err := url.Parse(r)
+		if err == nil && ru.Scheme == "http" && ru.Port() == "" && isLoopbackIP(ru.Hostname()) &&
+			ru.Hostname() == u.Hostname() && ru.Path == u.Path {
+			return true
+		}
+	}
+	return false
+}
+
+func isLoopbackIP(host string) bool {
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // revoke forgets a refresh token of the client that names it (RFC 7009:
@@ -93,7 +125,7 @@ func (f *flows) authRequest(w http.ResponseWriter, q url.Values) bool {
 	switch {
 	case !ok:
 		http.Error(w, "unknown client_id", http.StatusBadRequest)
-	case !slices.Contains(uris, q.Get("redirect_uri")):
+	case !redirectAllowed(uris, q.Get("redirect_uri")):
 		http.Error(w, "redirect_uri is not registered for this client", http.StatusBadRequest)
 	case q.Get("response_type") != "code":
 		http.Error(w, "response_type must be code", http.StatusBadRequest)
@@ -190,9 +222,16 @@ func (f *flows) token(i *Issuer, w http.ResponseWriter, r *http.Request) {
 		if g != nil && g.client != q.Get("client_id") {
 			g = nil
 		}
+	case deviceGrantType:
+		var errCode string
+		if g, errCode = f.deviceGrant(q.Get("device_code"), q.Get("client_id")); errCode != "" {
+			f.mu.Unlock()
+			tokenError(w, errCode, deviceErrors[errCode])
+			return
+		}
 	default:
 		f.mu.Unlock()
-		tokenError(w, "unsupported_grant_type", "grant_type must be authorization_code or refresh_token")
+		tokenError(w, "unsupported_grant_type", "grant_type must be authorization_code, refresh_token or "+deviceGrantType)
 		return
 	}
 	if g == nil || time.Now().After(g.expires) {

@@ -28,33 +28,10 @@ func flowIssuer(t *testing.T) (*Issuer, oauth2.Config) {
 		Endpoint: oauth2.Endpoint{AuthURL: iss.URL + "/auth", TokenURL: iss.URL + "/token", AuthStyle: oauth2.AuthStyleInParams}}
 }
 
-var noRedirects = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-
-// signIn opens the sign-in page at authURL and picks username, as a person
-// would; it returns where the issuer sends the browser back.
+// signIn is SignIn in a test.
 func signIn(t *testing.T, authURL, username string) *url.URL {
 	t.Helper()
-	resp, err := http.Get(authURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	page, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK || !strings.Contains(string(page), `value="`+username+`"`) {
-		t.Fatalf("the sign-in page: %s %s", resp.Status, page)
-	}
-	u, _ := url.Parse(authURL)
-	form := u.Query()
-	form.Set("username", username)
-	resp, err = noRedirects.PostForm(u.Scheme+"://"+u.Host+u.Path, form)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusFound {
-		t.Fatalf("signing in: %s", resp.Status)
-	}
-	back, err := url.Parse(resp.Header.Get("Location"))
+	back, err := SignIn(authURL, username)
 	if err != nil {
 		t.Fatal(err)
 	}

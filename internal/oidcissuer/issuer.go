@@ -54,9 +54,10 @@ func StartOn(addr string) (*Issuer, error) {
 		writeJSON(w, map[string]any{
 			"issuer": i.URL, "jwks_uri": i.URL + "/keys",
 			"authorization_endpoint": i.URL + "/auth", "token_endpoint": i.URL + "/token", "revocation_endpoint": i.URL + "/revoke",
-			"response_types_supported": []string{"code"}, "subject_types_supported": []string{"public"},
+			"device_authorization_endpoint": i.URL + "/device/code",
+			"response_types_supported":      []string{"code"}, "subject_types_supported": []string{"public"},
 			"id_token_signing_alg_values_supported": []string{"RS256"},
-			"grant_types_supported":                 []string{"authorization_code", "refresh_token"},
+			"grant_types_supported":                 []string{"authorization_code", "refresh_token", deviceGrantType},
 			"code_challenge_methods_supported":      []string{"S256"},
 			"token_endpoint_auth_methods_supported": []string{"none"},
 			"scopes_supported":                      []string{"openid", "email", "groups", "offline_access"},
