@@ -163,6 +163,18 @@ func (s *Server) signingKey(w http.ResponseWriter, _ *http.Request) {
 	_, _ = w.Write(pemBytes)
 }
 
+// LoginConfig is where a CLI signs people in for this relay: the issuer
+// and the client ID its tokens must be issued for (public in any OIDC
+// client; no secret).
+type LoginConfig struct {
+	Issuer   string `json:"issuer"`
+	ClientID string `json:"clientID"`
+}
+
+func (s *Server) loginConfig(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, LoginConfig{Issuer: s.cfg.OIDC.Issuer, ClientID: s.cfg.OIDC.Audience})
+}
+
 // route is one endpoint; relay/openapi.yaml describes each (a test holds
 // them together).
 type route struct {
@@ -186,6 +198,7 @@ func (s *Server) routes() []route {
 		{"GET", one + "/terminal", s.authed(s.terminal)},
 		{"GET", one + "/recording", s.authed(s.recording)},
 		{"GET", "/api/v1/signing-key", http.HandlerFunc(s.signingKey)},
+		{"GET", "/api/v1/login", http.HandlerFunc(s.loginConfig)},
 		{"GET", "/healthz", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })},
 		{"GET", "/readyz", http.HandlerFunc(s.ready)},
 		{"GET", "/metrics", promhttp.HandlerFor(s.metrics.registry, promhttp.HandlerOpts{})},

@@ -18,6 +18,19 @@ import (
 	"github.com/tower-dev/breakglass/relay"
 )
 
+// ContextExtension names the kubeconfig context extension that maps a
+// context to the relay's name for its cluster (and the relay, if not the
+// login's):
+//
+//	contexts:
+//	- name: prod-eu
+//	  context:
+//	    cluster: arn:aws:eks:eu-west-1:111122223333:cluster/prod-eu
+//	    extensions:
+//	    - name: breakglass.tower.dev
+//	      extension: {cluster: prod, relay: https://breakglass.example.com}
+const ContextExtension = "breakglass.tower.dev"
+
 // Client calls one relay as one person.
 type Client struct {
 	// BaseURL is the relay's address, e.g. https://breakglass-relay.example.com.
@@ -66,7 +79,9 @@ func (c *Client) do(ctx context.Context, method, path string, body, out any) err
 	if err != nil {
 		return err
 	}
-	req.Header.Set("Authorization", "Bearer "+c.Token)
+	if c.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.Token)
+	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
@@ -115,6 +130,13 @@ func (c *Client) Request(ctx context.Context, t Target, q relay.Request) (relay.
 	t.Name = ""
 	err := c.do(ctx, http.MethodPost, t.path(), q, &v)
 	return v, err
+}
+
+// LoginConfig asks the relay where its people sign in (no token needed).
+func (c *Client) LoginConfig(ctx context.Context) (relay.LoginConfig, error) {
+	var lc relay.LoginConfig
+	err := c.do(ctx, http.MethodGet, "/api/v1/login", nil, &lc)
+	return lc, err
 }
 
 // List lists the sessions the caller may see; empty cluster or namespace means all.
