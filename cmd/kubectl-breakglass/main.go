@@ -1,6 +1,6 @@
 // Command kubectl-breakglass is the break-glass plane's user CLI, a kubectl
-// plugin: drive debug sessions through the relay, render and test the
-// admission policies offline, verify recordings and the audit log.
+// plugin: sign in, drive debug sessions through the relay, render and test
+// the admission policies offline, verify recordings and the audit log.
 package main
 
 import (
@@ -9,13 +9,14 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/tower-dev/breakglass/cmd/kubectl-breakglass/login"
 	"github.com/tower-dev/breakglass/cmd/kubectl-breakglass/session"
 )
 
 func main() {
 	if err := newRootCommand().Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "error:", err)
-		os.Exit(1)
+		os.Exit(session.ExitCode(err))
 	}
 }
 
@@ -26,6 +27,9 @@ func newRootCommand() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newPolicyCommand(), newAuditCommand(), newRecordingCommand(), session.New())
+	root.AddCommand(login.New()...)
+	root.AddCommand(newPolicyCommand(), newAuditCommand(), newRecordingCommand(), session.New(), newVersionCommand())
+	// A wrong flag is a wrong command line (exit code 2), as in kubectl.
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return session.UsageError(err) })
 	return root
 }

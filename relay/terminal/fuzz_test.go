@@ -102,10 +102,11 @@ func FuzzFrames(f *testing.F) {
 		mu.Lock()
 		sess, readOnly = s, watcher
 		mu.Unlock()
-		conn, _, err := websocket.DefaultDialer.Dial(url, nil)
+		conn, resp, err := websocket.DefaultDialer.Dial(url, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
+		resp.Body.Close()
 		defer conn.Close()
 		send := []func() error{
 			func() error { return conn.WriteMessage(websocket.BinaryMessage, data) },

@@ -1,9 +1,10 @@
 package relay_test
 
 import (
-	"bytes"
 	"context"
+	"encoding/json"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -11,106 +12,262 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spf13/cobra"
 	"k8s.io/utils/clock"
 
+	"github.com/tower-dev/breakglass/cmd/kubectl-breakglass/login"
 	"github.com/tower-dev/breakglass/cmd/kubectl-breakglass/session"
 	"github.com/tower-dev/breakglass/internal/oidcissuer"
+	"github.com/tower-dev/breakglass/relay"
 	"github.com/tower-dev/breakglass/test/cluster"
 )
 
-// cli runs `kubectl breakglass session ARGS` as p against the relay.
-func (tr *testRelay) cli(t *testing.T, p oidcissuer.Person, ns string, stdin io.Reader, args ...string) (string, error) {
-	t.Helper()
-	var out cluster.SyncBuffer
-	err := tr.cliTo(t, &out, p, ns, stdin, args...)
-	return out.String(), err
+// plugin is kubectl-breakglass's login, logout and session commands.
+func plugin() *cobra.Command {
+	root := &cobra.Command{Use: "kubectl-breakglass", SilenceUsage: true, SilenceErrors: true}
+	root.AddCommand(login.New()...)
+	root.AddCommand(session.New())
+	return root
 }
 
-// cliTo runs the command with its output going to out as it runs.
-func (tr *testRelay) cliTo(t *testing.T, out *cluster.SyncBuffer, p oidcissuer.Person, ns string, stdin io.Reader, args ...string) error {
-	t.Helper()
-	tokenFile := filepath.Join(t.TempDir(), "token")
-	if err := os.WriteFile(tokenFile, []byte(token(t, p)+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cmd := session.New()
-	cmd.SilenceUsage, cmd.SilenceErrors = true, true
+// cliRun runs the plugin with args, its output going to out as it runs.
+func cliRun(ctx context.Context, out *cluster.SyncBuffer, stdin io.Reader, args ...string) error {
+	cmd := plugin()
 	cmd.SetOut(out)
 	cmd.SetErr(out)
 	if stdin != nil {
 		cmd.SetIn(stdin)
 	}
-	cmd.SetArgs(append([]string{"--relay", tr.url, "--token-file", tokenFile, "--cluster", "prod", "-n", ns}, args...))
-	return cmd.ExecuteContext(context.Background())
+	cmd.SetArgs(args)
+	return cmd.ExecuteContext(ctx)
+}
+
+// person is someone at their own terminal: their login and kubeconfig.
+type person struct {
+	configDir, kubeconfig string
+	extra                 []string
+}
+
+func (p person) run(t *testing.T, stdin io.Reader, args ...string) (string, error) {
+	t.Helper()
+	var out cluster.SyncBuffer
+	err := cliRun(context.Background(), &out, stdin, p.args(args...)...)
+	return out.String(), err
+}
+
+func (p person) args(args ...string) []string {
+	if args[0] == "session" {
+		args = append(args, "--config-dir", p.configDir, "--kubeconfig", p.kubeconfig)
+		args = append(args, p.extra...)
+	}
+	return args
+}
+
+// waitOutput waits until out matches re.
+func waitOutput(t *testing.T, out *cluster.SyncBuffer, re *regexp.Regexp) []string {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if m := re.FindStringSubmatch(out.String()); m != nil {
+			return m
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no %s in %q", re, out.String())
+		}
+	}
+}
+
+// kubeconfigFor writes a kubeconfig whose current context is the cluster
+// named prod in namespace ns, and a context "eu" whose cluster has another
+// name, mapped to the relay's "prod" (and to the relay) by the breakglass
+// extension.
+func kubeconfigFor(t *testing.T, ns, relayURL string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	err := os.WriteFile(path, []byte(`apiVersion: v1
+kind: Config
+clusters:
+- name: prod
+  cluster: {server: "https://prod.example:6443"}
+- name: arn:aws:eks:eu-west-1:111122223333:cluster/prod-eu
+  cluster: {server: "https://eks.example:443"}
+users:
+- name: me
+  user: {}
+contexts:
+- name: prod
+  context: {cluster: prod, user: me, namespace: `+ns+`}
+- name: eu
+  context:
+    cluster: arn:aws:eks:eu-west-1:111122223333:cluster/prod-eu
+    user: me
+    namespace: `+ns+`
+    extensions:
+    - name: `+session.ContextExtension+`
+      extension: {cluster: prod, relay: "`+relayURL+`"}
+current-context: prod
+`), 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
 
 // TestCLIWalkthrough: the README's two-terminal walk, as commands: alice
-// requests, bob lists and approves, alice starts and attaches and types,
-// bob ends; refusals come back as the relay's message.
+// logs in through the browser and bob with the device flow, each with a
+// kubeconfig context instead of flags; alice requests and waits to attach,
+// bob lists, watches and approves, alice types in the terminal she was
+// given, bob ends and reviews; a second request is denied and alice's wait
+// ends with that; refusals come back as the relay's message and a stable
+// exit code.
 func TestCLIWalkthrough(t *testing.T) {
 	ns := cl.Namespace(t, "relay-cli")
 	cl.RunningPod(t, ns, "web-1")
 	tr := startRelay(t, config(), clock.RealClock{})
+	kubeconfig := kubeconfigFor(t, ns, tr.url)
+	a := person{configDir: filepath.Join(t.TempDir(), "alice"), kubeconfig: kubeconfig}
+	b := person{configDir: filepath.Join(t.TempDir(), "bob"), kubeconfig: kubeconfig, extra: []string{"--context", "eu"}}
 
-	out, err := tr.cli(t, alice, ns, nil, "request", "web-1", "--reason", "checkout returns 500s", "--duration", "20m")
+	// alice: the browser flow; the relay says where to sign in.
+	var loginOut cluster.SyncBuffer
+	loggedIn := make(chan error, 1)
+	go func() {
+		loggedIn <- cliRun(context.Background(), &loginOut, nil, "login", "--relay", tr.url, "--no-browser", "--config-dir", a.configDir)
+	}()
+	authURL := waitOutput(t, &loginOut, regexp.MustCompile(`(http://127\.0\.0\.1:\d+/auth\?\S+)`))[1]
+	back, err := oidcissuer.SignIn(authURL, "alice")
 	if err != nil {
-		t.Fatalf("%v\n%s", err, out)
+		t.Fatal(err)
 	}
-	name := regexp.MustCompile(`session (s-[a-z0-9]+) in prod/`).FindStringSubmatch(out)
-	if name == nil || !strings.Contains(out, "Pending") {
-		t.Fatalf("request printed %q", out)
+	resp, err := http.Get(back.String())
+	if err != nil {
+		t.Fatal(err)
 	}
-	s := name[1]
-	if out, err := tr.cli(t, alice, ns, nil, "approve", s); err == nil || !strings.Contains(err.Error(), "may not approve") {
-		t.Fatalf("alice approving herself: %v %s", err, out)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("the browser back at the CLI: %s", resp.Status)
 	}
-	out, err = tr.cli(t, bob, ns, nil, "list")
-	if err != nil || !strings.Contains(out, s) || !strings.Contains(out, "checkout returns 500s") {
-		t.Fatalf("list: %v\n%s", err, out)
+	if err := <-loggedIn; err != nil || !strings.Contains(loginOut.String(), "logged in to "+tr.url+" as alice@example.com") {
+		t.Fatalf("alice's login: %v\n%s", err, loginOut.String())
 	}
-	if out, err := tr.cli(t, bob, ns, nil, "approve", s, "--comment", "ok"); err != nil || !strings.Contains(out, "approved by bob@example.com") {
-		t.Fatalf("approve: %v\n%s", err, out)
+	// bob: the device flow, from a shell with no browser.
+	var bobLogin cluster.SyncBuffer
+	go func() {
+		loggedIn <- cliRun(context.Background(), &bobLogin, nil, "login", "--relay", tr.url, "--device", "--config-dir", b.configDir)
+	}()
+	m := waitOutput(t, &bobLogin, regexp.MustCompile(`open\s+(\S+/device)\s+and enter the code\s+([A-Z]{4}-[A-Z]{4})`))
+	if err := oidcissuer.SignInDevice(m[1], m[2], "bob"); err != nil {
+		t.Fatal(err)
 	}
-	if out, err := tr.cli(t, alice, ns, nil, "start", s); err != nil || !strings.Contains(out, "Active") {
-		t.Fatalf("start: %v\n%s", err, out)
+	if err := <-loggedIn; err != nil {
+		t.Fatalf("bob's login: %v\n%s", err, bobLogin.String())
 	}
+
+	// bob watches the namespace while alice asks.
+	watchCtx, stopWatch := context.WithCancel(context.Background())
+	var watch cluster.SyncBuffer
+	watched := make(chan error, 1)
+	go func() {
+		watched <- cliRun(watchCtx, &watch, nil, b.args("session", "list", "-w", "--watch-interval", "100ms")...)
+	}()
+	defer func() {
+		stopWatch()
+		if err := <-watched; err != nil {
+			t.Errorf("list --watch: %v", err)
+		}
+	}()
+	waitOutput(t, &watch, regexp.MustCompile(`CLUSTER\s+NAMESPACE\s+NAME`))
 
 	inR, inW := io.Pipe()
-	var attachOut cluster.SyncBuffer
-	attachErr := make(chan error, 1)
-	go func() { attachErr <- tr.cliTo(t, &attachOut, alice, ns, inR, "attach", s) }()
+	defer inW.Close()
+	var aliceOut cluster.SyncBuffer
+	attached := make(chan error, 1)
+	go func() {
+		attached <- cliRun(context.Background(), &aliceOut, inR, a.args("session", "request", "web-1", "--reason", "checkout returns 500s", "--duration", "20m", "--attach")...)
+	}()
+	s := waitOutput(t, &aliceOut, regexp.MustCompile(`session (s-[a-z0-9]+) in prod/`+ns+`: Pending`))[1]
+	waitOutput(t, &aliceOut, regexp.MustCompile(`waiting for another person to approve session `+s))
+	waitOutput(t, &watch, regexp.MustCompile(`prod\s+`+ns+`\s+`+s+`\s+web-1\s+live\s+Pending\s+alice@example.com\s+\d+s`))
+
+	if out, err := a.run(t, nil, "session", "approve", s); err == nil || !strings.Contains(err.Error(), "may not approve") || session.ExitCode(err) != session.ExitRefused {
+		t.Fatalf("alice approving herself: %v (exit %d) %s", err, session.ExitCode(err), out)
+	}
+	out, err := b.run(t, nil, "session", "list", "-o", "wide")
+	if err != nil || !regexp.MustCompile(s+`\s+web-1\s+live\s+Pending\s+alice@example.com\s+\S+\s+<none>\s+false\s+false\s+<none>\s+checkout returns 500s`).MatchString(out) {
+		t.Fatalf("list -o wide: %v\n%s", err, out)
+	}
+	out, err = b.run(t, nil, "session", "get", s, "-o", "json")
+	var v relay.SessionView
+	if err != nil || json.Unmarshal([]byte(out), &v) != nil || v.Name != s || v.Status.Phase != "Pending" || v.Spec.Reason != "checkout returns 500s" {
+		t.Fatalf("get -o json: %v\n%s", err, out)
+	}
+	if out, err := b.run(t, nil, "session", "get", s, "-o", "name"); err != nil || out != "session/"+s+"\n" {
+		t.Fatalf("get -o name: %v %q", err, out)
+	}
+	if out, err := b.run(t, nil, "session", "list", "-A", "-o", "yaml"); err != nil || !strings.Contains(out, "kind: List") || !strings.Contains(out, "name: "+s) {
+		t.Fatalf("list -A -o yaml: %v\n%s", err, out)
+	}
+	if out, err := b.run(t, nil, "session", "approve", s, "--comment", "ok"); err != nil || !strings.Contains(out, "approved by bob@example.com") {
+		t.Fatalf("approve: %v\n%s", err, out)
+	}
+	waitOutput(t, &watch, regexp.MustCompile(s+`\s+web-1\s+live\s+(Approved|Active)\s+`))
+
+	// alice's wait ends: the session starts and her terminal opens.
+	waitOutput(t, &aliceOut, regexp.MustCompile(`starting session `+s+`: the relay grants`))
+	waitOutput(t, &aliceOut, regexp.MustCompile(`started in `))
 	if _, err := inW.Write([]byte("stty size; echo cli-$((20+22))\n")); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(20 * time.Second); !strings.Contains(attachOut.String(), "cli-42"); time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("no cli-42 in the attached terminal: %q", attachOut.String())
-		}
-	}
+	waitOutput(t, &aliceOut, regexp.MustCompile(`cli-42`))
 	// Input that is not a terminal (a pipe here) gets a usable size, not 0x0.
-	if !strings.Contains(attachOut.String(), "24 80") {
-		t.Fatalf("the terminal's size for piped input: %q", attachOut.String())
+	if !strings.Contains(aliceOut.String(), "24 80") {
+		t.Fatalf("the terminal's size for piped input: %q", aliceOut.String())
 	}
-	if out, err := tr.cli(t, bob, ns, nil, "end", s, "--reason", "seen enough"); err != nil || !strings.Contains(out, "ended by bob@example.com (approver)") {
+	if out, err := b.run(t, nil, "session", "end", s, "--reason", "seen enough"); err != nil || !strings.Contains(out, "ended by bob@example.com (approver)") {
 		t.Fatalf("end: %v\n%s", err, out)
 	}
-	_ = inW.Close()
-	if err := <-attachErr; err != nil || !strings.Contains(attachOut.String(), "the session has ended") {
-		t.Fatalf("attach: %v\n%q", err, attachOut.String())
+	if err := <-attached; err != nil || !strings.Contains(aliceOut.String(), "the session has ended") {
+		t.Fatalf("request --attach: %v\n%q", err, aliceOut.String())
 	}
-	if out, err := tr.cli(t, bob, ns, nil, "review", s, "--comment", "fine"); err != nil || !strings.Contains(out, "reviewed by bob@example.com") {
+	if out, err := b.run(t, nil, "session", "review", s, "--comment", "fine"); err != nil || !strings.Contains(out, "reviewed by bob@example.com") {
 		t.Fatalf("review: %v\n%s", err, out)
 	}
-	if _, err := tr.cli(t, alice, ns, nil, "start", "s-nothere"); err == nil || !strings.Contains(err.Error(), "no session s-nothere") {
-		t.Fatalf("an unknown session: %v", err)
+
+	// A second request, denied while alice waits: her command says so, exit code 5.
+	var waitOut cluster.SyncBuffer
+	waited := make(chan error, 1)
+	go func() {
+		waited <- cliRun(context.Background(), &waitOut, nil, a.args("session", "request", "web-1", "--reason", "again", "--wait")...)
+	}()
+	s2 := waitOutput(t, &waitOut, regexp.MustCompile(`session (s-[a-z0-9]+) in prod/`))[1]
+	if out, err := b.run(t, nil, "session", "deny", s2, "--reason", "use the dashboards"); err != nil {
+		t.Fatalf("deny: %v\n%s", err, out)
 	}
-	var noToken bytes.Buffer
-	cmd := session.New()
-	cmd.SetErr(&noToken)
-	cmd.SetOut(&noToken)
-	cmd.SetArgs([]string{"--relay", tr.url, "list"})
+	if err := <-waited; session.ExitCode(err) != session.ExitDenied || !strings.Contains(err.Error(), "denied by bob@example.com: use the dashboards") {
+		t.Fatalf("request --wait on a denied session: %v (exit %d)", err, session.ExitCode(err))
+	}
+
+	if _, err := a.run(t, nil, "session", "start", "s-nothere"); session.ExitCode(err) != session.ExitNotFound || !strings.Contains(err.Error(), "no session s-nothere") {
+		t.Fatalf("an unknown session: %v (exit %d)", err, session.ExitCode(err))
+	}
+	if _, err := a.run(t, nil, "session", "list", "-o", "toml"); session.ExitCode(err) != session.ExitUsage {
+		t.Fatalf("-o toml: %v (exit %d)", err, session.ExitCode(err))
+	}
+	if _, err := a.run(t, nil, "session", "list", "--context", "nowhere"); err == nil || !strings.Contains(err.Error(), `no context "nowhere"`) {
+		t.Fatalf("an unknown context: %v", err)
+	}
+
+	// Token files and $BREAKGLASS_TOKEN still work; with none of them and
+	// no login, the command says what to do.
+	tokenFile := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(tokenFile, []byte(token(t, bob)+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := (person{configDir: t.TempDir(), kubeconfig: kubeconfig}).run(t, nil, "session", "get", s, "--relay", tr.url, "--token-file", tokenFile); err != nil || !strings.Contains(out, "reviewed by bob@example.com") {
+		t.Fatalf("with a token file: %v\n%s", err, out)
+	}
 	t.Setenv("BREAKGLASS_TOKEN", "")
-	if err := cmd.Execute(); err == nil || !strings.Contains(err.Error(), "no token") {
-		t.Fatalf("without a token: %v", err)
+	t.Setenv("BREAKGLASS_RELAY", "")
+	if _, err := (person{configDir: t.TempDir(), kubeconfig: kubeconfig}).run(t, nil, "session", "list"); err == nil || !strings.Contains(err.Error(), "not logged in") {
+		t.Fatalf("without a login or token: %v", err)
 	}
 }

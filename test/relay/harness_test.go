@@ -55,6 +55,11 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer issuer.Close()
+	// kubectl breakglass login signs people in as the relay's client on a
+	// loopback port (cli_test.go).
+	issuer.AddClient(audience, "http://127.0.0.1/callback")
+	issuer.AddPerson("alice", alice)
+	issuer.AddPerson("bob", bob)
 	cl, err = cluster.Start(context.Background(), cluster.Options{Profile: policies.Flight, DebugImages: []string{debugImage}, VirtualNode: true})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -8,21 +8,24 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 	kterm "k8s.io/kubectl/pkg/util/term"
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
+	"github.com/tower-dev/breakglass/cmd/kubectl-breakglass/login"
 	"github.com/tower-dev/breakglass/relay"
 	"github.com/tower-dev/breakglass/relay/client"
 )
 
 // options are the flags every session command shares.
 type options struct {
-	relayURL, tokenFile, cluster, namespace string
+	relayURL, tokenFile, cluster, configDir string
+	kube                                    kubeFlags
+	// namespace and resolved: see resolve.
+	namespace string
+	resolved  bool
 }
 
 // New returns the session command.
@@ -33,55 +36,32 @@ func New() *cobra.Command {
 		Short: "Request, approve, start, attach to and end debug sessions through the relay",
 		Long: `Drive a debug session through the relay's API as yourself.
 
-Your identity is your OIDC ID token (the portal's), read from --token-file or
-$BREAKGLASS_TOKEN; the relay's address from --relay or $BREAKGLASS_RELAY. A
-token never goes on the command line, where other users can read it.`,
+Your identity is the OIDC ID token kubectl breakglass login keeps (or one
+read from --token-file or $BREAKGLASS_TOKEN; a token never goes on the
+command line, where other users can read it). The relay is --relay,
+$BREAKGLASS_RELAY, the kubeconfig context's, or the login's. The cluster is
+--cluster, $BREAKGLASS_CLUSTER, or the kubeconfig context's (its cluster's
+name, or the name its ` + ContextExtension + ` extension gives); the
+namespace is -n or the context's.
+
+Exit codes: 0 done; 1 failed; 2 a wrong command line; 3 the relay refused
+(not allowed, not now); 4 no such session; 5 denied, or ended without
+starting (request --wait); 6 the wait timed out.`,
 	}
 	f := cmd.PersistentFlags()
 	f.StringVar(&o.relayURL, "relay", os.Getenv("BREAKGLASS_RELAY"), "the relay's URL ($BREAKGLASS_RELAY)")
-	f.StringVar(&o.tokenFile, "token-file", "", "a file holding your OIDC ID token (else $BREAKGLASS_TOKEN)")
-	f.StringVar(&o.cluster, "cluster", envOr("BREAKGLASS_CLUSTER", ""), "the target cluster's name in the relay ($BREAKGLASS_CLUSTER)")
-	f.StringVarP(&o.namespace, "namespace", "n", "", "the app's namespace")
-	cmd.AddCommand(o.request(), o.approve(), o.deny(), o.start(), o.attach(), o.end(), o.review(), o.list())
+	f.StringVar(&o.tokenFile, "token-file", "", "a file holding your OIDC ID token (else $BREAKGLASS_TOKEN, else the login's)")
+	f.StringVar(&o.cluster, "cluster", os.Getenv("BREAKGLASS_CLUSTER"), "the target cluster's name in the relay ($BREAKGLASS_CLUSTER; default: the kubeconfig context's)")
+	f.StringVar(&o.configDir, login.ConfigDirFlag, "", "where kubectl breakglass login keeps the login (default: $BREAKGLASS_CONFIG_DIR, else breakglass in your config directory)")
+	o.kube.addFlags(f)
+	cmd.AddCommand(o.request(), o.approve(), o.deny(), o.start(), o.attach(), o.end(), o.review(), o.list(), o.get())
 	return cmd
-}
-
-func envOr(k, def string) string {
-	if v := os.Getenv(k); v != "" {
-		return v
-	}
-	return def
-}
-
-func (o *options) client() (*client.Client, error) {
-	if o.relayURL == "" {
-		return nil, errors.New("no relay: pass --relay or set BREAKGLASS_RELAY")
-	}
-	tok := os.Getenv("BREAKGLASS_TOKEN")
-	if o.tokenFile != "" {
-		b, err := os.ReadFile(o.tokenFile)
-		if err != nil {
-			return nil, err
-		}
-		tok = strings.TrimSpace(string(b))
-	}
-	if tok == "" {
-		return nil, errors.New("no token: pass --token-file or set BREAKGLASS_TOKEN")
-	}
-	return &client.Client{BaseURL: o.relayURL, Token: tok}, nil
-}
-
-func (o *options) target(name string) (client.Target, error) {
-	if o.cluster == "" || o.namespace == "" {
-		return client.Target{}, errors.New("--cluster and --namespace name the session's cluster and namespace")
-	}
-	return client.Target{Cluster: o.cluster, Namespace: o.namespace, Name: name}, nil
 }
 
 // run is the shape of every one-call command: build the client and the
 // target, call, print the session.
 func (o *options) run(cmd *cobra.Command, name string, call func(context.Context, *client.Client, client.Target) (relay.SessionView, error)) error {
-	c, err := o.client()
+	c, err := o.client(cmd.Context())
 	if err != nil {
 		return err
 	}
@@ -129,15 +109,47 @@ func printSession(w io.Writer, v relay.SessionView) {
 func (o *options) request() *cobra.Command {
 	var q relay.Request
 	var mode string
+	var wait, attach bool
+	var timeout time.Duration
 	cmd := &cobra.Command{
 		Use:   "request POD --reason TEXT",
 		Short: "Ask for a debug session on a pod; another person approves it",
-		Args:  cobra.ExactArgs(1),
+		Long: `Ask for a debug session on a pod. With --wait, wait for another person's
+decision; with --attach, also start the session once approved and open its
+terminal (exit code 5 when denied, 6 when nobody decided in --timeout).`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			q.Pod, q.Mode = args[0], v1alpha1.SessionMode(mode)
-			return o.run(cmd, "", func(ctx context.Context, c *client.Client, t client.Target) (relay.SessionView, error) {
-				return c.Request(ctx, t, q)
-			})
+			c, err := o.client(cmd.Context())
+			if err != nil {
+				return err
+			}
+			t, err := o.target("")
+			if err != nil {
+				return err
+			}
+			v, err := c.Request(cmd.Context(), t, q)
+			if err != nil {
+				return err
+			}
+			printSession(cmd.OutOrStdout(), v)
+			if !wait && !attach {
+				return nil
+			}
+			t.Name = v.Name
+			if v, err = waitDecided(cmd.Context(), c, t, cmd.ErrOrStderr(), time.Second, timeout); err != nil {
+				return err
+			}
+			printSession(cmd.OutOrStdout(), v)
+			if !attach {
+				return nil
+			}
+			if v.Status.Phase == v1alpha1.PhaseApproved {
+				if _, err := startSession(cmd.Context(), c, t, cmd.ErrOrStderr()); err != nil {
+					return err
+				}
+			}
+			return o.attachTo(cmd, c, t)
 		},
 	}
 	f := cmd.Flags()
@@ -148,15 +160,19 @@ func (o *options) request() *cobra.Command {
 	f.BoolVar(&q.ProcessAccess, "process-access", false, "see the app container's processes (the recording becomes sensitive)")
 	f.BoolVar(&q.KeepPod, "keep-pod", false, "ask to keep the pod afterwards instead of recycling it")
 	f.BoolVar(&q.GlassBroken, "break-glass", false, "start without approval (needs the breakGlass permission); reviewed afterwards")
+	f.BoolVar(&wait, "wait", false, "wait for the decision")
+	f.BoolVar(&attach, "attach", false, "wait for the decision, then start the session and open its terminal")
+	f.DurationVar(&timeout, "timeout", 30*time.Minute, "how long --wait and --attach wait for a decision")
 	return cmd
 }
 
 func (o *options) approve() *cobra.Command {
 	var d relay.Decision
 	cmd := &cobra.Command{
-		Use:   "approve SESSION",
-		Short: "Approve another person's session",
-		Args:  cobra.ExactArgs(1),
+		Use:               "approve SESSION",
+		ValidArgsFunction: o.completeSessions,
+		Short:             "Approve another person's session",
+		Args:              cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return o.run(cmd, args[0], func(ctx context.Context, c *client.Client, t client.Target) (relay.SessionView, error) {
 				return c.Approve(ctx, t, d)
@@ -172,9 +188,10 @@ func (o *options) approve() *cobra.Command {
 func (o *options) deny() *cobra.Command {
 	var reason string
 	cmd := &cobra.Command{
-		Use:   "deny SESSION --reason TEXT",
-		Short: "Deny another person's session",
-		Args:  cobra.ExactArgs(1),
+		Use:               "deny SESSION --reason TEXT",
+		ValidArgsFunction: o.completeSessions,
+		Short:             "Deny another person's session",
+		Args:              cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return o.run(cmd, args[0], func(ctx context.Context, c *client.Client, t client.Target) (relay.SessionView, error) {
 				return c.Deny(ctx, t, reason)
@@ -187,12 +204,13 @@ func (o *options) deny() *cobra.Command {
 
 func (o *options) start() *cobra.Command {
 	return &cobra.Command{
-		Use:   "start SESSION",
-		Short: "Start your approved session: the grant, the debug container, the recorded terminal",
-		Args:  cobra.ExactArgs(1),
+		Use:               "start SESSION",
+		ValidArgsFunction: o.completeSessions,
+		Short:             "Start your approved session: the grant, the debug container, the recorded terminal",
+		Args:              cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return o.run(cmd, args[0], func(ctx context.Context, c *client.Client, t client.Target) (relay.SessionView, error) {
-				return c.Start(ctx, t)
+				return startSession(ctx, c, t, cmd.ErrOrStderr())
 			})
 		},
 	}
@@ -201,9 +219,10 @@ func (o *options) start() *cobra.Command {
 func (o *options) end() *cobra.Command {
 	var reason string
 	cmd := &cobra.Command{
-		Use:   "end SESSION",
-		Short: "End a session: detach, recycle the pod, revoke the grant",
-		Args:  cobra.ExactArgs(1),
+		Use:               "end SESSION",
+		ValidArgsFunction: o.completeSessions,
+		Short:             "End a session: detach, recycle the pod, revoke the grant",
+		Args:              cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return o.run(cmd, args[0], func(ctx context.Context, c *client.Client, t client.Target) (relay.SessionView, error) {
 				return c.End(ctx, t, reason)
@@ -217,9 +236,10 @@ func (o *options) end() *cobra.Command {
 func (o *options) review() *cobra.Command {
 	var comment string
 	cmd := &cobra.Command{
-		Use:   "review SESSION --comment TEXT",
-		Short: "Review another person's ended session",
-		Args:  cobra.ExactArgs(1),
+		Use:               "review SESSION --comment TEXT",
+		ValidArgsFunction: o.completeSessions,
+		Short:             "Review another person's ended session",
+		Args:              cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return o.run(cmd, args[0], func(ctx context.Context, c *client.Client, t client.Target) (relay.SessionView, error) {
 				return c.Review(ctx, t, comment)
@@ -230,38 +250,14 @@ func (o *options) review() *cobra.Command {
 	return cmd
 }
 
-func (o *options) list() *cobra.Command {
-	return &cobra.Command{
-		Use:   "list",
-		Short: "List the sessions you may see",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := o.client()
-			if err != nil {
-				return err
-			}
-			sessions, err := c.List(cmd.Context(), o.cluster, o.namespace)
-			if err != nil {
-				return err
-			}
-			w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-			fmt.Fprintln(w, "CLUSTER\tNAMESPACE\tNAME\tPOD\tMODE\tPHASE\tREQUESTER\tAGE\tREASON")
-			for _, v := range sessions {
-				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", v.Cluster, v.Namespace, v.Name, v.Spec.TargetPod, v.Spec.Mode,
-					v.Status.Phase, v.Spec.Requester, time.Since(v.Created.Time).Round(time.Second), v.Spec.Reason)
-			}
-			return w.Flush()
-		},
-	}
-}
-
 func (o *options) attach() *cobra.Command {
 	return &cobra.Command{
-		Use:   "attach SESSION",
-		Short: "Open the session's terminal (yours to type in; an approver watches read-only)",
-		Args:  cobra.ExactArgs(1),
+		Use:               "attach SESSION",
+		Short:             "Open the session's terminal (yours to type in; an approver watches read-only)",
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: o.completeSessions,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := o.client()
+			c, err := o.client(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -269,35 +265,40 @@ func (o *options) attach() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			in, out := cmd.InOrStdin(), cmd.OutOrStdout()
-			// kubectl's own terminal handling: raw mode restored on the way
-			// out, and size changes followed on Linux, macOS (SIGWINCH) and
-			// Windows (polled).
-			tty := kterm.TTY{In: in, Out: out, Raw: true}
-			resize := make(chan client.Size, 1)
-			resize <- sizeOf(tty.GetSize())
-			if sizes := tty.MonitorSize(); sizes != nil {
-				go func() {
-					for s := sizes.Next(); s != nil; s = sizes.Next() {
-						select {
-						case <-resize: // only the newest size matters
-						default:
-						}
-						resize <- sizeOf(&kterm.TerminalSize{Width: s.Width, Height: s.Height})
-					}
-				}()
-			}
-			err = tty.Safe(func() error { return c.Attach(cmd.Context(), t, in, out, cmd.ErrOrStderr(), resize) })
-			var ended *client.Ended
-			if errors.As(err, &ended) {
-				fmt.Fprintf(cmd.ErrOrStderr(), "\r\n%s\r\n", ended.Reason)
-				if ended.Code == 1000 {
-					return nil
-				}
-			}
-			return err
+			return o.attachTo(cmd, c, t)
 		},
 	}
+}
+
+// attachTo opens t's terminal on the command's input and output.
+func (o *options) attachTo(cmd *cobra.Command, c *client.Client, t client.Target) error {
+	in, out := cmd.InOrStdin(), cmd.OutOrStdout()
+	// kubectl's own terminal handling: raw mode restored on the way out,
+	// and size changes followed on Linux, macOS (SIGWINCH) and Windows
+	// (polled).
+	tty := kterm.TTY{In: in, Out: out, Raw: true}
+	resize := make(chan client.Size, 1)
+	resize <- sizeOf(tty.GetSize())
+	if sizes := tty.MonitorSize(); sizes != nil {
+		go func() {
+			for s := sizes.Next(); s != nil; s = sizes.Next() {
+				select {
+				case <-resize: // only the newest size matters
+				default:
+				}
+				resize <- sizeOf(&kterm.TerminalSize{Width: s.Width, Height: s.Height})
+			}
+		}()
+	}
+	err := tty.Safe(func() error { return c.Attach(cmd.Context(), t, in, out, cmd.ErrOrStderr(), resize) })
+	var ended *client.Ended
+	if errors.As(err, &ended) {
+		fmt.Fprintf(cmd.ErrOrStderr(), "\r\n%s\r\n", ended.Reason)
+		if ended.Code == 1000 {
+			return nil
+		}
+	}
+	return err
 }
 
 // defaultSize is a terminal's size when the input is not one (a script, a
