@@ -1,3 +1,4 @@
+// Command breakglass-dev runs the whole plane on this machine (make dev).
 package main
 
 import (
@@ -84,21 +85,26 @@ func printWelcome(w io.Writer, i dev.Info) {
 		fmt.Fprintf(w, "  %-6s %-68s token in %s\n", p.Username, p.Role, i.Tokens[p.Person.Email])
 	}
 	fmt.Fprintf(w, `
-Or with the CLI. Terminal 1, as alice (bin/ on the PATH; with kubectl, "kubectl breakglass" works too):
-  export BREAKGLASS_RELAY=%s BREAKGLASS_CLUSTER=%s
-  kubectl-breakglass session request %s -n %s --token-file %s --reason "checkout returns 500s"
+Or with the CLI (bin/ on the PATH; with kubectl, "kubectl breakglass" works too). The kubeconfig's
+context names the relay, the cluster and the namespace; each person keeps their login in a folder
+of their own here (one person per machine needs no BREAKGLASS_CONFIG_DIR).
 
-Terminal 2, as bob (same two exports):
-  kubectl-breakglass session list --token-file %s
-  kubectl-breakglass session approve SESSION -n %s --token-file %s
+Terminal 1, as alice:
+  export KUBECONFIG=%[1]s BREAKGLASS_CONFIG_DIR=%[2]s/alice
+  kubectl-breakglass login --relay %[3]s      # a browser opens: pick alice
+  kubectl-breakglass session request %[4]s --reason "checkout returns 500s" --attach
 
-Terminal 1 again:
-  kubectl-breakglass session start SESSION -n %s --token-file %s
-  kubectl-breakglass session attach SESSION -n %s --token-file %s
-  kubectl-breakglass session end SESSION -n %s --token-file %s
+Terminal 2, as bob:
+  export KUBECONFIG=%[1]s BREAKGLASS_CONFIG_DIR=%[2]s/bob
+  kubectl-breakglass login --relay %[3]s --device      # enter the code on the page it names, as bob
+  kubectl-breakglass session list -o wide
+  kubectl-breakglass session approve SESSION
+
+alice's terminal opens once bob approves; exit (or kubectl-breakglass session end SESSION) ends it.
+Token files for scripts: %[5]s (alice), %[6]s (bob), with --token-file.
 
 Ctrl-C stops everything.
-`, i.RelayURL, i.Cluster, i.Pod, i.Namespace, alice, bob, i.Namespace, bob, i.Namespace, alice, i.Namespace, alice, i.Namespace, alice)
+`, i.Kubeconfig, dir, i.RelayURL, i.Pod, alice, bob)
 }
 
 func rekorLine(i dev.Info) string {

@@ -168,7 +168,7 @@ func Up(ctx context.Context, o Options, logs io.Writer) (err error) {
 	}
 	var planes []*plane
 	for i, p := range profiles {
-		pl := &plane{name: string(p), profile: p, dir: filepath.Join(o.Dir, string(p))}
+		pl := &plane{name: string(p), profile: p, dir: filepath.Join(o.Dir, string(p)), relayURL: relayURL}
 		if i == 0 {
 			pl.c, pl.realNode = first, o.RealNode
 		}
@@ -185,7 +185,8 @@ func Up(ctx context.Context, o Options, logs io.Writer) (err error) {
 		return err
 	}
 	stops = append(stops, issuer.Close)
-	issuer.AddClient(relayAudience, relayURL+"/auth/callback")
+	// The console's redirect, and kubectl breakglass login's loopback port.
+	issuer.AddClient(relayAudience, relayURL+"/auth/callback", "http://127.0.0.1/callback")
 	tokens := map[string]string{}
 	for _, p := range People {
 		issuer.AddPerson(p.Username, p.Person)

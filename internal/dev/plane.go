@@ -2,17 +2,21 @@ package dev
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"time"
 
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
 	"github.com/tower-dev/breakglass/evidence/recording"
 	"github.com/tower-dev/breakglass/evidence/tlog"
 	"github.com/tower-dev/breakglass/policies"
 	"github.com/tower-dev/breakglass/relay"
+	"github.com/tower-dev/breakglass/relay/client"
 	"github.com/tower-dev/breakglass/relay/notify"
 	"github.com/tower-dev/breakglass/sweeper"
 	"github.com/tower-dev/breakglass/test/cluster"
@@ -38,6 +42,18 @@ type plane struct {
 	portal     *cluster.User
 	// image is the signed debug image, by digest.
 	image string
+	// relayURL is the relay's, written into the kubeconfig's context.
+	relayURL string
+}
+
+// kubeConfig is the cluster admin's kubeconfig; its context tells
+// kubectl breakglass the relay and the relay's name for the cluster.
+func (p *plane) kubeConfig() clientcmdapi.Config {
+	name := "breakglass-" + p.name
+	k := p.c.KubeConfig(name, demoNamespace)
+	ext, _ := json.Marshal(map[string]string{"cluster": p.name, "relay": p.relayURL})
+	k.Contexts[name].Extensions = map[string]runtime.Object{client.ContextExtension: &runtime.Unknown{Raw: ext, ContentType: runtime.ContentTypeJSON}}
+	return k
 }
 
 // start brings the cluster up (unless it runs already, on a real node),
@@ -59,7 +75,7 @@ func (p *plane) start(ctx context.Context, step func(string), stops *[]func() er
 		return err
 	}
 	p.kubeconfig = filepath.Join(p.dir, "kubeconfig")
-	if err := clientcmd.WriteToFile(p.c.KubeConfig("breakglass-"+p.name, demoNamespace), p.kubeconfig); err != nil {
+	if err := clientcmd.WriteToFile(p.kubeConfig(), p.kubeconfig); err != nil {
 		return err
 	}
 
