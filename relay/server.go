@@ -14,7 +14,6 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"golang.org/x/time/rate"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -199,9 +198,6 @@ func (s *Server) routes() []route {
 		{"GET", one + "/recording", s.authed(s.recording)},
 		{"GET", "/api/v1/signing-key", http.HandlerFunc(s.signingKey)},
 		{"GET", "/api/v1/login", http.HandlerFunc(s.loginConfig)},
-		{"GET", "/healthz", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })},
-		{"GET", "/readyz", http.HandlerFunc(s.ready)},
-		{"GET", "/metrics", promhttp.HandlerFor(s.metrics.registry, promhttp.HandlerOpts{})},
 	}
 }
 
@@ -222,9 +218,10 @@ func (s *Server) Handler() http.Handler {
 	return mux
 }
 
-// ready says whether every cluster and the recording store answer: a relay
-// that cannot record must not take sessions.
-func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
+// Ready says whether every cluster and the recording store answer: a relay
+// that cannot record must not take sessions (its /readyz, on the probes'
+// port).
+func (s *Server) Ready(r *http.Request) error {
 	var errs []error
 	if err := s.store.Check(r.Context()); err != nil {
 		errs = append(errs, fmt.Errorf("recording store: %w", err))
@@ -234,12 +231,12 @@ func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
 			errs = append(errs, fmt.Errorf("cluster %s: %w", name, err))
 		}
 	}
-	if err := errors.Join(errs...); err != nil {
-		http.Error(w, err.Error(), http.StatusServiceUnavailable)
-		return
-	}
-	_, _ = w.Write([]byte("ok"))
+	return errors.Join(errs...)
 }
+
+// Metrics are the relay's Prometheus metrics (its /metrics, on a port of
+// its own).
+func (s *Server) Metrics() prometheus.Gatherer { return s.metrics.registry }
 
 type handler func(w http.ResponseWriter, r *http.Request, c Caller) error
 

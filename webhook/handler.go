@@ -30,6 +30,7 @@ type Handler struct {
 func (h *Handler) Handle(ctx context.Context, req admission.Request) admission.Response {
 	images, err := h.debugImages(req)
 	if err != nil {
+		admissions.WithLabelValues("malformed").Inc()
 		return admission.Errored(http.StatusBadRequest, err)
 	}
 	var refusals []string
@@ -39,8 +40,10 @@ func (h *Handler) Handle(ctx context.Context, req admission.Request) admission.R
 		}
 	}
 	if len(refusals) > 0 {
+		admissions.WithLabelValues("denied").Inc()
 		return admission.Denied("[webhook.signature] the debug image must be signed by a key the plane trusts: " + strings.Join(refusals, "; "))
 	}
+	admissions.WithLabelValues("allowed").Inc()
 	return admission.Allowed("")
 }
 

@@ -90,7 +90,9 @@ var (
 
 // Verify checks that image is pinned by digest and carries a valid cosign
 // signature by the key of the policy that covers its repository.
-func (v *Verifier) Verify(ctx context.Context, image string) error {
+func (v *Verifier) Verify(ctx context.Context, image string) (err error) {
+	began, cached := time.Now(), false
+	defer func() { observeVerification(began, err, cached) }()
 	ref, err := name.NewDigest(image, v.opts.NameOptions...)
 	if err != nil {
 		return fmt.Errorf("%s: %w: use REPOSITORY@sha256:<digest>", image, ErrNotPinned)
@@ -101,6 +103,7 @@ func (v *Verifier) Verify(ctx context.Context, image string) error {
 		return fmt.Errorf("%s: %w (%s)", image, ErrNoPolicy, repo)
 	}
 	if v.cache.ok(ref.DigestStr(), policy.Name) {
+		cached = true
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, v.opts.Deadline)

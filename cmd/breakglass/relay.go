@@ -19,6 +19,7 @@ import (
 	"github.com/tower-dev/breakglass/evidence/audit"
 	"github.com/tower-dev/breakglass/evidence/recording"
 	"github.com/tower-dev/breakglass/evidence/tlog"
+	"github.com/tower-dev/breakglass/internal/probes"
 	"github.com/tower-dev/breakglass/relay"
 	"github.com/tower-dev/breakglass/relay/notify"
 	"github.com/tower-dev/breakglass/sweeper"
@@ -26,6 +27,8 @@ import (
 
 func newRelayCommand() *cobra.Command {
 	var configFile, tlsCert, tlsKey string
+	var probeOpts probes.Options
+	var logOpts *zap.Options
 	cmd := &cobra.Command{
 		Use:   "relay",
 		Short: "Serve the session API and the recorded terminals",
@@ -41,13 +44,19 @@ configured sinks).`,
 			if err != nil {
 				return err
 			}
-			ctrl.SetLogger(zap.New())
+			ctrl.SetLogger(zap.New(zap.UseFlagOptions(logOpts)))
 			ctx := ctrl.SetupSignalHandler()
 			srv, closeAll, err := buildRelay(ctx, cfg)
 			if err != nil {
 				return err
 			}
 			defer closeAll()
+			probeOpts.Ready, probeOpts.Metrics = srv.Ready, srv.Metrics()
+			probeServers, err := probes.Start(probeOpts)
+			if err != nil {
+				return err
+			}
+			defer func() { _ = probeServers.Stop(context.Background()) }()
 			hs := &http.Server{Addr: cfg.Listen, Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
 			errc := make(chan error, 1)
 			go func() {
@@ -72,6 +81,8 @@ configured sinks).`,
 	f.StringVar(&configFile, "config", "/etc/breakglass/relay.yaml", "the relay's configuration file")
 	f.StringVar(&tlsCert, "tls-cert", "", "serve TLS with this certificate (else plain HTTP behind a TLS-terminating ingress)")
 	f.StringVar(&tlsKey, "tls-key", "", "the TLS certificate's key")
+	probeFlags(cmd, &probeOpts)
+	logOpts = logFlags(cmd)
 	return cmd
 }
 

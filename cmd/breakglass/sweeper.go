@@ -27,6 +27,7 @@ func newSweeperCommand() *cobra.Command {
 		s3opts                                 recording.S3Options
 		retention                              time.Duration
 	)
+	var logOpts *zap.Options
 	cmd := &cobra.Command{
 		Use:   "sweeper",
 		Short: "Delete expired grants and finish sessions the relay abandoned",
@@ -73,7 +74,7 @@ reviews. It reads all of its state from the cluster.`,
 				sinks, last = append(sinks, f), tail
 			}
 			opts.Audit = audit.NewLog(last, nil, sinks...)
-			ctrl.SetLogger(zap.New())
+			ctrl.SetLogger(zap.New(zap.UseFlagOptions(logOpts)))
 			cfg, err := ctrl.GetConfig()
 			if err != nil {
 				return err
@@ -100,6 +101,7 @@ reviews. It reads all of its state from the cluster.`,
 	f.BoolVar(&opts.LeaderElection, "leader-elect", true, "run one active sweeper among replicas")
 	f.StringVar(&opts.MetricsAddr, "metrics-bind-address", ":8080", "Prometheus metrics address (0 to turn off)")
 	f.StringVar(&opts.HealthAddr, "health-probe-bind-address", ":8081", "/healthz and /readyz address")
+	logOpts = logFlags(cmd)
 	f.StringVar(&notifyURL, "notify-url", "", "webhook that receives notifications (JSON POST)")
 	f.StringVar(&portalURL, "portal-url", "", "the portal's base URL, for deep links to sessions")
 	f.StringVar(&fallbackReviewer, "fallback-reviewer", "", "who is told when a review is overdue")

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"time"
 
@@ -8,8 +9,10 @@ import (
 	"k8s.io/client-go/kubernetes"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
+	"github.com/tower-dev/breakglass/internal/probes"
 	"github.com/tower-dev/breakglass/manifests"
 	"github.com/tower-dev/breakglass/webhook"
 )
@@ -21,6 +24,8 @@ func newWebhookCommand() *cobra.Command {
 		selfManaged               bool
 		opts                      webhook.VerifierOptions
 		dnsNames                  []string
+		probeOpts                 probes.Options
+		logOpts                   *zap.Options
 	)
 	cmd := &cobra.Command{
 		Use:   "webhook",
@@ -46,7 +51,7 @@ reloaded when they change.`,
 			if err != nil {
 				return err
 			}
-			ctrl.SetLogger(zap.New())
+			ctrl.SetLogger(zap.New(zap.UseFlagOptions(logOpts)))
 			ctx := ctrl.SetupSignalHandler()
 			verifier, err := webhook.NewVerifier(ctx, cfg, opts)
 			if err != nil {
@@ -73,6 +78,14 @@ reloaded when they change.`,
 			if err != nil {
 				return err
 			}
+			// Ready once it serves TLS; the metrics are controller-runtime's
+			// webhook metrics and the signature checks' (webhook/metrics.go).
+			probeOpts.Ready, probeOpts.Metrics = srv.StartedChecker(), ctrlmetrics.Registry
+			probeServers, err := probes.Start(probeOpts)
+			if err != nil {
+				return err
+			}
+			defer func() { _ = probeServers.Stop(context.Background()) }()
 			return srv.Start(ctx)
 		},
 	}
@@ -86,5 +99,7 @@ reloaded when they change.`,
 	f.DurationVar(&opts.Deadline, "deadline", 3*time.Second, "one verification's deadline; shorter than the webhook's timeoutSeconds")
 	f.IntVar(&opts.CacheSize, "cache-size", 1024, "verified (digest, policy) pairs remembered")
 	f.DurationVar(&opts.CacheTTL, "cache-ttl", 10*time.Minute, "how long a verified pair is remembered")
+	probeFlags(cmd, &probeOpts)
+	logOpts = logFlags(cmd)
 	return cmd
 }

@@ -19,6 +19,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
 	"github.com/tower-dev/breakglass/manifests"
@@ -145,12 +146,25 @@ func wantRefused(t *testing.T, err error, want string) {
 func TestSignatures(t *testing.T) {
 	startWebhook(t, 3*time.Second)
 	portal := session(t, "signatures")
+	before := webhookCounters(t)
 	if err := addDebugContainer(t, portal, "signatures", signed); err != nil {
 		t.Fatalf("a signed, pinned debug image was refused: %v", err)
 	}
 	wantRefused(t, addDebugContainer(t, portal, "signatures", unsigned), "[webhook.signature]")
 	wantRefused(t, addDebugContainer(t, portal, "signatures", wrongKey), "no valid signature by the key of policy debug-images")
 	wantRefused(t, addDebugContainer(t, portal, "signatures", otherRepo), "no signature policy covers its repository")
+	// What the operator's dashboard and alerts read (the API server may
+	// retry a call, so at least).
+	after := webhookCounters(t)
+	for series, least := range map[string]float64{`verifications_total{result="unsigned"}`: 2, `verifications_total{result="no-policy"}`: 1,
+		`admissions_total{decision="denied"}`: 3, `admissions_total{decision="allowed"}`: 1} {
+		if got := after[series] - before[series]; got < least {
+			t.Errorf("breakglass_webhook_%s went up by %v, want at least %v", series, got, least)
+		}
+	}
+	if after[`verifications_total{result="verified"}`]+after[`verifications_total{result="cached"}`] <= before[`verifications_total{result="verified"}`]+before[`verifications_total{result="cached"}`] {
+		t.Error("the signed image's check was not counted")
+	}
 
 	t.Run("a copy pod with an unsigned debug container", func(t *testing.T) {
 		sc := cluster.DebugSecurityContext()
@@ -233,4 +247,27 @@ func TestSlowRegistry(t *testing.T) {
 	reg.Slow.Store(true)
 	defer reg.Slow.Store(false)
 	wantRefused(t, addDebugContainer(t, portal, "slow", signedLate), "signature check did not finish in time")
+}
+
+// webhookCounters reads the webhook's counters from the registry its
+// metrics port serves, as series name{label="value"} without the prefix.
+func webhookCounters(t *testing.T) map[string]float64 {
+	t.Helper()
+	families, err := ctrlmetrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]float64{}
+	for _, f := range families {
+		name, ok := strings.CutPrefix(f.GetName(), "breakglass_webhook_")
+		if !ok {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				out[fmt.Sprintf("%s{%s=%q}", name, l.GetName(), l.GetValue())] = m.GetCounter().GetValue()
+			}
+		}
+	}
+	return out
 }
