@@ -9,9 +9,12 @@ NODE_BINS := $(BIN)/kubelet $(BIN)/kube-controller-manager $(BIN)/kube-scheduler
 
 export KUBEBUILDER_ASSETS := $(BIN)
 
-.PHONY: all build cross test-cross console node dev image debug-image rekor debian-packages test test-unit test-integration fuzz bench generate verify-generate lint tools clean
+.PHONY: all build cross test-cross krew console node dev image debug-image rekor debian-packages test test-unit test-integration fuzz bench generate verify-generate lint tools clean
 
 all: build
+
+# VERSION is the plugin's release (kubectl breakglass version; krew's semver).
+VERSION ?= v0.0.0-dev
 
 # cross: the kubectl plugin builds for every platform people run it on
 # (it links nothing Linux-only; make dev's test bed is bin/breakglass-dev).
@@ -21,8 +24,19 @@ CROSS_PLATFORMS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd
 cross: console
 	@set -e; for p in $(CROSS_PLATFORMS); do \
 		echo ">> kubectl-breakglass for $$p"; \
-		CGO_ENABLED=0 GOOS=$${p%/*} GOARCH=$${p#*/} $(GO) build -trimpath -ldflags "-s -w" -o $(BIN)/cross/$${p%/*}-$${p#*/}/kubectl-breakglass$$( [ $${p%/*} = windows ] && echo .exe ) ./cmd/kubectl-breakglass; \
+		CGO_ENABLED=0 GOOS=$${p%/*} GOARCH=$${p#*/} $(GO) build -trimpath -ldflags "-s -w -X main.version=$(VERSION)" -o $(BIN)/cross/$${p%/*}-$${p#*/}/kubectl-breakglass$$( [ $${p%/*} = windows ] && echo .exe ) ./cmd/kubectl-breakglass; \
 	done
+
+# krew: the archives of every platform and the krew plugin manifest for them
+# (bin/krew/breakglass.yaml), for a release at VERSION.
+krew: cross
+	@mkdir -p $(BIN)/krew
+	@set -e; for p in $(CROSS_PLATFORMS); do \
+		d=$(BIN)/cross/$${p%/*}-$${p#*/}; \
+		tar -czf $(BIN)/krew/kubectl-breakglass_$${p%/*}_$${p#*/}.tar.gz -C $$d .; \
+	done
+	$(GO) run ./hack/krew --version $(VERSION) -o $(BIN)/krew/breakglass.yaml $(BIN)/krew/*.tar.gz
+	@echo ">> $(BIN)/krew/breakglass.yaml"
 
 # The web console: npm packages from the lockfile, bundled by esbuild into
 # relay/console/dist, which the relay's binary embeds (go:embed).
