@@ -70,6 +70,9 @@ func (g *GrantSweeper) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Re
 	}
 	log.FromContext(ctx).Info("deleted an expired grant", "grant", req.NamespacedName,
 		"session", rb.Labels[v1alpha1.SessionLabel], "ttl", rb.Labels[v1alpha1.TTLLabel], "expired", expiry)
+	if err == nil {
+		grantLateness.Observe(now.Sub(expiry).Seconds())
+	}
 	if g.Expired != nil && err == nil {
 		g.Expired(rb, now.Sub(expiry))
 	}

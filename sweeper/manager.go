@@ -2,10 +2,12 @@ package sweeper
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -23,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -192,6 +195,13 @@ func New(cfg *rest.Config, opts Options) (manager.Manager, error) {
 		Watches(&rbacv1.RoleBinding{}, handler.EnqueueRequestsFromMapFunc(pods.podsOf)).
 		WithOptions(controller.Options{NewQueue: newQueue}).Complete(pods); err != nil {
 		return nil, err
+	}
+	// One sweeper's figures per process (tests run several): the first one's.
+	for _, c := range []prometheus.Collector{PlaneMetrics(mgr.GetClient(), opts.Clock), grantLateness} {
+		var already prometheus.AlreadyRegisteredError
+		if err := ctrlmetrics.Registry.Register(c); err != nil && (!errors.As(err, &already) || !opts.SeveralInOneProcess) {
+			return nil, fmt.Errorf("the sweeper's metrics: %w", err)
+		}
 	}
 	return mgr, nil
 }
