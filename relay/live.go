@@ -203,6 +203,9 @@ func (s *Server) terminal(w http.ResponseWriter, r *http.Request, c Caller) erro
 		return err
 	}
 	start := time.Now()
+	role := map[bool]string{true: "watcher", false: "requester"}[readOnly]
+	s.metrics.terminals.WithLabelValues(role).Inc()
+	defer s.metrics.terminals.WithLabelValues(role).Dec()
 	err = terminal.Serve(w, r, held.live, terminal.Options{
 		ReadOnly: readOnly, Subprotocol: TerminalProtocol,
 		CheckOrigin: func(*http.Request) bool { return true }, // checked above, before the upgrade

@@ -405,6 +405,8 @@ type metrics struct {
 	requests *prometheus.CounterVec
 	live     prometheus.Gauge
 	bytes    *prometheus.CounterVec
+	// terminals are the terminal connections open, by role.
+	terminals *prometheus.GaugeVec
 }
 
 func newMetrics() *metrics {
@@ -416,7 +418,9 @@ func newMetrics() *metrics {
 			Help: "Sessions with a terminal open in this relay."}),
 		bytes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "breakglass_relay_terminal_bytes_total",
 			Help: "Terminal bytes relayed, by direction."}, []string{"direction"}),
+		terminals: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "breakglass_relay_terminal_connections",
+			Help: "Terminal connections open, by role: requester (typing) or watcher (read-only)."}, []string{"role"}),
 	}
-	m.registry.MustRegister(m.requests, m.live, m.bytes, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.registry.MustRegister(m.requests, m.live, m.bytes, m.terminals, audit.SinkFailures, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

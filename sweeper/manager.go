@@ -197,7 +197,7 @@ func New(cfg *rest.Config, opts Options) (manager.Manager, error) {
 		return nil, err
 	}
 	// One sweeper's figures per process (tests run several): the first one's.
-	for _, c := range []prometheus.Collector{PlaneMetrics(mgr.GetClient(), opts.Clock), grantLateness} {
+	for _, c := range []prometheus.Collector{PlaneMetrics(mgr.GetClient(), opts.Clock), grantLateness, audit.SinkFailures} {
 		var already prometheus.AlreadyRegisteredError
 		if err := ctrlmetrics.Registry.Register(c); err != nil && (!errors.As(err, &already) || !opts.SeveralInOneProcess) {
 			return nil, fmt.Errorf("the sweeper's metrics: %w", err)

@@ -144,6 +144,9 @@ func (l *Log) writeBatch(ctx context.Context) {
 	wrote := false
 	for _, s := range l.sinks {
 		err := s.Write(ctx, lines.Bytes())
+		if err != nil {
+			SinkFailures.WithLabelValues(sinkKind(s)).Inc()
+		}
 		errs = append(errs, err)
 		wrote = wrote || err == nil
 	}

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"time"
 )
 
@@ -135,9 +137,14 @@ func TestHTTPSinkRetries(t *testing.T) {
 }
 
 func TestASinkFailureIsAnError(t *testing.T) {
+	before := testutil.ToFloat64(SinkFailures.WithLabelValues("http"))
 	l := NewLog(Event{}, nil, &HTTP{URL: "http://127.0.0.1:1/", Retries: 0})
 	if _, err := l.Record(context.Background(), Event{Kind: "grant"}); err == nil {
 		t.Fatal("an event that reached no sink passed silently")
+	}
+	// And the operator's alert sees it.
+	if got := testutil.ToFloat64(SinkFailures.WithLabelValues("http")) - before; got != 1 {
+		t.Fatalf("http sink failures went up by %v, want 1", got)
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 	"k8s.io/utils/clock"
 
@@ -218,6 +219,10 @@ func TestCLIWalkthrough(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitOutput(t, &aliceOut, regexp.MustCompile(`cli-42`))
+	// What the operator sees meanwhile: one terminal open, typing.
+	if n := gaugeValue(t, tr.server.Metrics(), "breakglass_relay_terminal_connections", "requester"); n != 1 {
+		t.Errorf("terminal connections (requester): %v, want 1", n)
+	}
 	// Input that is not a terminal (a pipe here) gets a usable size, not 0x0.
 	if !strings.Contains(aliceOut.String(), "24 80") {
 		t.Fatalf("the terminal's size for piped input: %q", aliceOut.String())
@@ -270,4 +275,26 @@ func TestCLIWalkthrough(t *testing.T) {
 	if _, err := (person{configDir: t.TempDir(), kubeconfig: kubeconfig}).run(t, nil, "session", "list"); err == nil || !strings.Contains(err.Error(), "not logged in") {
 		t.Fatalf("without a login or token: %v", err)
 	}
+}
+
+// gaugeValue is the gauge name{…="label"}'s value from g.
+func gaugeValue(t *testing.T, g prometheus.Gatherer, name, label string) float64 {
+	t.Helper()
+	families, err := g.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetValue() == label {
+					return m.GetGauge().GetValue()
+				}
+			}
+		}
+	}
+	return -1
 }
