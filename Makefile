@@ -55,7 +55,7 @@ build: console
 	$(GO) build -o $(BIN)/breakglass ./cmd/breakglass
 
 ## tools: build the external programs the tests and generators use, once, into bin/.
-tools: $(BIN)/kube-apiserver $(NODE_BINS) $(BIN)/etcd $(BIN)/versitygw $(BIN)/controller-gen $(BIN)/golangci-lint rekor
+tools: $(BIN)/kube-apiserver $(NODE_BINS) $(BIN)/etcd $(BIN)/versitygw $(BIN)/controller-gen $(BIN)/golangci-lint $(BIN)/promtool rekor
 
 KUBE_LDFLAGS := -s -w \
 	-X k8s.io/component-base/version.gitVersion=$(KUBE_VERSION) \
@@ -94,6 +94,11 @@ $(REKOR_BINS) &: tools/rekor/go.mod tools/rekor/go.sum
 	cd tools/rekor && $(GO) build -o $(BIN)/trillian_log_server github.com/google/trillian/cmd/trillian_log_server
 	cd tools/rekor && $(GO) build -o $(BIN)/trillian_log_signer github.com/google/trillian/cmd/trillian_log_signer
 	cd tools/rekor && $(GO) build -o $(BIN)/createtree github.com/google/trillian/cmd/createtree
+
+# promtool: Prometheus' rule tester, for the chart's alerts (test/sweeper TestAlertRules).
+$(BIN)/promtool: tools/promtool/go.mod tools/promtool/go.sum
+	@echo ">> building promtool from module sources"
+	cd tools/promtool && $(GO) build -o $@ github.com/prometheus/prometheus/cmd/promtool
 
 $(BIN)/controller-gen: tools/dev/go.mod tools/dev/go.sum
 	cd tools/dev && $(GO) build -o $@ sigs.k8s.io/controller-tools/cmd/controller-gen
@@ -146,7 +151,7 @@ test-unit: console
 test/browser/node_modules/.package-lock.json: test/browser/package.json test/browser/package-lock.json
 	cd test/browser && npm ci --no-audit --no-fund
 
-test-integration: console $(BIN)/kube-apiserver $(NODE_BINS) $(BIN)/etcd $(BIN)/versitygw rekor test/browser/node_modules/.package-lock.json
+test-integration: console $(BIN)/kube-apiserver $(NODE_BINS) $(BIN)/etcd $(BIN)/versitygw $(BIN)/promtool rekor test/browser/node_modules/.package-lock.json
 	$(GO) test -count=1 -timeout 20m ./test/integration/... ./test/evidence/... ./test/tlog/...
 	$(GO) test -count=1 -timeout 20m -race ./test/sweeper/... ./test/cluster/... ./test/session/... ./test/relay/...
 	$(GO) test -count=1 -timeout 20m ./test/webhook/... ./test/chart/... ./test/dev/... ./test/console/...

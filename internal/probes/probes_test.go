@@ -29,13 +29,13 @@ func TestProbes(t *testing.T) {
 	c := prometheus.NewCounter(prometheus.CounterOpts{Name: "breakglass_test_total", Help: "test"})
 	reg.MustRegister(c)
 	c.Add(3)
-	var notReady error = errors.New("recording store: bucket unreachable")
+	notReady := errors.New("recording store: bucket unreachable")
 	s, err := Start(Options{HealthAddr: "127.0.0.1:0", MetricsAddr: "127.0.0.1:0", Metrics: reg,
 		Ready: func(*http.Request) error { return notReady }})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Stop(context.Background())
+	defer func() { _ = s.Stop(context.Background()) }()
 	if code, _ := get(t, "http://"+s.HealthAddr+"/healthz"); code != http.StatusOK {
 		t.Fatalf("/healthz: %d", code)
 	}
@@ -60,7 +60,7 @@ func TestProbes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer off.Stop(context.Background())
+	defer func() { _ = off.Stop(context.Background()) }()
 	if off.HealthAddr != "" || off.MetricsAddr == "" {
 		t.Fatalf("listening on %q and %q", off.HealthAddr, off.MetricsAddr)
 	}
