@@ -71,15 +71,18 @@ func PortalRole() *rbacv1.ClusterRole {
 
 // SweeperRole lets the sweeper find and delete expired grants, finish
 // abandoned Sessions and recycle debugged pods; the delete-scope policy
-// keeps its deletes to those. It records no Events outside the plane's
-// namespace (only its leader election records one, on its Lease), so it has
-// no Events here.
+// keeps its deletes to those. It records an Event on each Session it moves,
+// as the relay does.
 func SweeperRole() *rbacv1.ClusterRole {
 	return clusterRole(v1alpha1.SweeperRole, []rbacv1.PolicyRule{
 		{APIGroups: []string{rbacv1.GroupName}, Resources: []string{"rolebindings"}, Verbs: []string{"get", "list", "watch", "delete"}},
 		{APIGroups: []string{v1alpha1.GroupVersion.Group}, Resources: []string{"sessions"}, Verbs: []string{"get", "list", "watch"}},
 		{APIGroups: []string{v1alpha1.GroupVersion.Group}, Resources: []string{"sessions/status"}, Verbs: []string{"get", "update", "patch"}},
 		{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "watch", "delete"}},
+		// One Event per step it takes on a Session, as the relay records its
+		// own; the breakglass-plane-events policies hold it to Events about
+		// Sessions (and its Lease).
+		{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create"}},
 	})
 }
 

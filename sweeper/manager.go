@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/workqueue"
@@ -172,8 +173,12 @@ func New(cfg *rest.Config, opts Options) (manager.Manager, error) {
 		WithOptions(controller.Options{NewQueue: newQueue, MaxConcurrentReconciles: 4}).Complete(grants); err != nil {
 		return nil, err
 	}
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
 	sessions := &SessionSweeper{
-		Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Clock: opts.Clock, Identity: opts.Identity, Audit: opts.Audit,
+		Client: mgr.GetClient(), Kube: kube, Reader: mgr.GetAPIReader(), Clock: opts.Clock, Identity: opts.Identity, Audit: opts.Audit,
 		HeartbeatTimeout: opts.HeartbeatTimeout, Grace: opts.Grace, ReviewWithin: opts.ReviewWithin,
 		PendingFor: opts.PendingFor, ApprovedFor: opts.ApprovedFor,
 		Notifier: opts.Notifier, Evidence: opts.Evidence, Anchors: opts.Anchors, AnchorAfter: opts.AnchorAfter,

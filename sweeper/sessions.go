@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -46,6 +47,9 @@ type EvidenceAnchorer interface {
 // of ended sessions, and overdue reviews.
 type SessionSweeper struct {
 	Client client.Client
+	// Kube records an Event on the Session for each move, for kubectl
+	// users (optional; the audit log is the record).
+	Kube kubernetes.Interface
 	// Audit receives every move the sweeper makes, before it is made.
 	Audit *audit.Log
 	// Reader reads pods straight from the API server: the session sweeper
@@ -231,7 +235,7 @@ func (s *SessionSweeper) expireSession(ctx context.Context, sess *v1alpha1.Sessi
 
 // lifecycle is the Session state machine as the sweeper.
 func (s *SessionSweeper) lifecycle() *lifecycle.Machine {
-	return &lifecycle.Machine{Client: s.Client, Writer: v1alpha1.WriterSweeper, Component: s.Identity, Audit: s.Audit, Clock: s.Clock}
+	return &lifecycle.Machine{Client: s.Client, Kube: s.Kube, Writer: v1alpha1.WriterSweeper, Component: s.Identity, Audit: s.Audit, Clock: s.Clock}
 }
 
 // end records the end first, so a crash half-way leaves an Ended session

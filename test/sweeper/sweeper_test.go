@@ -234,6 +234,16 @@ func TestReviewOverdue(t *testing.T) {
 		return err == nil && cur.Status.Review != nil && cur.Status.Review.DueAt != nil &&
 			cur.Status.Review.DueAt.Time.Equal(s.CreationTimestamp.Add(24*time.Hour)), err
 	})
+	// kubectl users see the sweeper's step on the Session, as the relay's.
+	eventually(t, "the sweeper's Event on the Session", func() (bool, error) {
+		list, err := cl.Kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=s5"})
+		for _, e := range list.Items {
+			if e.Reason == "ReviewDue" && e.InvolvedObject.Kind == "Session" && strings.HasSuffix(e.Source.Component, "breakglass-sweeper") {
+				return true, nil
+			}
+		}
+		return false, err
+	})
 	select {
 	case e := <-got:
 		t.Fatalf("told the fallback reviewer before the review was due: %+v", e)
