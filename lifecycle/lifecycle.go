@@ -134,6 +134,7 @@ func (m *Machine) Make(ctx context.Context, s *v1alpha1.Session, mv Move) error 
 	if mv.Record != nil {
 		mv.Record(&s.Status)
 	}
+	v1alpha1.SetConditions(&s.Status, metav1.NewTime(m.now()))
 	var err error
 	if mv.Merge {
 		err = m.Client.Status().Patch(ctx, s, client.MergeFrom(before))

@@ -141,6 +141,18 @@ func SessionRules() Policy {
 				Message: "[session.phase-record] a Session's phase comes with its record: Approved with the approval, Denied with the denial, Active with the approval and grant, Ended with the end.",
 			},
 			{
+				// A condition is a summary, never a claim of its own: a
+				// writer that can say Anchored must have written the entry.
+				Name: "session.conditions",
+				Expression: `object.?status.?conditions.orValue([]).all(c, c.type in ['Granted', 'Attached', 'Recorded', 'Anchored', 'Reviewed'] && c.status == (
+					c.type == 'Granted' ? (variables.phase == 'Active' && object.?status.?grant.hasValue() ? 'True' : 'False') :
+					c.type == 'Attached' ? (variables.phase == 'Active' && object.?status.?debugContainer.hasValue() ? 'True' : 'False') :
+					c.type == 'Recorded' ? (object.?status.?evidence.?manifestSHA256.orValue('') != '' ? 'True' : 'False') :
+					c.type == 'Anchored' ? (object.?status.?evidence.?entryID.orValue('') != '' ? 'True' : 'False') :
+					(object.?status.?review.?by.orValue('') != '' ? 'True' : 'False')))`,
+				Message: "[session.conditions] a Session's conditions (Granted, Attached, Recorded, Anchored, Reviewed) say what its status records, no more: Granted and Attached only while Active with a grant and a debug container, Recorded with the manifest's hash, Anchored with the log entry, Reviewed with the reviewer.",
+			},
+			{
 				Name: "session.approval-matches",
 				Expression: `!has(object.status) || !has(object.status.approval) ||
 					(object.status.approval.mode == object.spec.mode &&

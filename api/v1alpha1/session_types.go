@@ -236,9 +236,12 @@ type SessionStatus struct {
 	Evidence *Evidence `json:"evidence,omitempty"`
 	// +optional
 	Review *Review `json:"review,omitempty"`
+	// Conditions summarize the record above (Granted, Attached, Recorded,
+	// Anchored, Reviewed: SetConditions); the Session policy holds them to it.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
+	// +kubebuilder:validation:MaxItems=8
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }
 
@@ -252,6 +255,11 @@ type SessionStatus struct {
 // +kubebuilder:printcolumn:name="Requester",type=string,JSONPath=`.spec.requester`
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:printcolumn:name="Granted",type=string,JSONPath=`.status.conditions[?(@.type=="Granted")].status`,priority=1
+// +kubebuilder:printcolumn:name="Attached",type=string,JSONPath=`.status.conditions[?(@.type=="Attached")].status`,priority=1
+// +kubebuilder:printcolumn:name="Recorded",type=string,JSONPath=`.status.conditions[?(@.type=="Recorded")].status`,priority=1
+// +kubebuilder:printcolumn:name="Anchored",type=string,JSONPath=`.status.conditions[?(@.type=="Anchored")].status`,priority=1
+// +kubebuilder:printcolumn:name="Reviewed",type=string,JSONPath=`.status.conditions[?(@.type=="Reviewed")].status`,priority=1
 type Session struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`

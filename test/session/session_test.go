@@ -20,6 +20,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/clock"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -110,6 +111,7 @@ func TestWholeSession(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	wantConditions(t, s, map[string]metav1.ConditionStatus{v1alpha1.ConditionGranted: metav1.ConditionTrue, v1alpha1.ConditionAttached: metav1.ConditionTrue})
 	lines := bufio.NewScanner(live.Output())
 	if _, err := live.Write([]byte("echo session-$((6*7)) as $(id -u)\n")); err != nil {
 		t.Fatal(err)
@@ -168,6 +170,8 @@ func TestWholeSession(t *testing.T) {
 	if got.Status.Evidence == nil || got.Status.Evidence.ManifestSHA256 != hex.EncodeToString(sum[:]) {
 		t.Fatalf("the evidence in the Session does not match the manifest")
 	}
+	wantConditions(t, got, map[string]metav1.ConditionStatus{v1alpha1.ConditionGranted: metav1.ConditionFalse,
+		v1alpha1.ConditionAttached: metav1.ConditionFalse, v1alpha1.ConditionRecorded: metav1.ConditionTrue, v1alpha1.ConditionAnchored: metav1.ConditionFalse})
 	raw, err := store.Get(ctx, recording.RefOf("test", got).Prefix()+recording.TranscriptFile, "")
 	if err != nil {
 		t.Fatal(err)
@@ -378,5 +382,40 @@ func TestShellExitEndsSession(t *testing.T) {
 	err = cl.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web-1"}, pod)
 	if err == nil && pod.DeletionTimestamp == nil {
 		t.Fatal("the debugged pod was not recycled")
+	}
+}
+
+// wantConditions checks the Session's conditions as the API server stored
+// them (the Session policy admitted them), and as kubectl get sessions -o
+// wide shows them: the CRD's printer columns, in the API server's Table.
+func wantConditions(t *testing.T, s *v1alpha1.Session, want map[string]metav1.ConditionStatus) {
+	t.Helper()
+	got := &v1alpha1.Session{}
+	if err := cl.Client.Get(context.Background(), client.ObjectKeyFromObject(s), got); err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Status.Conditions) != len(want) {
+		t.Errorf("conditions %+v, want %v", got.Status.Conditions, want)
+	}
+	for typ, status := range want {
+		if c := meta.FindStatusCondition(got.Status.Conditions, typ); c == nil || c.Status != status {
+			t.Errorf("condition %s: %+v, want %s", typ, c, status)
+		}
+	}
+	var table metav1.Table
+	err := cl.Kube.CoreV1().RESTClient().Get().AbsPath("/apis/breakglass.tower.dev/v1alpha1/namespaces", s.Namespace, "sessions", s.Name).
+		SetHeader("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io").Do(context.Background()).Into(&table)
+	if err != nil {
+		t.Fatal(err)
+	}
+	columns := map[string]int{}
+	for i, c := range table.ColumnDefinitions {
+		columns[c.Name] = i
+	}
+	for typ, status := range want {
+		i, ok := columns[typ]
+		if !ok || len(table.Rows) != 1 || table.Rows[0].Cells[i] != string(status) {
+			t.Errorf("kubectl get sessions -o wide, column %s: %v", typ, table.Rows)
+		}
 	}
 }
