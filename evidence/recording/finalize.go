@@ -244,7 +244,7 @@ func ReadTranscript(b []byte) ([]Record, error) {
 	r := bytes.NewReader(b)
 	for r.Len() > 0 {
 		kind, _ := r.ReadByte()
-		if kind != KindOutput && kind != KindInput && kind != KindResize {
+		if kind != KindOutput && kind != KindInput && kind != KindResize && kind != KindMarker {
 			return nil, fmt.Errorf("record %d: unknown kind %q", len(out), kind)
 		}
 		at, err := binary.ReadUvarint(r)
