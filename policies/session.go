@@ -35,7 +35,7 @@ func once(path string) string {
 
 // portalOnly are the parts of a Session's status only the portal writes: the
 // decisions a person made through it and the session it ran.
-var portalOnly = []string{"approval", "denial", "grant", "debugContainer", "startedAt", "deadline", "heartbeat",
+var portalOnly = []string{"approval", "denial", "grant", "debugContainer", "startedAt", "deadline", "heartbeat", "resumes",
 	"review.?by", "review.?at", "review.?comment"}
 
 // writtenOnce are the parts of a Session's status that never change once written.
@@ -139,6 +139,15 @@ func SessionRules() Policy {
 					(variables.phase != 'Active' || (object.?status.?approval.hasValue() && object.?status.?grant.hasValue())) &&
 					(variables.phase != 'Ended' || object.?status.?end.hasValue())`,
 				Message: "[session.phase-record] a Session's phase comes with its record: Approved with the approval, Denied with the denial, Active with the approval and grant, Ended with the end.",
+			},
+			{
+				// A resume adds one debug container to a running session:
+				// one at a time, only while it is Active, never undone.
+				Name: "session.resumes",
+				Expression: update + `object.?status.?resumes.orValue(0) == oldObject.?status.?resumes.orValue(0) ||
+					(object.?status.?resumes.orValue(0) == oldObject.?status.?resumes.orValue(0) + 1 &&
+					 variables.phase == 'Active' && variables.oldPhase == 'Active')`,
+				Message: "[session.resumes] a session is resumed one relay at a time, while it is Active, and its count of resumes never goes back.",
 			},
 			{
 				// A condition is a summary, never a claim of its own: a

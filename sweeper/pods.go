@@ -67,8 +67,8 @@ func podClaims(pod *corev1.Pod) []claim {
 		out = append(out, claim{session: name})
 	}
 	for _, ec := range pod.Spec.EphemeralContainers {
-		if strings.HasPrefix(ec.Name, v1alpha1.DebugContainerPrefix) {
-			out = append(out, claim{session: strings.TrimPrefix(ec.Name, v1alpha1.DebugContainerPrefix), container: ec.Name})
+		if session, ok := v1alpha1.SessionOfDebugContainer(ec.Name); ok {
+			out = append(out, claim{session: session, container: ec.Name})
 		}
 	}
 	return out

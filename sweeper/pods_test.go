@@ -153,6 +153,8 @@ func TestDecidePod(t *testing.T) {
 			facts: known(makeSession("s1", live, v1alpha1.PhaseExpired, keep)), now: 2 * time.Minute, wantDelete: true, wantWhy: "is Expired"},
 		{name: "debug container of an Active session within its grant", pod: appPod("breakglass-s1"),
 			facts: known(makeSession("s1", live, active), g45), now: 2 * time.Minute, wantRequeue: 28*time.Minute + 30*time.Second},
+		{name: "a resumed session's second debug container counts as the session's", pod: appPod("breakglass-s1", "breakglass-s1-r1"),
+			facts: known(makeSession("s1", live, active), g45), now: 2 * time.Minute, wantRequeue: 28*time.Minute + 30*time.Second},
 		{name: "debug container of an Active session past its hard stop and grace", pod: appPod("breakglass-s1"),
 			facts: known(makeSession("s1", live, active), g45), now: 30*time.Minute + 30*time.Second, wantDelete: true, wantWhy: "past its hard stop"},
 		{name: "debug container of an Approved session being started", pod: appPod("breakglass-s1"),

@@ -1,5 +1,10 @@
 package v1alpha1
 
+import (
+	"strconv"
+	"strings"
+)
+
 // Names other parts of the plane, and other engines, rely on. Keep them exactly.
 const (
 	// Namespace is the plane's own namespace.
@@ -39,6 +44,10 @@ const (
 
 	// DebugContainerPrefix starts the name of every debug container.
 	DebugContainerPrefix = "breakglass-"
+	// resumeSuffix numbers the debug containers a resumed session adds:
+	// breakglass-<session>-r<N>. Sessions are named s-<random> by the API
+	// server (the relay asks for generateName s-), never ending so.
+	resumeSuffix = "-r"
 	// DebugUserID is the user every debug container runs as.
 	DebugUserID int64 = 65532
 
@@ -60,3 +69,29 @@ const (
 	// ParamsName is the name of the one PolicyParams object the policies read.
 	ParamsName = "default"
 )
+
+// DebugContainerName is the name of a session's debug container: the first
+// one, or the one the resume-th resume adds.
+func DebugContainerName(session string, resume int32) string {
+	if resume == 0 {
+		return DebugContainerPrefix + session
+	}
+	return DebugContainerPrefix + session + resumeSuffix + strconv.Itoa(int(resume))
+}
+
+// SessionOfDebugContainer is the session a debug container is named after,
+// whichever resume added it (empty for a name that is the prefix alone: a
+// debug container of no session); ok is false for a name that is not a
+// debug container's.
+func SessionOfDebugContainer(name string) (session string, ok bool) {
+	rest, ok := strings.CutPrefix(name, DebugContainerPrefix)
+	if !ok {
+		return "", false
+	}
+	if i := strings.LastIndex(rest, resumeSuffix); i > 0 {
+		if n, err := strconv.Atoi(rest[i+len(resumeSuffix):]); err == nil && n > 0 && rest[i+len(resumeSuffix)] != '0' {
+			return rest[:i], true
+		}
+	}
+	return rest, true
+}

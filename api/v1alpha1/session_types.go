@@ -230,6 +230,14 @@ type SessionStatus struct {
 	// Heartbeat is the relay's last sign of life for this session.
 	// +optional
 	Heartbeat *metav1.Time `json:"heartbeat,omitempty"`
+	// Resumes counts the times a relay took the session up again after the
+	// relay running it stopped: each adds a debug container of its own
+	// (DebugContainerName), since a debug container's shell ends with the
+	// attach that fed it.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=20
+	Resumes int32 `json:"resumes,omitempty"`
 	// +optional
 	End *End `json:"end,omitempty"`
 	// +optional

@@ -133,7 +133,7 @@ func (r *Runner) Start(ctx context.Context, s *v1alpha1.Session) (_ *Live, err e
 	if err := WaitGranted(ctx, r.Kube, s.Namespace, role); err != nil {
 		return nil, err
 	}
-	container := v1alpha1.DebugContainerPrefix + s.Name
+	container := v1alpha1.DebugContainerName(s.Name, 0)
 	pod := s.Spec.TargetPod
 	// touched is set once the target pod carries the debug container or the
 	// Session is Active: a start that fails from there leaves neither a pod
