@@ -57,6 +57,11 @@ configured sinks).`,
 				return err
 			}
 			defer func() { _ = probeServers.Stop(context.Background()) }()
+			// Sessions a relay left (killed, drained) go on here.
+			// A third of a heartbeat: a session left is taken up within
+			// about 3.3 heartbeats of its last, before the sweeper's
+			// --heartbeat-timeout (1m by default against 15s heartbeats).
+			go srv.Adopt(ctx, cfg.Limits.Heartbeat.Duration/3)
 			hs := &http.Server{Addr: cfg.Listen, Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
 			errc := make(chan error, 1)
 			go func() {

@@ -145,7 +145,7 @@ func (r *Runner) Start(ctx context.Context, s *v1alpha1.Session) (_ *Live, err e
 		}
 	}()
 	if s.Spec.Mode == v1alpha1.ModeLive {
-		err = r.addDebugContainer(ctx, s, container)
+		err = r.addDebugContainerTo(ctx, s, s.Spec.TargetPod, container)
 		touched = err == nil
 	} else {
 		// The copy is named after its debug container: one per session.
@@ -236,12 +236,14 @@ func WaitAllowed(ctx context.Context, kube kubernetes.Interface, attrs authoriza
 	return err
 }
 
-func (r *Runner) addDebugContainer(ctx context.Context, s *v1alpha1.Session, name string) error {
+// addDebugContainerTo adds the debug container name to podName: the target
+// pod, or (resuming a copy) the copy.
+func (r *Runner) addDebugContainerTo(ctx context.Context, s *v1alpha1.Session, podName, name string) error {
 	ec := manifests.DebugContainer(name, r.DebugImage)
 	if s.Status.Approval != nil && s.Status.Approval.ProcessAccess {
 		ec.TargetContainerName = s.Spec.TargetContainer
 	}
-	pod, err := r.Kube.CoreV1().Pods(s.Namespace).Get(ctx, s.Spec.TargetPod, metav1.GetOptions{})
+	pod, err := r.Kube.CoreV1().Pods(s.Namespace).Get(ctx, podName, metav1.GetOptions{})
 	if err != nil {
 		return fmt.Errorf("the target pod: %w", err)
 	}

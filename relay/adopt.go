@@ -1,0 +1,73 @@
+package relay
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/tower-dev/breakglass/api/v1alpha1"
+	"github.com/tower-dev/breakglass/relay/notify"
+	"github.com/tower-dev/breakglass/relay/session"
+)
+
+// Adopt takes up, every interval until ctx ends, the Active sessions no
+// relay runs any more: those whose heartbeat is older than three of the
+// relay's heartbeat intervals (a relay killed or drained; this one after a
+// restart). Each goes on in a new debug container under its grant, hard
+// stop and recording (session.Runner.Resume); the person's terminal
+// reconnects to it. Of several relays, the API server lets one take each
+// session. Sessions past their hard stop or grant are the sweeper's.
+func (s *Server) Adopt(ctx context.Context, every time.Duration) {
+	stale := 3 * s.cfg.Limits.Heartbeat.Duration
+	for {
+		s.adoptOnce(ctx, stale)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(every):
+		}
+	}
+}
+
+func (s *Server) adoptOnce(ctx context.Context, stale time.Duration) {
+	for name, t := range s.clusters {
+		var list v1alpha1.SessionList
+		if err := t.Client.List(ctx, &list); err != nil {
+			s.log.Error(err, "listing sessions to adopt", "cluster", name)
+			continue
+		}
+		for i := range list.Items {
+			sess := &list.Items[i]
+			if sess.Status.Phase != v1alpha1.PhaseActive {
+				continue
+			}
+			key := sessionKey{name, sess.Namespace, sess.Name}
+			s.mu.Lock()
+			_, held := s.live[key]
+			if !held {
+				s.live[key] = &liveSession{}
+			}
+			s.mu.Unlock()
+			if held {
+				continue
+			}
+			live, err := t.runner.Resume(ctx, sess, stale)
+			if err != nil {
+				s.mu.Lock()
+				delete(s.live, key)
+				s.mu.Unlock()
+				if !errors.Is(err, session.ErrNotResumable) {
+					s.log.Error(err, "resuming a session", "session", key.String())
+				}
+				continue
+			}
+			s.mu.Lock()
+			s.live[key].live = live
+			s.mu.Unlock()
+			s.metrics.live.Inc()
+			s.log.Info("resumed a session its relay left", "session", key.String(), "resumes", live.Session.Status.Resumes)
+			s.watch(key, live)
+			s.notify(ctx, notify.Event{Kind: "session.resumed", Cluster: name, To: "requester"}, live.Session.DeepCopy())
+		}
+	}
+}

@@ -1,0 +1,97 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/tower-dev/breakglass/api/v1alpha1"
+	"github.com/tower-dev/breakglass/evidence/recording"
+	"github.com/tower-dev/breakglass/lifecycle"
+)
+
+// StepResume is the lifecycle step of a relay taking a session up again.
+const StepResume = "resume"
+
+// ErrNotResumable says a session is not for this relay to take up: another
+// relay holds it (its heartbeat is fresh, or it won the race to resume it),
+// or it is past what its grant allows, which the sweeper finishes.
+var ErrNotResumable = errors.New("not resumable here")
+
+// Resume takes up an Active session whose relay stopped without ending it
+// (killed, its node drained), once its heartbeat is older than stale. The
+// debug container's shell ended with that relay's attach (the container
+// takes its input once), so the session goes on in a new debug container
+// in the same pod, under the same grant, hard stop and recording: the
+// recording continues with a marker saying where, and what the old relay
+// had not yet written out is missing. Which relay resumes is settled by
+// the API server: the resume is written to the Session at the version
+// read, before anything else is done, and only one writer wins.
+func (r *Runner) Resume(ctx context.Context, s *v1alpha1.Session, stale time.Duration) (*Live, error) {
+	st := s.Status
+	now := r.Clock.Now()
+	switch {
+	case st.Phase != v1alpha1.PhaseActive || st.Grant == nil || st.DebugContainer == nil || st.StartedAt == nil || st.Deadline == nil:
+		return nil, fmt.Errorf("session %s is %s without a running record: %w", s.Name, st.Phase, ErrNotResumable)
+	case st.Heartbeat != nil && now.Sub(st.Heartbeat.Time) < stale:
+		return nil, fmt.Errorf("session %s: its relay sent a heartbeat %s ago: %w", s.Name, now.Sub(st.Heartbeat.Time).Round(time.Second), ErrNotResumable)
+	case !now.Before(st.Deadline.Time) || !now.Before(st.Grant.ExpiresAt.Time):
+		return nil, fmt.Errorf("session %s is past its hard stop or its grant: the sweeper ends it: %w", s.Name, ErrNotResumable)
+	}
+	rb := &rbacv1.RoleBinding{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: s.Namespace, Name: st.Grant.RoleBinding}, rb); err != nil {
+		return nil, fmt.Errorf("session %s's grant %s: %w (%w)", s.Name, st.Grant.RoleBinding, err, ErrNotResumable)
+	}
+	n := st.Resumes + 1
+	container := v1alpha1.DebugContainerName(s.Name, n)
+	pod := st.DebugContainer.Pod
+	// The claim comes first, at the version read: of two relays, one wins.
+	beat := metav1.NewTime(now)
+	err := r.Lifecycle().Make(ctx, s, lifecycle.Move{Step: StepResume, Actor: PortalIdentity,
+		Reason: fmt.Sprintf("its relay stopped (last heartbeat %s); resumed in debug container %s in pod %s", heartbeatOf(st), container, pod),
+		Record: func(st *v1alpha1.SessionStatus) { st.Resumes, st.Heartbeat = n, &beat }})
+	if apierrors.IsConflict(err) {
+		return nil, fmt.Errorf("session %s: another relay resumed it first: %w", s.Name, ErrNotResumable)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("claiming session %s: %w", s.Name, err)
+	}
+	if err := WaitGranted(ctx, r.Kube, s.Namespace, st.Grant.Role); err != nil {
+		return nil, err
+	}
+	rec, err := recording.Resume(ctx, r.Store, recording.RefOf(r.Cluster, s), recording.Options{RetainUntil: now.Add(r.Retention), Clock: r.Clock},
+		st.StartedAt.Time, fmt.Sprintf("%s resumed the session at %s in debug container %s: the shell before this ended with the relay that ran it; output it had not yet written out (a few seconds at most) is missing",
+			Relay, now.UTC().Format(time.RFC3339), container))
+	if err != nil {
+		return nil, fmt.Errorf("the session's recording cannot be continued, so it is not resumed: %w", err)
+	}
+	if err := r.addDebugContainerTo(ctx, s, pod, container); err != nil {
+		return nil, err
+	}
+	if err := r.waitRunning(ctx, s.Namespace, pod, container); err != nil {
+		return nil, err
+	}
+	live, err := r.attach(s, pod, container, rec)
+	if err != nil {
+		return nil, err
+	}
+	live.endAtGrantExpiry(st.Grant.ExpiresAt.Time)
+	if err := r.record(ctx, "attach", s, container); err != nil {
+		by := fmt.Sprintf("%s (the resume failed: the attach could not be audited: %v)", Relay, err)
+		return nil, errors.Join(fmt.Errorf("auditing the attach: %w", err), live.finish(context.Background(), by, v1alpha1.EndDisconnect, true))
+	}
+	return live, nil
+}
+
+func heartbeatOf(st v1alpha1.SessionStatus) string {
+	if st.Heartbeat == nil {
+		return "never"
+	}
+	return st.Heartbeat.UTC().Format(time.RFC3339)
+}

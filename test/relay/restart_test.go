@@ -1,0 +1,250 @@
+package relay_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/tower-dev/breakglass/api/v1alpha1"
+	"github.com/tower-dev/breakglass/evidence/audit"
+	"github.com/tower-dev/breakglass/evidence/recording"
+	"github.com/tower-dev/breakglass/relay"
+	"github.com/tower-dev/breakglass/test/cluster"
+)
+
+// relayProcess is the real relay (cmd/breakglass) in a process of its own,
+// so that the test can kill it as a node drain or an OOM kill would.
+type relayProcess struct {
+	cmd  *exec.Cmd
+	logs *cluster.SyncBuffer
+	done chan error
+}
+
+// buildRelay builds the server once for the test.
+func buildRelay(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "breakglass")
+	out, err := exec.Command("go", "build", "-o", bin, "github.com/tower-dev/breakglass/cmd/breakglass").CombinedOutput()
+	if err != nil {
+		t.Fatalf("building the relay: %v\n%s", err, out)
+	}
+	return bin
+}
+
+func freePort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// startRelayProcess runs bin as the relay with configFile and waits until
+// it is ready.
+func startRelayProcess(t *testing.T, bin, configFile string) *relayProcess {
+	t.Helper()
+	health := freePort(t)
+	p := &relayProcess{logs: &cluster.SyncBuffer{}, done: make(chan error, 1)}
+	p.cmd = exec.Command(bin, "relay", "--config", configFile, "--metrics-bind-address", "0", "--health-probe-bind-address", health)
+	p.cmd.Stdout, p.cmd.Stderr = p.logs, p.logs
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { p.done <- p.cmd.Wait() }()
+	t.Cleanup(func() { p.kill(); _ = p.wait() })
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		resp, err := http.Get("http://" + health + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return p
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the relay did not get ready: %v\n%s", err, p.logs.String())
+		}
+	}
+}
+
+// kill ends the process at once, as SIGKILL does: nothing of it runs after.
+func (p *relayProcess) kill() { _ = p.cmd.Process.Signal(syscall.SIGKILL) }
+
+func (p *relayProcess) wait() error {
+	select {
+	case err := <-p.done:
+		return err
+	case <-time.After(10 * time.Second):
+		return fmt.Errorf("the relay did not stop")
+	}
+}
+
+// TestRelayKilledMidSessionResumes: the relay running a live session is
+// killed (SIGKILL) while alice types; another relay process takes the
+// session up once its heartbeat is stale: a new debug container in the same
+// pod under the same grant, hard stop and recording; alice's terminal
+// reconnects and goes on; bob ends it. The recording holds what she typed
+// before (flushed) and after, a marker where the second relay took over,
+// and no missing or foreign segment; the audit chain of the second relay
+// verifies; the grant is gone and the pod recycled at the end.
+func TestRelayKilledMidSessionResumes(t *testing.T) {
+	bin := buildRelay(t)
+	ns := cl.Namespace(t, "relay-restart")
+	cl.RunningPod(t, ns, "web-1")
+	dir := t.TempDir()
+
+	portal, err := cl.Portal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["prod"] = &clientcmdapi.Cluster{Server: portal.Config.Host, CertificateAuthorityData: portal.Config.CAData}
+	// The test's admin acting as the portal's ServiceAccount, as cl.Portal does.
+	kc.AuthInfos["portal"] = &clientcmdapi.AuthInfo{ClientCertificateData: portal.Config.CertData, ClientKeyData: portal.Config.KeyData,
+		Token: portal.Config.BearerToken, Impersonate: portal.Config.Impersonate.UserName, ImpersonateGroups: portal.Config.Impersonate.Groups}
+	kc.Contexts["prod"] = &clientcmdapi.Context{Cluster: "prod", AuthInfo: "portal"}
+	kc.CurrentContext = "prod"
+	kubeconfig := filepath.Join(dir, "portal.kubeconfig")
+	if err := clientcmd.WriteToFile(*kc, kubeconfig); err != nil {
+		t.Fatal(err)
+	}
+	cfg := config()
+	listen := freePort(t)
+	cfg.Listen = listen
+	cfg.Clusters[0].Kubeconfig = kubeconfig
+	cfg.Recording = relay.Recording{Dir: filepath.Join(dir, "recordings")}
+	cfg.Limits.Heartbeat = metav1.Duration{Duration: time.Second}
+	if err := os.MkdirAll(cfg.Recording.Dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := json.Marshal(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	configFile := filepath.Join(dir, "relay.yaml")
+	if err := os.WriteFile(configFile, raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tr := &testRelay{url: "http://" + listen}
+
+	first := startRelayProcess(t, bin, configFile)
+	s := tr.request(t, alice, ns, "web-1", "").Name
+	tr.must(t, http.StatusOK, token(t, bob), "POST", sessionPath(ns, s)+"/approve", `{}`)
+	tr.must(t, http.StatusOK, token(t, alice), "POST", sessionPath(ns, s)+"/start", "")
+	tm, _, err := tr.dial(t, alice, ns, s, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tm.send(t, "echo before-$((40+2))\n")
+	tm.waitFor(t, "before-42")
+	time.Sleep(6 * time.Second) // the relay writes a segment every 5 s
+
+	first.kill()
+	if err := first.wait(); err == nil {
+		t.Fatal("the relay exited cleanly: it was to be killed")
+	}
+	select {
+	case err := <-tm.closed:
+		t.Logf("alice's terminal closed with its relay: %v", err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("alice's terminal stayed open after its relay was killed")
+	}
+
+	killedAt := time.Now()
+	second := startRelayProcess(t, bin, configFile)
+	ctx := context.Background()
+	var cur v1alpha1.Session
+	for deadline := time.Now().Add(30 * time.Second); cur.Status.Resumes == 0; time.Sleep(200 * time.Millisecond) {
+		if err := cl.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: s}, &cur); err != nil {
+			t.Fatal(err)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the session was not resumed: %+v\n%s", cur.Status, second.logs.String())
+		}
+	}
+	resumedIn := time.Since(killedAt)
+	if cur.Status.Phase != v1alpha1.PhaseActive || cur.Status.Resumes != 1 || cur.Status.Deadline == nil {
+		t.Fatalf("after the resume: %+v", cur.Status)
+	}
+	t.Logf("resumed %s after the kill", resumedIn.Round(100*time.Millisecond))
+
+	// alice's terminal reconnects to the session, in its new shell.
+	var again *term
+	for deadline := time.Now().Add(30 * time.Second); again == nil; time.Sleep(200 * time.Millisecond) {
+		tm2, hs, err := tr.dial(t, alice, ns, s, nil)
+		if err == nil {
+			again = tm2
+		} else if time.Now().After(deadline) {
+			t.Fatalf("alice's terminal did not reconnect: %v %d\n%s", err, hs.status, second.logs.String())
+		}
+	}
+	again.send(t, "echo after-$((2+2)) as $(id -u)\n")
+	again.waitFor(t, "after-4 as")
+	tr.must(t, http.StatusOK, token(t, bob), "POST", sessionPath(ns, s)+"/end", `{"reason":"seen enough"}`)
+
+	if err := cl.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: s}, &cur); err != nil {
+		t.Fatal(err)
+	}
+	if cur.Status.Phase != v1alpha1.PhaseEnded || cur.Status.Evidence == nil || cur.Status.Evidence.ManifestSHA256 == "" {
+		t.Fatalf("the end: %+v", cur.Status)
+	}
+	store := &recording.Dir{Root: cfg.Recording.Dir}
+	m, _, err := recording.ReadManifest(ctx, store, recording.RefOf("prod", &cur), cur.Status.Evidence)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.MissingSegments) > 0 || len(m.ForeignSegments) > 0 {
+		t.Fatalf("the recording: missing %v, foreign %v", m.MissingSegments, m.ForeignSegments)
+	}
+	rawTranscript, err := recording.ReadFile(ctx, store, recording.RefOf("prod", &cur), m, recording.TranscriptFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, err := recording.ReadTranscript(rawTranscript)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	marker := false
+	for _, r := range recs {
+		switch r.Kind {
+		case recording.KindMarker:
+			marker = true
+			out.WriteString("\n<MARKER>\n")
+		case recording.KindOutput:
+			out.Write(r.Data)
+		}
+	}
+	text := out.String()
+	before, after, _ := strings.Cut(text, "<MARKER>")
+	if !marker || !strings.Contains(before, "before-42") || !strings.Contains(after, "after-4 as") {
+		t.Fatalf("the recording across the restart:\n%s", text)
+	}
+	// The second relay's audit chain (its stdout) verifies and tells the resume.
+	var lines bytes.Buffer
+	for _, l := range strings.Split(second.logs.String(), "\n") {
+		if strings.HasPrefix(l, `{"seq":`) {
+			lines.WriteString(l + "\n")
+		}
+	}
+	chain := lines.String()
+	if _, err := audit.Verify(strings.NewReader(chain)); err != nil || !strings.Contains(chain, `"kind":"resume"`) {
+		t.Fatalf("the second relay's audit: %v\n%s", err, chain)
+	}
+}
