@@ -52,6 +52,7 @@ func TestAlertRules(t *testing.T) {
 	// to ten after.
 	ns := namespace(t, "alerts")
 	rb := grant(t, ns, "s-alerts", "15m")
+	t.Cleanup(func() { _ = cl.Client.Delete(context.Background(), rb) })
 	expiry, _ := sweeper.GrantExpiry(rb)
 	reader := client.NewNamespacedClient(cl.Client, ns)
 	for i := range 13 {

@@ -168,7 +168,12 @@ func (o *loginOptions) codeFlow(ctx context.Context, notes io.Writer, p *provide
 	})
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
-	defer srv.Close()
+	defer func() {
+		// Shutdown, not Close: the browser's answer is still on its way.
+		stop, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(stop)
+	}()
 
 	fmt.Fprintf(notes, "Sign in at this address (it comes back to this command on %s):\n\n  %s\n\n", ln.Addr(), authURL)
 	if !o.noBrowser {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"time"
 
@@ -290,15 +291,60 @@ func (o *options) attachTo(cmd *cobra.Command, c *client.Client, t client.Target
 			}
 		}()
 	}
-	err := tty.Safe(func() error { return c.Attach(cmd.Context(), t, in, out, cmd.ErrOrStderr(), resize) })
-	var ended *client.Ended
-	if errors.As(err, &ended) {
-		fmt.Fprintf(cmd.ErrOrStderr(), "\r\n%s\r\n", ended.Reason)
-		if ended.Code == 1000 {
-			return nil
+	keys := newInput(in)
+	sz := &sizes{in: resize, latest: <-resize}
+	return tty.Safe(func() error {
+		var lostAt time.Time
+		for {
+			stop := make(chan struct{})
+			err := c.Attach(cmd.Context(), t, keys.reader(stop), out, cmd.ErrOrStderr(), sz.next(stop))
+			close(stop)
+			var ended *client.Ended
+			if errors.As(err, &ended) {
+				fmt.Fprintf(cmd.ErrOrStderr(), "\r\n%s\r\n", ended.Reason)
+				if ended.Code == 1000 {
+					return nil
+				}
+			}
+			if !reconnectable(cmd.Context(), c, t, err) {
+				return err
+			}
+			// The relay went away (restarted, its node drained): another
+			// takes the session up within about a minute, in a new shell.
+			if lostAt.IsZero() {
+				lostAt = time.Now()
+			} else if time.Since(lostAt) > reconnectFor {
+				return fmt.Errorf("the terminal could not reconnect within %s: %w", reconnectFor, err)
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "\r\nthe terminal's connection dropped (%v); reconnecting: the session goes on\r\n", err)
+			select {
+			case <-cmd.Context().Done():
+				return err
+			case <-time.After(2 * time.Second):
+			}
 		}
+	})
+}
+
+// reconnectFor is how long attach keeps reconnecting to a session that is
+// still Active: longer than a relay takes to take up a session its old
+// relay left.
+var reconnectFor = 2 * time.Minute
+
+// reconnectable says whether a terminal that closed with err is worth
+// opening again: the session is still Active and the relay did not refuse
+// the caller.
+func reconnectable(ctx context.Context, c *client.Client, t client.Target, err error) bool {
+	var rel *client.Error
+	if errors.As(err, &rel) && rel.Status != http.StatusConflict && rel.Status != http.StatusServiceUnavailable && rel.Status != http.StatusBadGateway {
+		return false // refused: not allowed, no such session
 	}
-	return err
+	var ended *client.Ended
+	if errors.As(err, &ended) && ended.Code == 1000 {
+		return false
+	}
+	v, gerr := c.Get(ctx, t)
+	return gerr != nil || v.Status.Phase == v1alpha1.PhaseActive
 }
 
 // defaultSize is a terminal's size when the input is not one (a script, a

@@ -21,6 +21,7 @@ export function openTerminal(el, wsURL, { readOnly, onStatus }) {
   let ws;
   let closed = false;
   let failures = 0;
+  let firstFailure = 0;
   const sendSize = () => {
     if (ws && ws.readyState === WebSocket.OPEN) ws.send(JSON.stringify({ type: 'resize', cols: term.cols, rows: term.rows }));
   };
@@ -48,7 +49,11 @@ export function openTerminal(el, wsURL, { readOnly, onStatus }) {
         return;
       }
       failures++;
-      if (failures > 8) {
+      // Keep trying for two minutes: a relay that restarted takes its
+      // sessions up again within about a minute (its heartbeats gone stale),
+      // and the disconnect limit ends a session nobody watches after that.
+      if (failures === 1) firstFailure = Date.now();
+      if (Date.now() - firstFailure > 120000) {
         onStatus('lost');
         return;
       }
