@@ -62,17 +62,8 @@ type Recorder struct {
 // New starts the recording of the session ref names. It checks the store
 // first: a session that cannot be recorded does not start.
 func New(ctx context.Context, store Store, ref Ref, opts Options) (*Recorder, error) {
-	if err := ref.Check(); err != nil {
+	if err := prepare(ctx, store, ref, &opts); err != nil {
 		return nil, err
-	}
-	if err := store.Check(ctx); err != nil {
-		return nil, err
-	}
-	if opts.Clock == nil {
-		opts.Clock = clock.RealClock{}
-	}
-	if opts.SegmentBytes <= 0 {
-		opts.SegmentBytes = 64 << 10
 	}
 	if opts.Width <= 0 || opts.Height <= 0 {
 		opts.Width, opts.Height = 80, 24
@@ -88,6 +79,24 @@ func New(ctx context.Context, store Store, ref Ref, opts Options) (*Recorder, er
 	r.cast.Write(header)
 	r.cast.WriteByte('\n')
 	return r, nil
+}
+
+// prepare checks that ref can be recorded in store and fills in opts'
+// defaults, for New and Resume.
+func prepare(ctx context.Context, store Store, ref Ref, opts *Options) error {
+	if err := ref.Check(); err != nil {
+		return err
+	}
+	if err := store.Check(ctx); err != nil {
+		return err
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	if opts.SegmentBytes <= 0 {
+		opts.SegmentBytes = 64 << 10
+	}
+	return nil
 }
 
 // Output records bytes the container wrote.

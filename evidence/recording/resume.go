@@ -6,8 +6,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"k8s.io/utils/clock"
 )
 
 // KindMarker marks a moment in the recording (asciicast v2's "m" event;
@@ -23,17 +21,8 @@ const KindMarker = 'm'
 // silent hole. The segments found are taken at their current versions, as
 // the sweeper takes them when it finalizes for a relay that died.
 func Resume(ctx context.Context, store Store, ref Ref, opts Options, started time.Time, why string) (*Recorder, error) {
-	if err := ref.Check(); err != nil {
+	if err := prepare(ctx, store, ref, &opts); err != nil {
 		return nil, err
-	}
-	if err := store.Check(ctx); err != nil {
-		return nil, err
-	}
-	if opts.Clock == nil {
-		opts.Clock = clock.RealClock{}
-	}
-	if opts.SegmentBytes <= 0 {
-		opts.SegmentBytes = 64 << 10
 	}
 	prefix := ref.Prefix()
 	listed, err := store.List(ctx, prefix+segmentsDir)

@@ -145,11 +145,7 @@ func (o *options) get() *cobra.Command {
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: o.completeSessions,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := o.client(cmd.Context())
-			if err != nil {
-				return err
-			}
-			t, err := o.target(args[0])
+			c, t, err := o.clientFor(cmd.Context(), args[0])
 			if err != nil {
 				return err
 			}

@@ -62,11 +62,7 @@ starting (request --wait); 6 the wait timed out.`,
 // run is the shape of every one-call command: build the client and the
 // target, call, print the session.
 func (o *options) run(cmd *cobra.Command, name string, call func(context.Context, *client.Client, client.Target) (relay.SessionView, error)) error {
-	c, err := o.client(cmd.Context())
-	if err != nil {
-		return err
-	}
-	t, err := o.target(name)
+	c, t, err := o.clientFor(cmd.Context(), name)
 	if err != nil {
 		return err
 	}
@@ -121,11 +117,7 @@ terminal (exit code 5 when denied, 6 when nobody decided in --timeout).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			q.Pod, q.Mode = args[0], v1alpha1.SessionMode(mode)
-			c, err := o.client(cmd.Context())
-			if err != nil {
-				return err
-			}
-			t, err := o.target("")
+			c, t, err := o.clientFor(cmd.Context(), "")
 			if err != nil {
 				return err
 			}
@@ -258,11 +250,7 @@ func (o *options) attach() *cobra.Command {
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: o.completeSessions,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := o.client(cmd.Context())
-			if err != nil {
-				return err
-			}
-			t, err := o.target(args[0])
+			c, t, err := o.clientFor(cmd.Context(), args[0])
 			if err != nil {
 				return err
 			}

@@ -159,3 +159,14 @@ func (o *options) target(name string) (client.Target, error) {
 	}
 	return client.Target{Cluster: o.cluster, Namespace: o.namespace, Name: name}, nil
 }
+
+// clientFor is the client and the target for a session named name (empty
+// for a request), as every command needs them.
+func (o *options) clientFor(ctx context.Context, name string) (*client.Client, client.Target, error) {
+	c, err := o.client(ctx)
+	if err != nil {
+		return nil, client.Target{}, err
+	}
+	t, err := o.target(name)
+	return c, t, err
+}
