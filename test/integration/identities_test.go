@@ -385,16 +385,24 @@ func TestPlaneEventsAboutSessionsOnly(t *testing.T) {
 			wantDenied(t, err, "[event.update-own]")
 		})
 
-		t.Run("RBAC: the portal never patches an Event, the sweeper records none outside its namespace", func(t *testing.T) {
+		t.Run("RBAC: neither the portal nor the sweeper patches an Event in an app's namespace", func(t *testing.T) {
 			e := coreEvent(ns, session)
 			e.Name = "s-events.patch"
-			_, err := portal.Kube.CoreV1().Events(ns).Patch(ctx, e.Name, types.MergePatchType, []byte(`{"count":2}`), metav1.PatchOptions{})
-			if !isForbiddenByRBAC(err) {
-				t.Fatalf("the portal patching an Event: want refused by RBAC, got %v", err)
+			for who, u := range map[string]*cluster.User{"the portal": portal, "the sweeper": sweeper} {
+				_, err := u.Kube.CoreV1().Events(ns).Patch(ctx, e.Name, types.MergePatchType, []byte(`{"count":2}`), metav1.PatchOptions{})
+				if !isForbiddenByRBAC(err) {
+					t.Fatalf("%s patching an Event: want refused by RBAC, got %v", who, err)
+				}
 			}
-			if err := create(sweeper, coreEvent(ns, session)); !isForbiddenByRBAC(err) {
-				t.Fatalf("the sweeper recording an Event in %s: want refused by RBAC, got %v", ns, err)
+		})
+
+		t.Run("the sweeper records its step on a Session, and nothing else, in an app's namespace", func(t *testing.T) {
+			e := coreEvent(ns, session)
+			e.Source.Component = v1alpha1.SweeperUsername
+			if err := create(sweeper, e); err != nil {
+				t.Fatalf("the sweeper's Event on a Session: %v", err)
 			}
+			wantDenied(t, create(sweeper, coreEvent(ns, pod)), "[event.about-a-session]")
 		})
 	})
 }
@@ -569,7 +577,8 @@ func TestIdentitiesAtRest(t *testing.T) {
 				{"bind a debug role", authorizationv1.ResourceAttributes{Verb: "bind", Group: rbacv1.GroupName, Resource: "clusterroles", Name: v1alpha1.DebugRole}, false},
 				{"change a Session's spec", authorizationv1.ResourceAttributes{Namespace: ns, Verb: "update", Group: v1alpha1.GroupVersion.Group, Resource: "sessions"}, false},
 				{"read a Secret", authorizationv1.ResourceAttributes{Namespace: ns, Verb: "get", Resource: "secrets"}, false},
-				{"record an Event in an app's namespace", authorizationv1.ResourceAttributes{Namespace: ns, Verb: "create", Resource: "events"}, false},
+				{"record an Event in an app's namespace (the events policies hold it to Sessions)", authorizationv1.ResourceAttributes{Namespace: ns, Verb: "create", Resource: "events"}, true},
+				{"patch an Event in an app's namespace", authorizationv1.ResourceAttributes{Namespace: ns, Verb: "patch", Resource: "events"}, false},
 				{"record an Event in the plane's namespace", authorizationv1.ResourceAttributes{Namespace: sys, Verb: "create", Resource: "events"}, true},
 				{"create its Lease", authorizationv1.ResourceAttributes{Namespace: sys, Verb: "create", Group: coordination, Resource: "leases"}, true},
 				{"renew its Lease", authorizationv1.ResourceAttributes{Namespace: sys, Verb: "update", Group: coordination, Resource: "leases", Name: policies.SweeperLeaseName}, true},
