@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"sync"
@@ -69,16 +70,24 @@ func New(ctx context.Context, store Store, ref Ref, opts Options) (*Recorder, er
 		opts.Width, opts.Height = 80, 24
 	}
 	r := &Recorder{store: store, ref: ref, prefix: ref.Prefix(), opts: opts, start: opts.Clock.Now(), versions: map[string]string{}}
+	if err := r.writeHeader(); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// writeHeader starts the cast with asciicast v2's header.
+func (r *Recorder) writeHeader() error {
 	header, err := json.Marshal(map[string]any{
-		"version": 2, "width": opts.Width, "height": opts.Height, "timestamp": r.start.Unix(),
+		"version": 2, "width": r.opts.Width, "height": r.opts.Height, "timestamp": r.start.Unix(),
 		"env": map[string]string{"TERM": "xterm-256color"},
 	})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	r.cast.Write(header)
 	r.cast.WriteByte('\n')
-	return r, nil
+	return nil
 }
 
 // prepare checks that ref can be recorded in store and fills in opts'
@@ -225,21 +234,50 @@ func (r *Recorder) flushLocked(ctx context.Context) error {
 	if r.raw.Len() == 0 && (r.seq > 0 || r.cast.Len() == 0) {
 		return nil
 	}
-	name := fmt.Sprintf("%s%s%08d", r.prefix, segmentsDir, r.seq)
-	for key, data := range map[string][]byte{name + ".cast": r.cast.Bytes(), name + ".raw": r.raw.Bytes()} {
-		if _, written := r.versions[key]; written {
-			continue // a flush that failed half-way is retried with the other half
+	// The cast first, then the transcript, always: a number someone else
+	// took (a relay that has not yet noticed another took its session up)
+	// is refused at the cast, before any of this segment is written, and
+	// this one takes the next; theirs stays out of the recording as foreign.
+	for skipped := 0; ; skipped++ {
+		name := fmt.Sprintf("%s%s%08d", r.prefix, segmentsDir, r.seq)
+		cast, raw := name+".cast", name+".raw"
+		_, castWritten := r.versions[cast]
+		if !castWritten {
+			version, err := r.store.Put(ctx, cast, r.cast.Bytes(), r.opts.RetainUntil)
+			if errors.Is(err, ErrExists) && skipped < 100 {
+				r.seq++
+				continue
+			}
+			if err != nil {
+				return fmt.Errorf("streaming a recording segment: %w", err)
+			}
+			r.versions[cast] = version
 		}
-		version, err := r.store.Put(ctx, key, data, r.opts.RetainUntil)
-		if err != nil {
-			return fmt.Errorf("streaming a recording segment: %w", err)
+		if _, written := r.versions[raw]; !written {
+			// A flush that failed half-way is retried with the other half.
+			version, err := r.store.Put(ctx, raw, r.raw.Bytes(), r.opts.RetainUntil)
+			if err != nil {
+				return fmt.Errorf("streaming a recording segment: %w", err)
+			}
+			r.versions[raw] = version
 		}
-		r.versions[key] = version
+		break
 	}
 	r.seq++
 	r.cast.Reset()
 	r.raw.Reset()
 	return nil
+}
+
+// Abandon stops the recording here without writing anything more: another
+// relay took the session up and carries the recording on (Resume), so a
+// segment written from here could only collide with its.
+func (r *Recorder) Abandon() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.closed = true
+	r.cast.Reset()
+	r.raw.Reset()
 }
 
 // Close writes the last segment and finalizes the recording.

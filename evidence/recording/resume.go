@@ -44,10 +44,16 @@ func Resume(ctx context.Context, store Store, ref Ref, opts Options, started tim
 		i, _ := strconv.Atoi(m[1])
 		next = max(next, i+1)
 	}
-	if next == 0 {
-		return nil, fmt.Errorf("recording %s has no segments to continue", prefix)
-	}
 	r.seq = next
+	if next == 0 {
+		// The old relay wrote nothing out: the recording starts here.
+		if opts.Width <= 0 || opts.Height <= 0 {
+			r.opts.Width, r.opts.Height = 80, 24
+		}
+		if err := r.writeHeader(); err != nil {
+			return nil, err
+		}
+	}
 	r.last = max(opts.Clock.Since(started), 0)
 	note := []byte(strings.ToValidUTF8(why, "\uFFFD"))
 	writeRecord(&r.raw, KindMarker, r.last, note)

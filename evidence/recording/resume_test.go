@@ -80,10 +80,63 @@ func TestResumeAfterARelayDied(t *testing.T) {
 		t.Fatalf("playing the resumed recording: %v %q", err, played.String())
 	}
 
-	// Nothing to continue: refused.
+	// The old relay wrote nothing out before it died: the recording starts
+	// at the resume, header and marker first.
 	other := testRef
 	other.Name = "s2"
-	if _, err := Resume(ctx, store, other, Options{Clock: clk}, started, "x"); err == nil {
-		t.Fatal("resumed a recording that has no segments")
+	fresh, err := Resume(ctx, store, other, Options{Clock: clk}, started, "taken up")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := fresh.Output(ctx, []byte("hello\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fresh.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	cast, _ = store.Get(ctx, other.Prefix()+CastFile, "")
+	if !bytes.HasPrefix(cast, []byte(`{"env":`)) || !bytes.Contains(cast, []byte(`"m","taken up"`)) {
+		t.Fatalf("a recording resumed from nothing:\n%s", cast)
+	}
+}
+
+// TestResumeSkipsANumberTheOldRelayTook: the old relay, alive but no
+// longer running the session, writes a segment after the new one took it
+// up; the new one's next segment takes the next number, and the old one's
+// is kept out of the recording as foreign, named in the manifest.
+func TestResumeSkipsANumberTheOldRelayTook(t *testing.T) {
+	ctx := context.Background()
+	old, store, clk := newTestRecorder(t, 1<<20)
+	started := clk.Now()
+	if err := old.Output(ctx, []byte("before\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	if err := old.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	taken, err := Resume(ctx, store, testRef, Options{RetainUntil: clk.Now().Add(time.Hour), SegmentBytes: 1 << 20, Clock: clk}, started, "taken up")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := old.Output(ctx, []byte("late\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	if err := old.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := taken.Output(ctx, []byte("after\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	done, err := taken.Close(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := done.Manifest
+	if len(m.ForeignSegments) != 2 || len(m.MissingSegments) != 1 {
+		t.Fatalf("foreign %v, missing %v: want the old relay's late segment (both parts) foreign, and its number a marked gap", m.ForeignSegments, m.MissingSegments)
+	}
+	raw, _ := store.Get(ctx, testRef.Prefix()+TranscriptFile, "")
+	if bytes.Contains(raw, []byte("late")) || !bytes.Contains(raw, []byte("before")) || !bytes.Contains(raw, []byte("after")) {
+		t.Fatalf("the transcript: %q", raw)
 	}
 }

@@ -2,8 +2,10 @@ package session
 
 import (
 	"context"
+	"errors"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -84,13 +86,25 @@ func (l *Live) Watch(ctx context.Context, limits Limits) (v1alpha1.EndReason, er
 			}
 		}
 		if now.Sub(lastBeat) >= limits.Heartbeat {
-			if err := l.heartbeat(ctx, now); err == nil {
+			err := l.heartbeat(ctx, now)
+			if errors.Is(err, errTakenUp) {
+				l.lose()
+				return "", nil
+			}
+			if err == nil {
 				lastBeat = now
 			}
 		}
 	}
 }
 
+// errTakenUp says another relay resumed the session (or the sweeper ended
+// it) since this relay last wrote it.
+var errTakenUp = errors.New("another relay took the session up")
+
+// heartbeat writes the relay's sign of life at the version it last wrote:
+// a Session someone else wrote since is read again, and if another relay
+// resumed it or it is no longer Active, this relay no longer runs it.
 func (l *Live) heartbeat(ctx context.Context, now time.Time) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -100,7 +114,20 @@ func (l *Live) heartbeat(ctx context.Context, now time.Time) error {
 	before := l.Session.DeepCopy()
 	beat := metav1.NewTime(now)
 	l.Session.Status.Heartbeat = &beat
-	return l.r.Client.Status().Patch(ctx, l.Session, client.MergeFrom(before))
+	err := l.r.Client.Status().Patch(ctx, l.Session, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}))
+	if !apierrors.IsConflict(err) {
+		return err
+	}
+	l.Session.Status.Heartbeat = before.Status.Heartbeat
+	fresh := &v1alpha1.Session{}
+	if gerr := l.r.Client.Get(ctx, client.ObjectKeyFromObject(l.Session), fresh); gerr != nil {
+		return err
+	}
+	if fresh.Status.Phase != v1alpha1.PhaseActive || fresh.Status.Resumes != before.Status.Resumes {
+		return errTakenUp
+	}
+	*l.Session = *fresh // someone wrote something else: beat from there next time
+	return err
 }
 
 // Activity is what the idle and disconnect limits count from: when the

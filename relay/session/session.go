@@ -439,6 +439,52 @@ func (l *Live) finish(ctx context.Context, by string, reason v1alpha1.EndReason,
 	return result
 }
 
+// ErrMoved ends the terminals of a session another relay took up: they
+// reconnect and find it there.
+var ErrMoved = errors.New("another relay took the session up: reconnect")
+
+// lose lets go of a session another relay took up, writing nothing: no
+// end, no recycle, no revoke (the session goes on there), no more of the
+// recording (it continues there). The attach stream closes, so the old
+// debug container's shell ends, and the terminals are sent to reconnect.
+func (l *Live) lose() {
+	l.endOnce.Do(func() {
+		l.ending.Store(true)
+		l.letGo()
+		close(l.ended)
+	})
+}
+
+func (l *Live) letGo() {
+	l.rec.Abandon()
+	l.out.closeWith(ErrMoved)
+	_ = l.stdin.Close()
+	l.sizes.close()
+	l.cancel()
+	select {
+	case <-l.streamEnded:
+	case <-time.After(10 * time.Second):
+	}
+	l.mu.Lock()
+	name := l.Session.Namespace + "/" + l.Session.Name
+	l.mu.Unlock()
+	l.r.Log.Info("another relay took the session up: let go", "session", name)
+}
+
+// takenUp reports whether another relay resumed the session since this one
+// took it (or started it): then this one must not end it.
+func (l *Live) takenUp(ctx context.Context) bool {
+	// The heartbeat writes l.Session under l.mu.
+	l.mu.Lock()
+	key, resumes := client.ObjectKeyFromObject(l.Session), l.Session.Status.Resumes
+	l.mu.Unlock()
+	fresh := &v1alpha1.Session{}
+	if err := l.r.Client.Get(ctx, key, fresh); err != nil {
+		return false
+	}
+	return fresh.Status.Resumes != resumes
+}
+
 // streamOver ends the session whose terminal stream ended by itself: the
 // shell exited (the requester ended it) or the stream failed (abnormally).
 // Either way nobody can type any more, so the pod is recycled and the grant
@@ -461,6 +507,12 @@ func (l *Live) streamOver(ctx context.Context) (reason v1alpha1.EndReason, ended
 
 func (l *Live) end(ctx context.Context, by string, reason v1alpha1.EndReason, abnormal bool) error {
 	r, s := l.r, l.Session
+	if l.takenUp(ctx) {
+		// Whatever ends it here (its recording refused, its stream
+		// failed, a limit this relay counted), the session runs elsewhere.
+		l.letGo()
+		return nil
+	}
 	_ = l.stdin.Close() // stdin EOF is the detach
 	l.sizes.close()
 	select {

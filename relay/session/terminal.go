@@ -123,11 +123,14 @@ func (f *fanout) removeLocked(i int, why error) {
 	v.end(why)
 }
 
-func (f *fanout) close() {
+func (f *fanout) close() { f.closeWith(nil) }
+
+// closeWith ends every viewer with why (nil: the terminal ended).
+func (f *fanout) closeWith(why error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, v := range f.subs {
-		v.end(nil)
+		v.end(why)
 	}
 	f.subs = nil
 	f.closed = true

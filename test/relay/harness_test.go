@@ -114,7 +114,12 @@ func startRelay(t testing.TB, cfg *relay.Config, clk clock.Clock) *testRelay {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr := &testRelay{store: &recording.Dir{Root: t.TempDir()}, audit: &cluster.SyncBuffer{}, notes: &notes{}}
+	// A recording directory of the test's own, unless two relays share one.
+	store := &recording.Dir{Root: t.TempDir()}
+	if cfg.Recording.Dir != "set-by-the-test" {
+		store.Root = cfg.Recording.Dir
+	}
+	tr := &testRelay{store: store, audit: &cluster.SyncBuffer{}, notes: &notes{}}
 	// Every cluster of the config is the test cluster, reached as the portal.
 	targets := map[string]relay.Target{}
 	for _, c := range cfg.Clusters {

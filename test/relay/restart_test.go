@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -20,6 +21,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
@@ -251,5 +253,92 @@ func TestRelayKilledMidSessionResumes(t *testing.T) {
 	chain := lines.String()
 	if _, err := audit.Verify(strings.NewReader(chain)); err != nil || !strings.Contains(chain, `"kind":"resume"`) {
 		t.Fatalf("the second relay's audit: %v\n%s", err, chain)
+	}
+}
+
+// TestRelayThatMissedItsHeartbeatsLetsGo: two relays on one cluster; the
+// one running a session writes its heartbeat too seldom, so the other takes
+// the session up. At its next heartbeat the first finds the Session taken
+// (its write at the old version is refused) and lets go without writing
+// anything: its terminal is told to reconnect, its attach closes (a real
+// runtime then ends that stdinOnce shell; the virtual node does not model
+// a detach by a cancelled stream), and it adds nothing to the recording. The session goes on at the second relay and
+// ends there with a whole recording: one shell at a time, one writer.
+func TestRelayThatMissedItsHeartbeatsLetsGo(t *testing.T) {
+	ns := cl.Namespace(t, "relay-fence")
+	cl.RunningPod(t, ns, "web-1")
+	shared := t.TempDir()
+	slow := config()
+	slow.Recording.Dir = shared
+	slow.Limits.Heartbeat = metav1.Duration{Duration: 8 * time.Second}
+	first := startRelay(t, slow, clock.RealClock{})
+	quick := config()
+	quick.Recording.Dir = shared
+	quick.Limits.Heartbeat = metav1.Duration{Duration: time.Second}
+	second := startRelay(t, quick, clock.RealClock{})
+
+	s := first.request(t, alice, ns, "web-1", "").Name
+	first.must(t, http.StatusOK, token(t, bob), "POST", sessionPath(ns, s)+"/approve", `{}`)
+	first.must(t, http.StatusOK, token(t, alice), "POST", sessionPath(ns, s)+"/start", "")
+	tm, _, err := first.dial(t, alice, ns, s, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tm.send(t, "echo first-$((1+1))\n")
+	tm.waitFor(t, "first-2")
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go second.server.Adopt(ctx, 300*time.Millisecond)
+	var closed error
+	select {
+	case closed = <-tm.closed:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the first relay did not let go of the session")
+	}
+	if !strings.Contains(closed.Error(), "1013") || !strings.Contains(closed.Error(), "another relay took the session up") {
+		t.Fatalf("the first relay's terminal closed with %v, want 1013 and a reason to reconnect", closed)
+	}
+	var cur v1alpha1.Session
+	if err := cl.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: s}, &cur); err != nil {
+		t.Fatal(err)
+	}
+	if cur.Status.Phase != v1alpha1.PhaseActive || cur.Status.Resumes != 1 {
+		t.Fatalf("after the first relay let go: %+v\nfirst:\n%s\nsecond:\n%s", cur.Status, first.audit.String(), second.audit.String())
+	}
+
+	again, _, err := second.dial(t, alice, ns, s, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again.send(t, "echo second-$((2+2))\n")
+	again.waitFor(t, "second-4")
+	second.must(t, http.StatusOK, token(t, bob), "POST", sessionPath(ns, s)+"/end", `{}`)
+	if err := cl.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: s}, &cur); err != nil {
+		t.Fatal(err)
+	}
+	m, _, err := recording.ReadManifest(context.Background(), second.store, recording.RefOf("prod", &cur), cur.Status.Evidence)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// What the first relay wrote after the second took the session up (it
+	// had not yet noticed) is kept out of the recording, named in the
+	// manifest as foreign, its numbers marked as gaps: never a silent hole,
+	// never two writers in one recording.
+	if cur.Status.Phase != v1alpha1.PhaseEnded || len(m.ForeignSegments) != 2*len(m.MissingSegments) {
+		t.Fatalf("the end: %+v, missing %v, foreign %v", cur.Status.Phase, m.MissingSegments, m.ForeignSegments)
+	}
+	for _, n := range m.MissingSegments {
+		name := fmt.Sprintf("%08d.cast", n)
+		if !slices.Contains(m.ForeignSegments, name) {
+			t.Fatalf("gap %d is not the first relay's late segment: foreign %v", n, m.ForeignSegments)
+		}
+	}
+	transcript, err := recording.ReadFile(context.Background(), second.store, recording.RefOf("prod", &cur), m, recording.TranscriptFile)
+	if err != nil || !bytes.Contains(transcript, []byte("second-4")) {
+		t.Fatalf("the recording at the second relay: %v %q", err, transcript)
+	}
+	if strings.Contains(first.audit.String(), `"kind":"end"`) {
+		t.Fatalf("the relay that let go wrote an end:\n%s", first.audit.String())
 	}
 }
