@@ -77,7 +77,19 @@ func (a *Authenticator) Verify(ctx context.Context, raw string) (Caller, error) 
 	if err := tok.Claims(&claims); err != nil {
 		return Caller{}, fmt.Errorf("%w: the token's claims: %w", errUnauthenticated, err)
 	}
-	if tok.Subject == "" {
+	// Go's JSON decoding matches keys without regard to case, so "SUB"
+	// beside or instead of "sub" could name one person to the verifier
+	// and another here (an IdP that lets someone shape a claim's name):
+	// a token whose claims differ from one the relay reads only by case is
+	// refused, and the subject is the exact "sub" (found by FuzzTokenClaims).
+	for k := range claims {
+		for _, want := range []string{"iss", "sub", "aud", "exp", "nbf", "iat", "nonce", "email", "email_verified", a.usernameClaim, a.groupsClaim} {
+			if k != want && strings.EqualFold(k, want) {
+				return Caller{}, fmt.Errorf("%w: the token has a claim %q that differs from %q only by case: refused as ambiguous", errUnauthenticated, k, want)
+			}
+		}
+	}
+	if sub, _ := claims["sub"].(string); sub == "" || sub != tok.Subject {
 		return Caller{}, fmt.Errorf("%w: the token has no subject: nothing says who the person is", errUnauthenticated)
 	}
 	name, _ := claims[a.usernameClaim].(string)

@@ -1,0 +1,59 @@
+package relay
+
+import (
+	"context"
+	"crypto"
+	"crypto/rand"
+	"crypto/rsa"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coreos/go-oidc/v3/oidc"
+	"github.com/go-jose/go-jose/v4"
+	"github.com/go-jose/go-jose/v4/jwt"
+)
+
+// TestClaimsThatDifferOnlyByCaseAreRefused: Go's JSON decoding matches
+// keys without regard to case, so a token carrying "SUB" (or "Email") as
+// well as, or instead of, the claim could name one person to the
+// verifier and another to the relay. Such a token is refused.
+func TestClaimsThatDifferOnlyByCaseAreRefused(t *testing.T) {
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	signer, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.RS256, Key: key}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const issuer = "https://idp.example.com"
+	a := &Authenticator{usernameClaim: "email", groupsClaim: "groups",
+		verifier: oidc.NewVerifier(issuer, &oidc.StaticKeySet{PublicKeys: []crypto.PublicKey{&key.PublicKey}}, &oidc.Config{ClientID: "tower"})}
+	sign := func(extra map[string]any) string {
+		claims := map[string]any{"iss": issuer, "aud": "tower", "exp": time.Now().Add(time.Hour).Unix(),
+			"sub": "alice-1", "email": "alice@example.com", "email_verified": true}
+		for k, v := range extra {
+			claims[k] = v
+		}
+		tok, err := jwt.Signed(signer).Claims(claims).Serialize()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tok
+	}
+	if c, err := a.Verify(context.Background(), sign(nil)); err != nil || c.ID != IdentityOf(issuer, "alice-1") {
+		t.Fatalf("a plain token: %+v %v", c, err)
+	}
+	for name, extra := range map[string]map[string]any{
+		"SUB beside sub":       {"SUB": "bob-1"},
+		"Email beside email":   {"Email": "bob@example.com"},
+		"Groups beside groups": {"groups": []string{"shop-owners"}, "Groups": []string{"sre"}},
+		"ISS beside iss":       {"ISS": "https://evil.example"},
+	} {
+		_, err := a.Verify(context.Background(), sign(extra))
+		if err == nil || !strings.Contains(err.Error(), "only by case") {
+			t.Errorf("%s: %v, want refused as ambiguous", name, err)
+		}
+	}
+}
