@@ -19,19 +19,9 @@ import (
 // well as, or instead of, the claim could name one person to the
 // verifier and another to the relay. Such a token is refused.
 func TestClaimsThatDifferOnlyByCaseAreRefused(t *testing.T) {
-	key, err := rsa.GenerateKey(rand.Reader, 2048)
-	if err != nil {
-		t.Fatal(err)
-	}
-	signer, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.RS256, Key: key}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	const issuer = "https://idp.example.com"
-	a := &Authenticator{usernameClaim: "email", groupsClaim: "groups",
-		verifier: oidc.NewVerifier(issuer, &oidc.StaticKeySet{PublicKeys: []crypto.PublicKey{&key.PublicKey}}, &oidc.Config{ClientID: "tower"})}
+	a, signer := testAuthenticator(t)
 	sign := func(extra map[string]any) string {
-		claims := map[string]any{"iss": issuer, "aud": "tower", "exp": time.Now().Add(time.Hour).Unix(),
+		claims := map[string]any{"iss": testIssuer, "aud": "tower", "exp": time.Now().Add(time.Hour).Unix(),
 			"sub": "alice-1", "email": "alice@example.com", "email_verified": true}
 		for k, v := range extra {
 			claims[k] = v
@@ -42,7 +32,7 @@ func TestClaimsThatDifferOnlyByCaseAreRefused(t *testing.T) {
 		}
 		return tok
 	}
-	if c, err := a.Verify(context.Background(), sign(nil)); err != nil || c.ID != IdentityOf(issuer, "alice-1") {
+	if c, err := a.Verify(context.Background(), sign(nil)); err != nil || c.ID != IdentityOf(testIssuer, "alice-1") {
 		t.Fatalf("a plain token: %+v %v", c, err)
 	}
 	for name, extra := range map[string]map[string]any{
@@ -56,4 +46,23 @@ func TestClaimsThatDifferOnlyByCaseAreRefused(t *testing.T) {
 			t.Errorf("%s: %v, want refused as ambiguous", name, err)
 		}
 	}
+}
+
+// testIssuer is the issuer testAuthenticator trusts.
+const testIssuer = "https://idp.example.com"
+
+// testAuthenticator is an Authenticator for client "tower" of testIssuer
+// (username from email, groups from groups) and the signer of its key.
+func testAuthenticator(tb testing.TB) (*Authenticator, jose.Signer) {
+	tb.Helper()
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	signer, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.RS256, Key: key}, nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return &Authenticator{usernameClaim: "email", groupsClaim: "groups",
+		verifier: oidc.NewVerifier(testIssuer, &oidc.StaticKeySet{PublicKeys: []crypto.PublicKey{&key.PublicKey}}, &oidc.Config{ClientID: "tower"})}, signer
 }

@@ -3,9 +3,6 @@ package relay
 import (
 	"bytes"
 	"context"
-	"crypto"
-	"crypto/rand"
-	"crypto/rsa"
 	"encoding/json"
 	"errors"
 	"net/http/httptest"
@@ -13,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/coreos/go-oidc/v3/oidc"
-	"github.com/go-jose/go-jose/v4"
 	"github.com/go-jose/go-jose/v4/jwt"
 	"k8s.io/apimachinery/pkg/util/validation"
 
@@ -78,17 +73,8 @@ func FuzzTokenClaims(f *testing.F) {
 	} {
 		f.Add([]byte(seed))
 	}
-	key, err := rsa.GenerateKey(rand.Reader, 2048)
-	if err != nil {
-		f.Fatal(err)
-	}
-	signer, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.RS256, Key: key}, nil)
-	if err != nil {
-		f.Fatal(err)
-	}
-	const issuer = "https://idp.example.com"
-	a := &Authenticator{usernameClaim: "email", groupsClaim: "groups",
-		verifier: oidc.NewVerifier(issuer, &oidc.StaticKeySet{PublicKeys: []crypto.PublicKey{&key.PublicKey}}, &oidc.Config{ClientID: "tower"})}
+	a, signer := testAuthenticator(f)
+	const issuer = testIssuer
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		claims := map[string]any{}
 		// JSON null leaves no map to add the token's own claims to.
