@@ -36,6 +36,7 @@ func once(path string) string {
 // portalOnly are the parts of a Session's status only the portal writes: the
 // decisions a person made through it and the session it ran.
 var portalOnly = []string{"approval", "denial", "grant", "debugContainer", "startedAt", "deadline", "heartbeat", "resumes",
+	"relay", "released",
 	"review.?by", "review.?at", "review.?comment"}
 
 // writtenOnce are the parts of a Session's status that never change once written.
@@ -148,6 +149,18 @@ func SessionRules() Policy {
 					(object.?status.?resumes.orValue(0) == oldObject.?status.?resumes.orValue(0) + 1 &&
 					 variables.phase == 'Active' && variables.oldPhase == 'Active')`,
 				Message: "[session.resumes] a session is resumed one relay at a time, while it is Active, and its count of resumes never goes back.",
+			},
+			{
+				// Which replica runs a session changes only as it is
+				// started, resumed, or released by the one running it;
+				// a release names no replica, and only a resume ends it.
+				Name: "session.relay",
+				Expression: update + `(object.?status.?relay == oldObject.?status.?relay && object.?status.?released == oldObject.?status.?released) ||
+					(!object.?status.?released.hasValue() && ((variables.phase == 'Active' && variables.oldPhase == 'Approved') ||
+					 object.?status.?resumes.orValue(0) == oldObject.?status.?resumes.orValue(0) + 1)) ||
+					(variables.phase == 'Active' && variables.oldPhase == 'Active' && object.?status.?relay.orValue('') == '' &&
+					 object.?status.?released.hasValue() && !oldObject.?status.?released.hasValue())`,
+				Message: "[session.relay] the replica running a session is named when it starts or resumes, and a session is released only by the replica running it, while Active, naming none.",
 			},
 			{
 				// A condition is a summary, never a claim of its own: a

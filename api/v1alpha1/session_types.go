@@ -238,6 +238,18 @@ type SessionStatus struct {
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=20
 	Resumes int32 `json:"resumes,omitempty"`
+	// Relay names the relay replica running the session: a terminal that
+	// reaches another replica is passed on to it. Empty for a relay that
+	// runs alone.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Relay string `json:"relay,omitempty"`
+	// Released is when the replica running the session let go of it as it
+	// shut down, for another replica to take up at once rather than after
+	// its heartbeat goes stale.
+	// +optional
+	Released *metav1.Time `json:"released,omitempty"`
 	// +optional
 	End *End `json:"end,omitempty"`
 	// +optional

@@ -368,6 +368,10 @@ func (in *SessionStatus) DeepCopyInto(out *SessionStatus) {
 		in, out := &in.Heartbeat, &out.Heartbeat
 		*out = (*in).DeepCopy()
 	}
+	if in.Released != nil {
+		in, out := &in.Released, &out.Released
+		*out = (*in).DeepCopy()
+	}
 	if in.End != nil {
 		in, out := &in.End, &out.End
 		*out = new(End)
