@@ -150,6 +150,9 @@ func (s *Server) end(w http.ResponseWriter, r *http.Request, c Caller) error {
 	}
 	held := s.held(sessionKey{t.Name, ns, sess.Name})
 	if held == nil {
+		if s.passOn(w, r, sess) {
+			return nil
+		}
 		return &apiError{http.StatusConflict, "NotHeld", errNotHere.Error()}
 	}
 	if err := held.End(context.WithoutCancel(ctx), c.Name, reason); err != nil {
@@ -191,6 +194,9 @@ func (s *Server) terminal(w http.ResponseWriter, r *http.Request, c Caller) erro
 	held := s.live[key]
 	s.mu.Unlock()
 	if held == nil || held.live == nil {
+		if held == nil && s.passOn(w, r, sess) {
+			return nil
+		}
 		return &apiError{http.StatusConflict, "NotHeld", errNotHere.Error()}
 	}
 	if !readOnly {
@@ -230,8 +236,10 @@ func (s *Server) originAllowed(r *http.Request) bool {
 	return slices.Contains(s.cfg.AllowedOrigins, o) || (s.console != nil && o == s.console.Origin())
 }
 
-// Close ends every session this relay holds, as a relay shutting down
-// must: detached, recorded, grant revoked.
+// Close ends every session this relay holds, as a relay running alone
+// must when it shuts down: detached, recorded, grant revoked. One of
+// several replicas hands them over instead (Live.Release): another takes
+// each up within an adoption interval, and its terminals reconnect there.
 func (s *Server) Close(ctx context.Context) {
 	s.mu.Lock()
 	var lives []*session.Live
@@ -242,6 +250,12 @@ func (s *Server) Close(ctx context.Context) {
 	}
 	s.mu.Unlock()
 	for _, l := range lives {
+		if s.peers != nil {
+			if err := l.Release(ctx); err != nil {
+				s.log.Error(err, "handing a session over at shutdown", "session", l.Session.Namespace+"/"+l.Session.Name)
+			}
+			continue
+		}
 		if err := l.End(ctx, session.Relay+" (shutting down)", v1alpha1.EndDisconnect); err != nil {
 			s.log.Error(err, "ending a session at shutdown", "session", l.Session.Namespace+"/"+l.Session.Name)
 		}

@@ -63,6 +63,10 @@ type Options struct {
 	// Console, when set, serves the web console and lets its session
 	// cookie stand for a bearer token, from the console's origin only.
 	Console *console.Console
+	// Peers, when set, makes this relay one of several replicas: it names
+	// itself in the sessions it runs, passes requests for another's
+	// terminals to it, and hands its sessions over when it closes.
+	Peers *Peers
 }
 
 // Server is the relay's HTTP API.
@@ -78,6 +82,7 @@ type Server struct {
 	log      logr.Logger
 	metrics  *metrics
 	console  *console.Console
+	peers    *Peers
 
 	// unauthenticated bounds how many refusals of requests without a valid
 	// token are audited one by one; unaudited counts the rest, reported
@@ -115,8 +120,15 @@ func NewServer(o Options) (*Server, error) {
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}
 	}
+	replica := ""
+	if o.Peers != nil {
+		if err := o.Peers.Check(); err != nil {
+			return nil, fmt.Errorf("relay: replicas: %w", err)
+		}
+		replica = o.Peers.Self
+	}
 	s := &Server{cfg: o.Config, auth: o.Auth, clusters: map[string]*target{}, store: o.Store, audit: o.Audit,
-		notifier: o.Notifier, console: o.Console, anchorer: o.Anchorer, clock: o.Clock, log: o.Log, metrics: newMetrics(), live: map[sessionKey]*liveSession{},
+		notifier: o.Notifier, console: o.Console, peers: o.Peers, anchorer: o.Anchorer, clock: o.Clock, log: o.Log, metrics: newMetrics(), live: map[sessionKey]*liveSession{},
 		unauthenticated: rate.NewLimiter(rate.Limit(UnauthenticatedAuditRate), UnauthenticatedAuditBurst)}
 	for _, c := range o.Config.Clusters {
 		t, ok := o.Targets[c.Name]
@@ -126,7 +138,7 @@ func NewServer(o Options) (*Server, error) {
 		s.clusters[c.Name] = &target{Cluster: c, Target: t, runner: &session.Runner{
 			Cluster: c.Name, Client: t.Client, Kube: t.Kube, Config: t.Config, Store: o.Store, Audit: o.Audit, Clock: o.Clock,
 			DebugImage: c.DebugImage, Grace: o.Config.Limits.Grace.Duration, Retention: o.Config.Recording.Retention.Duration,
-			MaxTTL: maxDuration, Anchorer: o.Anchorer, Log: o.Log,
+			MaxTTL: maxDuration, Anchorer: o.Anchorer, Log: o.Log, Replica: replica,
 		}}
 	}
 	if o.Checkpoints != nil {

@@ -252,7 +252,12 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request, c Caller) error {
 	}
 	v := view(t.Name, sess)
 	if sess.Status.Phase == v1alpha1.PhaseActive {
-		v.Live = s.liveView(sessionKey{t.Name, sess.Namespace, sess.Name})
+		key := sessionKey{t.Name, sess.Namespace, sess.Name}
+		// Its countdowns are counted where it runs.
+		if s.held(key) == nil && s.passOn(w, r, sess) {
+			return nil
+		}
+		v.Live = s.liveView(key)
 	}
 	writeJSON(w, http.StatusOK, v)
 	return nil

@@ -119,7 +119,7 @@ func TestGolden(t *testing.T) {
 	}
 }
 
-// TestHardenedPods: every Deployment the chart renders runs non-root, on a
+// TestHardenedPods: every workload the chart renders runs non-root, on a
 // read-only root, without privilege escalation or capabilities, with
 // requests and limits.
 func TestHardenedPods(t *testing.T) {
@@ -127,28 +127,28 @@ func TestHardenedPods(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	deployments, err := chart.Deployments([]byte(out))
+	workloads, err := chart.Workloads([]byte(out))
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, d := range deployments {
+	for _, d := range workloads {
 		ps := d.Spec.Template.Spec.SecurityContext
 		if ps == nil || ps.RunAsNonRoot == nil || !*ps.RunAsNonRoot || ps.SeccompProfile == nil {
-			t.Errorf("%s: pod security context %+v", d.Name, ps)
+			t.Errorf("%s: pod security context %+v", d.Metadata.Name, ps)
 		}
 		for _, c := range d.Spec.Template.Spec.Containers {
 			sc := c.SecurityContext
 			if sc == nil || sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem || sc.AllowPrivilegeEscalation == nil ||
 				*sc.AllowPrivilegeEscalation || sc.Capabilities == nil || len(sc.Capabilities.Drop) != 1 || sc.Capabilities.Drop[0] != "ALL" {
-				t.Errorf("%s/%s: container security context %+v", d.Name, c.Name, sc)
+				t.Errorf("%s/%s: container security context %+v", d.Metadata.Name, c.Name, sc)
 			}
 			if c.Resources.Requests.Memory().IsZero() || c.Resources.Limits.Memory().IsZero() || c.Resources.Limits.Cpu().IsZero() {
-				t.Errorf("%s/%s: no requests and limits", d.Name, c.Name)
+				t.Errorf("%s/%s: no requests and limits", d.Metadata.Name, c.Name)
 			}
 		}
 	}
-	if len(deployments) != 3 {
-		t.Fatalf("%d Deployments, want the webhook, the sweeper and the relay", len(deployments))
+	if len(workloads) != 3 {
+		t.Fatalf("%d workloads, want the webhook, the sweeper and the relay", len(workloads))
 	}
 }
 

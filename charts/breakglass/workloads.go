@@ -6,16 +6,29 @@ import (
 	"errors"
 	"io"
 
-	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 )
 
-// Deployments are the Deployments in a rendered manifest (documents
-// separated by ---), in order: what the tests hold the chart's pods to.
-func Deployments(manifest []byte) ([]appsv1.Deployment, error) {
+// Workload is a Deployment or StatefulSet in a rendered manifest: what the
+// tests hold the chart's pods to.
+type Workload struct {
+	Kind string `json:"kind"`
+	// Metadata is the workload's own (its name, labels).
+	Metadata metav1.ObjectMeta `json:"metadata"`
+	Spec     struct {
+		Replicas *int32                 `json:"replicas"`
+		Template corev1.PodTemplateSpec `json:"template"`
+	} `json:"spec"`
+}
+
+// Workloads are the Deployments and StatefulSets in a rendered manifest
+// (documents separated by ---), in order.
+func Workloads(manifest []byte) ([]Workload, error) {
 	dec := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(manifest)))
-	var out []appsv1.Deployment
+	var out []Workload
 	for {
 		doc, err := dec.Read()
 		if errors.Is(err, io.EOF) {
@@ -24,13 +37,12 @@ func Deployments(manifest []byte) ([]appsv1.Deployment, error) {
 		if err != nil {
 			return nil, err
 		}
-		if !bytes.Contains(doc, []byte("kind: Deployment")) {
-			continue
-		}
-		var d appsv1.Deployment
-		if err := yaml.Unmarshal(doc, &d); err != nil {
+		var w Workload
+		if err := yaml.Unmarshal(doc, &w); err != nil {
 			return nil, err
 		}
-		out = append(out, d)
+		if w.Kind == "Deployment" || w.Kind == "StatefulSet" {
+			out = append(out, w)
+		}
 	}
 }

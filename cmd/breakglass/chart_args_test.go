@@ -10,7 +10,7 @@ import (
 	chart "github.com/tower-dev/breakglass/charts/breakglass"
 )
 
-// TestChartArgsParse: every Deployment the chart renders (its reviewed
+// TestChartArgsParse: every workload the chart renders (its reviewed
 // golden renders) starts a command this binary has, with flags it knows
 // and no stray arguments: a flag renamed on one side and not the other
 // fails here, not in a cluster.
@@ -26,24 +26,24 @@ func TestChartArgsParse(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		deployments, err := chart.Deployments(raw)
+		workloads, err := chart.Workloads(raw)
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, d := range deployments {
+		for _, d := range workloads {
 			for _, c := range d.Spec.Template.Spec.Containers {
 				if len(c.Args) == 0 {
-					t.Fatalf("%s: %s/%s has no command", filepath.Base(g), d.Name, c.Name)
+					t.Fatalf("%s: %s/%s has no command", filepath.Base(g), d.Metadata.Name, c.Name)
 				}
 				newCmd, ok := commands[c.Args[0]]
 				if !ok {
-					t.Fatalf("%s: %s runs %q, not a command of breakglass", filepath.Base(g), d.Name, c.Args[0])
+					t.Fatalf("%s: %s runs %q, not a command of breakglass", filepath.Base(g), d.Metadata.Name, c.Args[0])
 				}
 				cmd := newCmd()
 				if err := cmd.ParseFlags(c.Args[1:]); err != nil {
-					t.Errorf("%s: %s: %v", filepath.Base(g), d.Name, err)
+					t.Errorf("%s: %s: %v", filepath.Base(g), d.Metadata.Name, err)
 				} else if rest := cmd.Flags().Args(); len(rest) > 0 {
-					t.Errorf("%s: %s: stray arguments %v", filepath.Base(g), d.Name, rest)
+					t.Errorf("%s: %s: stray arguments %v", filepath.Base(g), d.Metadata.Name, rest)
 				}
 				seen[c.Args[0]] = true
 			}

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net/http"
@@ -27,6 +29,7 @@ import (
 
 func newRelayCommand() *cobra.Command {
 	var configFile, tlsCert, tlsKey string
+	var replica, peerURL, peerCA string
 	var probeOpts probes.Options
 	var logOpts *zap.Options
 	cmd := &cobra.Command{
@@ -46,7 +49,16 @@ configured sinks).`,
 			}
 			ctrl.SetLogger(zap.New(zap.UseFlagOptions(logOpts)))
 			ctx := ctrl.SetupSignalHandler()
-			srv, closeAll, err := buildRelay(ctx, cfg)
+			peers, err := replicaPeers(replica, peerURL, peerCA)
+			if err != nil {
+				return err
+			}
+			if peers != nil {
+				// Each replica writes a chain of its own: two writers of
+				// one chain would fork it.
+				cfg.Audit.Chain += "-" + peers.Self
+			}
+			srv, closeAll, err := buildRelay(ctx, cfg, peers)
 			if err != nil {
 				return err
 			}
@@ -86,14 +98,45 @@ configured sinks).`,
 	f.StringVar(&configFile, "config", "/etc/breakglass/relay.yaml", "the relay's configuration file")
 	f.StringVar(&tlsCert, "tls-cert", "", "serve TLS with this certificate (else plain HTTP behind a TLS-terminating ingress)")
 	f.StringVar(&tlsKey, "tls-key", "", "the TLS certificate's key")
+	f.StringVar(&replica, "replica", "", "this relay's name among several replicas (its pod name): set it to run more than one")
+	f.StringVar(&peerURL, "peer-url", "", "where a replica is reached, {replica} standing for its name (with --replica)")
+	f.StringVar(&peerCA, "peer-ca", "", "the CA bundle the replicas' serving certificates are checked against (default: the system's)")
 	probeFlags(cmd, &probeOpts)
 	logOpts = logFlags(cmd)
 	return cmd
 }
 
+// replicaPeers is how this replica reaches the others, or nil when it runs alone.
+func replicaPeers(replica, peerURL, caFile string) (*relay.Peers, error) {
+	if replica == "" {
+		if peerURL != "" || caFile != "" {
+			return nil, errors.New("--peer-url and --peer-ca are for replicas: set --replica too")
+		}
+		return nil, nil
+	}
+	if peerURL == "" {
+		return nil, errors.New("--replica needs --peer-url: the replicas pass terminals to each other")
+	}
+	p := &relay.Peers{Self: replica, URL: peerURL}
+	if caFile != "" {
+		pem, err := os.ReadFile(caFile)
+		if err != nil {
+			return nil, fmt.Errorf("--peer-ca: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("--peer-ca: %s holds no PEM certificate", caFile)
+		}
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		t.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+		p.Transport = t
+	}
+	return p, p.Check()
+}
+
 // buildRelay connects to the issuer, the clusters, the store and the audit
 // sinks. It refuses to start without a working recording store.
-func buildRelay(ctx context.Context, cfg *relay.Config) (*relay.Server, func(), error) {
+func buildRelay(ctx context.Context, cfg *relay.Config, peers *relay.Peers) (*relay.Server, func(), error) {
 	var closers []func()
 	closeAll := func() {
 		for _, c := range closers {
@@ -187,7 +230,7 @@ func buildRelay(ctx context.Context, cfg *relay.Config) (*relay.Server, func(), 
 	}
 	srv, err := relay.NewServer(relay.Options{Config: cfg, Auth: auth, Targets: targets, Store: store, Console: web,
 		Audit: auditLog, Notifier: notifier, Anchorer: anchorer, Log: ctrl.Log.WithName("relay"),
-		Checkpoints: checkpoints, CheckpointEvery: cfg.Audit.CheckpointEvery.Duration})
+		Checkpoints: checkpoints, CheckpointEvery: cfg.Audit.CheckpointEvery.Duration, Peers: peers})
 	if err != nil {
 		return fail(err)
 	}

@@ -39,7 +39,7 @@ func (r *Runner) Resume(ctx context.Context, s *v1alpha1.Session, stale time.Dur
 	switch {
 	case st.Phase != v1alpha1.PhaseActive || st.Grant == nil || st.DebugContainer == nil || st.StartedAt == nil || st.Deadline == nil:
 		return nil, fmt.Errorf("session %s is %s without a running record: %w", s.Name, st.Phase, ErrNotResumable)
-	case st.Heartbeat != nil && now.Sub(st.Heartbeat.Time) < stale:
+	case st.Released == nil && st.Heartbeat != nil && now.Sub(st.Heartbeat.Time) < stale:
 		return nil, fmt.Errorf("session %s: its relay sent a heartbeat %s ago: %w", s.Name, now.Sub(st.Heartbeat.Time).Round(time.Second), ErrNotResumable)
 	case !now.Before(st.Deadline.Time) || !now.Before(st.Grant.ExpiresAt.Time):
 		return nil, fmt.Errorf("session %s is past its hard stop or its grant: the sweeper ends it: %w", s.Name, ErrNotResumable)
@@ -53,9 +53,17 @@ func (r *Runner) Resume(ctx context.Context, s *v1alpha1.Session, stale time.Dur
 	pod := st.DebugContainer.Pod
 	// The claim comes first, at the version read: of two relays, one wins.
 	beat := metav1.NewTime(now)
+	why := fmt.Sprintf("its relay stopped (last heartbeat %s)", heartbeatOf(st))
+	gap := "output it had not yet written out (a few seconds at most) is missing"
+	if st.Released != nil {
+		why = fmt.Sprintf("relay %s released it at %s, shutting down", orNone(st.Relay), st.Released.UTC().Format(time.RFC3339))
+		gap = "that relay wrote out all it had read before it let go"
+	}
 	err := r.Lifecycle().Make(ctx, s, lifecycle.Move{Step: StepResume, Actor: PortalIdentity,
-		Reason: fmt.Sprintf("its relay stopped (last heartbeat %s); resumed in debug container %s in pod %s", heartbeatOf(st), container, pod),
-		Record: func(st *v1alpha1.SessionStatus) { st.Resumes, st.Heartbeat = n, &beat }})
+		Reason: fmt.Sprintf("%s; resumed in debug container %s in pod %s", why, container, pod),
+		Record: func(st *v1alpha1.SessionStatus) {
+			st.Resumes, st.Heartbeat, st.Relay, st.Released = n, &beat, r.Replica, nil
+		}})
 	if apierrors.IsConflict(err) {
 		return nil, fmt.Errorf("session %s: another relay resumed it first: %w", s.Name, ErrNotResumable)
 	}
@@ -66,8 +74,8 @@ func (r *Runner) Resume(ctx context.Context, s *v1alpha1.Session, stale time.Dur
 		return nil, err
 	}
 	rec, err := recording.Resume(ctx, r.Store, recording.RefOf(r.Cluster, s), recording.Options{RetainUntil: now.Add(r.Retention), Clock: r.Clock},
-		st.StartedAt.Time, fmt.Sprintf("%s resumed the session at %s in debug container %s: the shell before this ended with the relay that ran it; output it had not yet written out (a few seconds at most) is missing",
-			Relay, now.UTC().Format(time.RFC3339), container))
+		st.StartedAt.Time, fmt.Sprintf("%s resumed the session at %s in debug container %s: the shell before this ended with the relay that ran it; %s",
+			Relay, now.UTC().Format(time.RFC3339), container, gap))
 	if err != nil {
 		return nil, fmt.Errorf("the session's recording cannot be continued, so it is not resumed: %w", err)
 	}
@@ -89,9 +97,73 @@ func (r *Runner) Resume(ctx context.Context, s *v1alpha1.Session, stale time.Dur
 	return live, nil
 }
 
+func orNone(replica string) string {
+	if replica == "" {
+		return "(unnamed)"
+	}
+	return replica
+}
+
 func heartbeatOf(st v1alpha1.SessionStatus) string {
 	if st.Heartbeat == nil {
 		return "never"
 	}
 	return st.Heartbeat.UTC().Format(time.RFC3339)
+}
+
+// StepRelease is the lifecycle step of a relay letting go of a session it
+// runs, for another replica to take up.
+const StepRelease = "release"
+
+// Release hands the session over, as a replica shutting down among others
+// does instead of ending it: the attach is closed (so the shell ends, as it
+// would with a killed relay), everything read from it is written out to
+// the recording, and the Session is marked released, so another replica
+// resumes it at once (Resume), without waiting for the heartbeat to go
+// stale. Nothing is ended, recycled or revoked; the terminals are sent to
+// reconnect. A release that cannot be written leaves the session to be
+// taken up once its heartbeat is stale, with its recording written out
+// all the same.
+func (l *Live) Release(ctx context.Context) error {
+	var err error
+	l.endOnce.Do(func() {
+		l.ending.Store(true)
+		err = l.release(ctx)
+		close(l.ended)
+	})
+	return err
+}
+
+func (l *Live) release(ctx context.Context) error {
+	// The terminals first: told to reconnect, not that the session ended
+	// (which the stream's end would tell them). What the shell writes from
+	// here is still recorded.
+	l.out.closeWith(ErrMoved)
+	_ = l.stdin.Close() // stdin EOF is the detach
+	l.sizes.close()
+	select {
+	case <-l.streamEnded:
+	case <-time.After(10 * time.Second):
+		l.cancel()
+		<-l.streamEnded
+	}
+	var errs []error
+	if err := l.rec.Flush(ctx); err != nil {
+		errs = append(errs, fmt.Errorf("writing out the recording before the release (the relay taking it up marks what is missing): %w", err))
+	}
+	l.rec.Abandon()
+	l.mu.Lock()
+	s := l.Session
+	now := metav1.NewTime(l.r.Clock.Now())
+	// At the version this relay last wrote: if another relay took the
+	// session up meanwhile, there is nothing left to release.
+	err := l.r.Lifecycle().Make(ctx, s, lifecycle.Move{Step: StepRelease, Actor: PortalIdentity,
+		Reason: fmt.Sprintf("relay %s is shutting down: another replica takes the session up", orNone(s.Status.Relay)),
+		Record: func(st *v1alpha1.SessionStatus) { st.Relay, st.Released, st.Heartbeat = "", &now, &now }})
+	l.mu.Unlock()
+	if err != nil && !apierrors.IsConflict(err) {
+		errs = append(errs, fmt.Errorf("marking the session released (another replica takes it up once its heartbeat is stale): %w", err))
+	}
+	l.cancel()
+	return errors.Join(errs...)
 }

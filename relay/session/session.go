@@ -61,6 +61,9 @@ type Runner struct {
 	Anchorer *tlog.Anchorer
 	// Log tells of anchors pending and failing.
 	Log logr.Logger
+	// Replica names this relay among its replicas, written to the sessions
+	// it runs (status.relay); empty for a relay that runs alone.
+	Replica string
 }
 
 // Live is a running session: its terminal and its recording.
@@ -171,6 +174,7 @@ func (r *Runner) Start(ctx context.Context, s *v1alpha1.Session) (_ *Live, err e
 			st.Grant = &v1alpha1.Grant{RoleBinding: grant.Name, Role: role, ExpiresAt: metav1.NewTime(now.Add(ttl))}
 			st.DebugContainer = &v1alpha1.DebugContainer{Pod: pod, Name: container, Image: r.DebugImage}
 			st.StartedAt, st.Deadline, st.Heartbeat = &start, &deadline, &start
+			st.Relay = r.Replica
 		}}); err != nil {
 		return nil, fmt.Errorf("recording the start: %w", err)
 	}

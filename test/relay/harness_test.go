@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -102,6 +103,13 @@ func config() *relay.Config {
 // startRelay serves a relay over the test cluster with clk as its clock.
 func startRelay(t testing.TB, cfg *relay.Config, clk clock.Clock) *testRelay {
 	t.Helper()
+	return startReplica(t, cfg, clk, nil, nil)
+}
+
+// startReplica is startRelay for one of several replicas: peers says how it
+// reaches the others, and it serves on ln (nil: a port of its own).
+func startReplica(t testing.TB, cfg *relay.Config, clk clock.Clock, peers *relay.Peers, ln net.Listener) *testRelay {
+	t.Helper()
 	if err := cfg.Complete(); err != nil {
 		t.Fatal(err)
 	}
@@ -131,12 +139,18 @@ func startRelay(t testing.TB, cfg *relay.Config, clk clock.Clock) *testRelay {
 		Targets:  targets,
 		Audit:    audit.NewLog(audit.Event{}, nil, &audit.Writer{W: tr.audit}),
 		Notifier: &notify.Webhook{URL: hook.URL, PortalURL: cfg.PortalURL},
+		Peers:    peers,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	tr.server = srv
-	api := httptest.NewServer(srv.Handler())
+	api := httptest.NewUnstartedServer(srv.Handler())
+	if ln != nil {
+		_ = api.Listener.Close()
+		api.Listener = ln
+	}
+	api.Start()
 	tr.url = api.URL
 	t.Cleanup(func() {
 		srv.Close(context.Background())
