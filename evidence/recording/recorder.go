@@ -38,7 +38,15 @@ type Options struct {
 	RetainUntil time.Time
 	// SegmentBytes: a segment is written once it holds this much.
 	SegmentBytes int
-	Clock        clock.PassiveClock
+	// HoldBytes and HoldFor ride out a store that refuses segments (down,
+	// its disk full): up to HoldBytes of what the terminal carries is kept
+	// in memory (default 4 MiB); past that the terminal is held (the
+	// writer waits, retrying the segment) for up to HoldFor from the first
+	// refusal (default 2m), and only then does recording fail. Nothing
+	// recorded is dropped meanwhile: the next segment written holds it.
+	HoldBytes int
+	HoldFor   time.Duration
+	Clock     clock.PassiveClock
 }
 
 // Recorder turns a terminal's traffic into evidence. Safe for concurrent use.
@@ -58,6 +66,9 @@ type Recorder struct {
 	partial [2][]byte // an incomplete UTF-8 sequence held per direction
 	seq     int
 	closed  bool
+	// refusedSince is when the store began refusing segments (zero while
+	// it takes them).
+	refusedSince time.Time
 }
 
 // New starts the recording of the session ref names. It checks the store
@@ -105,6 +116,12 @@ func prepare(ctx context.Context, store Store, ref Ref, opts *Options) error {
 	if opts.SegmentBytes <= 0 {
 		opts.SegmentBytes = 64 << 10
 	}
+	if opts.HoldBytes <= 0 {
+		opts.HoldBytes = 4 << 20
+	}
+	if opts.HoldFor <= 0 {
+		opts.HoldFor = 2 * time.Minute
+	}
 	return nil
 }
 
@@ -121,8 +138,8 @@ func (r *Recorder) Resize(ctx context.Context, width, height int) error {
 
 func (r *Recorder) record(ctx context.Context, kind byte, p []byte) error {
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	if r.closed {
+		r.mu.Unlock()
 		return fmt.Errorf("recording %s is closed", r.prefix)
 	}
 	// Monotonic: a clock that steps back never reorders the record.
@@ -136,10 +153,61 @@ func (r *Recorder) record(ctx context.Context, kind byte, p []byte) error {
 	if len(text) > 0 {
 		writeCastEvent(&r.cast, t, kind, text)
 	}
-	if r.cast.Len() >= r.opts.SegmentBytes {
-		return r.flushLocked(ctx)
+	if r.cast.Len() < r.opts.SegmentBytes {
+		r.mu.Unlock()
+		return nil
 	}
-	return nil
+	err := r.flushLocked(ctx)
+	held := r.raw.Len() + r.cast.Len()
+	r.mu.Unlock()
+	if err == nil || held < r.opts.HoldBytes {
+		return nil // kept: the next flush writes it
+	}
+	return r.waitForStore(ctx)
+}
+
+// storeRetry is how often a held terminal tries the store again.
+const storeRetry = 500 * time.Millisecond
+
+// waitForStore holds the writer (the terminal) while the store refuses
+// segments and too much is kept already, until a segment is written or
+// HoldFor has passed since the first refusal. It waits without the lock:
+// the relay's heartbeat and other flushes go on meanwhile.
+func (r *Recorder) waitForStore(ctx context.Context) error {
+	return r.retryStore(ctx, func() error {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		return r.flushLocked(ctx)
+	})
+}
+
+// retryStore calls write until it succeeds, every storeRetry, for as long
+// as HoldFor allows since the store first refused.
+func (r *Recorder) retryStore(ctx context.Context, write func() error) error {
+	var first time.Time
+	for {
+		err := write()
+		if err == nil {
+			return nil
+		}
+		if first.IsZero() {
+			first = time.Now()
+		}
+		since := first
+		r.mu.Lock()
+		if !r.refusedSince.IsZero() && r.refusedSince.Before(since) {
+			since = r.refusedSince
+		}
+		r.mu.Unlock()
+		if time.Since(since) >= r.opts.HoldFor {
+			return fmt.Errorf("the recording store has refused it since %s: %w", since.UTC().Format(time.RFC3339), err)
+		}
+		select {
+		case <-ctx.Done():
+			return errors.Join(err, ctx.Err())
+		case <-time.After(storeRetry):
+		}
+	}
 }
 
 // decode turns p into text for the cast, holding back a UTF-8 sequence cut
@@ -231,6 +299,17 @@ func (r *Recorder) Flush(ctx context.Context) error {
 }
 
 func (r *Recorder) flushLocked(ctx context.Context) error {
+	err := r.writeSegmentLocked(ctx)
+	switch {
+	case err == nil:
+		r.refusedSince = time.Time{}
+	case r.refusedSince.IsZero():
+		r.refusedSince = time.Now()
+	}
+	return err
+}
+
+func (r *Recorder) writeSegmentLocked(ctx context.Context) error {
 	if r.raw.Len() == 0 && (r.seq > 0 || r.cast.Len() == 0) {
 		return nil
 	}
@@ -293,11 +372,21 @@ func (r *Recorder) Close(ctx context.Context) (Finalized, error) {
 			writeCastEvent(&r.cast, r.last, kind, r.decode(kind, nil, true))
 		}
 	}
-	err := r.flushLocked(ctx)
 	r.closed = true
 	r.mu.Unlock()
-	if err != nil {
-		return Finalized{}, err
-	}
-	return Finalize(ctx, r.store, Meta{Session: r.ref, Started: r.start, RetainUntil: r.opts.RetainUntil, Segments: r.versions})
+	// What is held is written, and the manifest after it, even if the store
+	// is away for a while (within HoldFor): a session's end is when losing
+	// what it kept would hurt most.
+	var done Finalized
+	err := r.retryStore(ctx, func() error {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if err := r.flushLocked(ctx); err != nil {
+			return err
+		}
+		var err error
+		done, err = Finalize(ctx, r.store, Meta{Session: r.ref, Started: r.start, RetainUntil: r.opts.RetainUntil, Segments: r.versions})
+		return err
+	})
+	return done, err
 }

@@ -1,0 +1,133 @@
+package recording
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// refusing is a store that refuses writes while down, as one whose
+// endpoint is unreachable or whose disk is full does. (test/faults fills
+// a real disk.)
+type refusing struct {
+	Store
+	down atomic.Bool
+}
+
+var errRefused = errors.New("no space left on device")
+
+func (s *refusing) Put(ctx context.Context, key string, data []byte, retainUntil time.Time) (string, error) {
+	if s.down.Load() {
+		return "", errRefused
+	}
+	return s.Store.Put(ctx, key, data, retainUntil)
+}
+
+func newHoldingRecorder(t *testing.T, holdFor time.Duration) (*Recorder, *refusing) {
+	t.Helper()
+	store := &refusing{Store: &Dir{Root: t.TempDir()}}
+	r, err := New(context.Background(), store, testRef, Options{RetainUntil: time.Now().Add(time.Hour),
+		SegmentBytes: 64, HoldBytes: 4096, HoldFor: holdFor})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r, store
+}
+
+// TestStoreAwayHoldsTheTerminalAndLosesNothing: while the store refuses
+// segments, what the terminal carries is kept (up to HoldBytes), then the
+// writer is held; when the store comes back every byte is written, in
+// order, and the recording finalizes whole.
+func TestStoreAwayHoldsTheTerminalAndLosesNothing(t *testing.T) {
+	r, store := newHoldingRecorder(t, time.Minute)
+	ctx := context.Background()
+	var want bytes.Buffer
+	write := func(p []byte) error {
+		want.Write(p)
+		return r.Output(ctx, p)
+	}
+	if err := write([]byte("before the outage\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	store.down.Store(true)
+	line := bytes.Repeat([]byte("x"), 99)
+	for range 15 { // about 3.3 KiB kept (transcript and cast): the writer not held
+		if err := write(line); err != nil {
+			t.Fatalf("a write kept while the store is away: %v", err)
+		}
+	}
+	if err := r.Flush(ctx); err == nil {
+		t.Fatal("a flush to a store that refuses it succeeded")
+	}
+	held := make(chan error, 1)
+	go func() { // past HoldBytes: held
+		var err error
+		for i := 0; i < 5 && err == nil; i++ {
+			err = write(line)
+		}
+		held <- err
+	}()
+	select {
+	case err := <-held:
+		t.Fatalf("the write past HoldBytes returned (%v) while the store was away: it should wait", err)
+	case <-time.After(1200 * time.Millisecond):
+	}
+	store.down.Store(false)
+	select {
+	case err := <-held:
+		if err != nil {
+			t.Fatalf("the held write once the store is back: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the held write did not go on once the store came back")
+	}
+	if err := write([]byte("\r\nafter\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	done, err := r.Close(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := ReadFile(ctx, store, testRef, done.Manifest, TranscriptFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, err := ReadTranscript(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got bytes.Buffer
+	for _, rec := range recs {
+		if rec.Kind == KindOutput {
+			got.Write(rec.Data)
+		}
+	}
+	if !bytes.Equal(got.Bytes(), want.Bytes()) || len(done.Manifest.MissingSegments) > 0 {
+		t.Fatalf("recorded %d bytes (missing segments %v), want the %d written", got.Len(), done.Manifest.MissingSegments, want.Len())
+	}
+}
+
+// TestStoreAwayTooLongFailsTheRecording: a store that stays away past
+// HoldFor fails the held writer and the close, saying since when.
+func TestStoreAwayTooLongFailsTheRecording(t *testing.T) {
+	r, store := newHoldingRecorder(t, time.Second)
+	ctx := context.Background()
+	store.down.Store(true)
+	var err error
+	for i := 0; i < 20 && err == nil; i++ {
+		err = r.Output(ctx, bytes.Repeat([]byte("y"), 100))
+	}
+	if err == nil || !strings.Contains(err.Error(), "refused it since") || !errors.Is(err, errRefused) {
+		t.Fatalf("writing to a store away past HoldFor: %v", err)
+	}
+	if _, err := r.Close(ctx); err == nil || !errors.Is(err, errRefused) {
+		t.Fatalf("closing with the store away: %v", err)
+	}
+}
