@@ -3,7 +3,9 @@ package chart_test
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -246,4 +248,62 @@ func waitOutput(out *cluster.SyncBuffer, want string, attached <-chan error) err
 		}
 	}
 	return nil
+}
+
+// requireRelayReplicas checks that the relay's StatefulSet runs n replicas
+// from the image by digest.
+func requireRelayReplicas(ctx context.Context, t *testing.T, c *cluster.Cluster, img string, n int32) {
+	t.Helper()
+	st := &appsv1.StatefulSet{}
+	if err := c.Client.Get(ctx, client.ObjectKey{Namespace: v1alpha1.Namespace, Name: "breakglass-relay"}, st); err != nil {
+		t.Fatal(err)
+	}
+	if st.Status.ReadyReplicas != n || st.Spec.Template.Spec.Containers[0].Image != img {
+		t.Fatalf("the relay: %d ready, image %s, want %d from %s", st.Status.ReadyReplicas, st.Spec.Template.Spec.Containers[0].Image, n, img)
+	}
+}
+
+// holderClient reaches the relay replica running the session, by its
+// pod's IP: the test bed has no cluster DNS, so the replicas cannot pass
+// terminals to each other by name here (test/relay does that).
+func holderClient(ctx context.Context, t *testing.T, c *cluster.Cluster, target relayclient.Target, tok string, trust *tls.Config) *relayclient.Client {
+	t.Helper()
+	s := &v1alpha1.Session{}
+	if err := c.Client.Get(ctx, client.ObjectKey{Namespace: target.Namespace, Name: target.Name}, s); err != nil {
+		t.Fatal(err)
+	}
+	p := pod(ctx, t, c, v1alpha1.Namespace, s.Status.Relay)
+	return &relayclient.Client{BaseURL: "https://" + p.Status.PodIP + ":8443", Token: tok, TLS: trust}
+}
+
+// typeInto attaches to the session, types line and waits for want.
+func typeInto(ctx context.Context, t *testing.T, as *relayclient.Client, target relayclient.Target, line, want string) {
+	t.Helper()
+	out := &cluster.SyncBuffer{}
+	inR, inW := io.Pipe()
+	attached := make(chan error, 1)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() { attached <- as.Attach(ctx, target, inR, out, io.Discard, nil) }()
+	fmt.Fprint(inW, line)
+	if err := waitOutput(out, "\n"+want, attached); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitResumed waits until another replica took the session up (a rolling
+// update hands it over) and it runs there, Active.
+func waitResumed(ctx context.Context, t *testing.T, c *cluster.Cluster, target relayclient.Target) *v1alpha1.Session {
+	t.Helper()
+	s := &v1alpha1.Session{}
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		if err := c.Client.Get(ctx, client.ObjectKey{Namespace: target.Namespace, Name: target.Name}, s); err != nil {
+			return false, nil
+		}
+		return s.Status.Phase == v1alpha1.PhaseActive && s.Status.Resumes > 0 && s.Status.Relay != "" && s.Status.Released == nil, nil
+	})
+	if err != nil {
+		t.Fatalf("session %s was not taken up after the upgrade: %v (%+v)\n%s", target.Name, err, s.Status, podReport(ctx, c))
+	}
+	return s
 }

@@ -49,8 +49,9 @@ var (
 // capabilities and no token, the app still serving beside it; the session
 // is recorded to S3 with Object Lock, ended, the pod recycled by its
 // Deployment and the grant deleted. Then an upgrade while a session runs
-// (it ends cleanly, with its evidence), and an uninstall that leaves
-// nothing standing.
+// (the relay's replicas hand it over as they roll: it goes on, one
+// recording across the upgrade), and an uninstall that leaves nothing
+// standing.
 func TestChartOnRealNode(t *testing.T) {
 	log.SetLogger(logr.Discard())
 	ctx := context.Background()
@@ -116,9 +117,10 @@ func TestChartOnRealNode(t *testing.T) {
 		t.Fatalf("helm install: %v\n%s", err, podReport(ctx, c))
 	}
 	t.Logf("helm install with the plane's pods ready: %s", time.Since(began).Round(time.Second))
-	for _, d := range []string{"breakglass-webhook", "breakglass-sweeper", "breakglass-relay"} {
+	for _, d := range []string{"breakglass-webhook", "breakglass-sweeper"} {
 		requireRunsImage(ctx, t, c, d, server)
 	}
+	requireRelayReplicas(ctx, t, c, server, 2)
 
 	// helm test: the plane checked from inside, as the portal.
 	tester := action.NewReleaseTesting(hc)
@@ -185,26 +187,34 @@ func TestChartOnRealNode(t *testing.T) {
 	requireRecording(ctx, t, store, sess, "65532")
 	step("grant gone, pod recycled, recording read back")
 
-	// An upgrade while a session runs: the relay's new configuration
-	// recreates its pod, and the old one ends its sessions with their
-	// evidence before it exits.
+	// An upgrade while a session runs: the relay's new configuration rolls
+	// its replicas one at a time; each hands its sessions to the other as it
+	// goes, so the session outlives the upgrade, in a new debug container,
+	// one recording across it.
 	webPod = runningAppPod(ctx, t, c, app)
 	second := startSession(ctx, t, c, asAlice, asBob, webPod.Name)
 	step("a second session is Active")
+	typeInto(ctx, t, holderClient(ctx, t, c, second, token(t, issuer, alice), trust), second, "echo before-$((6*7))\n", "before-42")
 	upgrade := action.NewUpgrade(hc)
 	upgrade.Namespace, upgrade.Wait, upgrade.Timeout = v1alpha1.Namespace, true, 4*time.Minute
 	if _, err := upgrade.RunWithContext(ctx, "breakglass", chrt, values(t, settings.yaml("idle: 20m"))); err != nil {
 		t.Fatalf("helm upgrade: %v\n%s", err, podReport(ctx, c))
 	}
 	step("upgraded")
-	sess = waitEnded(ctx, t, c, second)
-	if sess.Status.Evidence == nil || sess.Status.Evidence.ManifestSHA256 == "" {
-		t.Fatalf("the session the upgrade ended has no evidence: %+v", sess.Status)
+	goingOn := waitResumed(ctx, t, c, second)
+	step(fmt.Sprintf("the second session goes on at %s after %d hand-over(s)", goingOn.Status.Relay, goingOn.Status.Resumes))
+	aliceNow := holderClient(ctx, t, c, second, token(t, issuer, alice), trust)
+	typeInto(ctx, t, aliceNow, second, "echo after-$((6*8))\n", "after-48")
+	if _, err := holderClient(ctx, t, c, second, token(t, issuer, bob), trust).End(ctx, second, "upgrade done"); err != nil {
+		t.Fatal(err)
 	}
+	sess = waitEnded(ctx, t, c, second)
 	requireGrantGone(ctx, t, c, app, second.Name)
+	requireRecording(ctx, t, store, sess, "before-42")
+	requireRecording(ctx, t, store, sess, "after-48")
 
 	// Uninstall: nothing standing, nothing blocking pods.
-	step("the second session ended with its evidence")
+	step("the second session ended with its evidence, before and after the upgrade")
 	if _, err := action.NewUninstall(hc).Run("breakglass"); err != nil {
 		t.Fatalf("helm uninstall: %v", err)
 	}
