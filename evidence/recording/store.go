@@ -78,29 +78,62 @@ func (d *Dir) Put(_ context.Context, key string, data []byte, retainUntil time.T
 	if err != nil {
 		return "", err
 	}
-	if err := os.MkdirAll(filepath.Dir(p), 0o750); err != nil {
+	dir := filepath.Dir(p)
+	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return "", err
 	}
-	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o440)
-	if errors.Is(err, fs.ErrExist) {
-		return "", fmt.Errorf("%s: %w", key, ErrExists)
-	}
+	// Written aside and linked into place, never created in place: a
+	// write that fails half-way (the disk full) leaves no partial object
+	// to refuse the retry as existing.
+	body, err := writeAside(dir, data)
 	if err != nil {
 		return "", err
 	}
-	if _, err := f.Write(data); err != nil {
-		_ = f.Close()
+	defer os.Remove(body)
+	retain, err := writeAside(dir, []byte(retainUntil.UTC().Format(time.RFC3339)))
+	if err != nil {
 		return "", err
 	}
-	if err := f.Sync(); err != nil {
-		_ = f.Close()
+	defer os.Remove(retain)
+	if err := os.Link(body, p); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return "", fmt.Errorf("%s: %w", key, ErrExists)
+		}
 		return "", err
 	}
-	if err := f.Close(); err != nil {
+	if err := os.Link(retain, p+".retain"); err != nil {
+		_ = os.Remove(p) // ours, just linked: the Put did not happen
 		return "", err
 	}
-	return "", os.WriteFile(p+".retain", []byte(retainUntil.UTC().Format(time.RFC3339)), 0o440)
+	return "", nil
 }
+
+// writeAside writes data to a new read-only file in dir, synced, and
+// returns its name.
+func writeAside(dir string, data []byte) (string, error) {
+	f, err := os.CreateTemp(dir, putPrefix+"*")
+	if err != nil {
+		return "", err
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Chmod(0o440)
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		_ = os.Remove(f.Name())
+		return "", err
+	}
+	return f.Name(), nil
+}
+
+// putPrefix names the files a Put writes before linking them into place.
+const putPrefix = ".put-"
 
 // Current is always "": files are created exclusively and never rewritten.
 func (d *Dir) Current(_ context.Context, key string) (string, error) {
@@ -131,7 +164,7 @@ func (d *Dir) List(_ context.Context, prefix string) ([]string, error) {
 		if err != nil {
 			return err
 		}
-		if e.IsDir() || strings.HasSuffix(p, ".retain") {
+		if e.IsDir() || strings.HasSuffix(p, ".retain") || strings.HasPrefix(e.Name(), putPrefix) {
 			return nil
 		}
 		rel, err := filepath.Rel(d.Root, p)
