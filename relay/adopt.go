@@ -44,23 +44,35 @@ func (s *Server) adoptOnce(ctx context.Context, stale time.Duration) {
 			key := sessionKey{name, sess.Namespace, sess.Name}
 			s.mu.Lock()
 			_, held := s.live[key]
-			if !held {
+			waiting := s.clock.Now().Before(s.adoptAfter[key])
+			if !held && !waiting {
 				s.live[key] = &liveSession{}
 			}
 			s.mu.Unlock()
-			if held {
+			if held || waiting {
 				continue
 			}
 			live, err := t.runner.Resume(ctx, sess, stale)
 			if err != nil {
 				s.mu.Lock()
 				delete(s.live, key)
+				if !errors.Is(err, session.ErrNotResumable) {
+					// Every try is audited (and refused ones undone):
+					// a cluster refusing them (an API server that just
+					// restarted) is tried less and less often.
+					wait := min(2*s.adoptWait[key]+time.Second, 8*time.Second)
+					s.adoptWait[key], s.adoptAfter[key] = wait, s.clock.Now().Add(wait)
+				}
 				s.mu.Unlock()
 				if !errors.Is(err, session.ErrNotResumable) {
 					s.log.Error(err, "resuming a session", "session", key.String())
 				}
 				continue
 			}
+			s.mu.Lock()
+			delete(s.adoptWait, key)
+			delete(s.adoptAfter, key)
+			s.mu.Unlock()
 			s.mu.Lock()
 			s.live[key].live = live
 			s.mu.Unlock()

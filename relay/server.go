@@ -98,6 +98,10 @@ type Server struct {
 
 	mu   sync.Mutex
 	live map[sessionKey]*liveSession
+	// adoptWait and adoptAfter back off resuming a session the cluster
+	// refused to let this relay resume.
+	adoptWait  map[sessionKey]time.Duration
+	adoptAfter map[sessionKey]time.Time
 	// watchers runs each live session's limits; Close waits for them.
 	watchers sync.WaitGroup
 }
@@ -129,6 +133,7 @@ func NewServer(o Options) (*Server, error) {
 	}
 	s := &Server{cfg: o.Config, auth: o.Auth, clusters: map[string]*target{}, store: o.Store, audit: o.Audit,
 		notifier: o.Notifier, console: o.Console, peers: o.Peers, anchorer: o.Anchorer, clock: o.Clock, log: o.Log, metrics: newMetrics(), live: map[sessionKey]*liveSession{},
+		adoptWait: map[sessionKey]time.Duration{}, adoptAfter: map[sessionKey]time.Time{},
 		unauthenticated: rate.NewLimiter(rate.Limit(UnauthenticatedAuditRate), UnauthenticatedAuditBurst)}
 	for _, c := range o.Config.Clusters {
 		t, ok := o.Targets[c.Name]

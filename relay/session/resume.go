@@ -56,7 +56,7 @@ func (r *Runner) Resume(ctx context.Context, s *v1alpha1.Session, stale time.Dur
 	why := fmt.Sprintf("its relay stopped (last heartbeat %s)", heartbeatOf(st))
 	gap := "output it had not yet written out (a few seconds at most) is missing"
 	if st.Released != nil {
-		why = fmt.Sprintf("relay %s released it at %s, shutting down", orNone(st.Relay), st.Released.UTC().Format(time.RFC3339))
+		why = fmt.Sprintf("its relay released it at %s", st.Released.UTC().Format(time.RFC3339))
 		gap = "that relay wrote out all it had read before it let go"
 	}
 	err := r.Lifecycle().Make(ctx, s, lifecycle.Move{Step: StepResume, Actor: PortalIdentity,
@@ -128,17 +128,25 @@ func (l *Live) Release(ctx context.Context) error {
 	var err error
 	l.endOnce.Do(func() {
 		l.ending.Store(true)
-		err = l.release(ctx)
+		err = l.release(ctx, "relay "+orNone(l.Session.Status.Relay)+" is shutting down: another replica takes the session up", ErrMoved)
 		close(l.ended)
 	})
 	return err
 }
 
-func (l *Live) release(ctx context.Context) error {
+// ErrReattaching ends the terminals of a session whose stream to the pod
+// broke: they reconnect to it in its new shell.
+var ErrReattaching = errors.New("the terminal stream to the pod broke: the session goes on in a new shell; reconnect")
+
+// releaseWrite is how long a release keeps trying to write itself while
+// the API server does not answer (it restarts, say).
+const releaseWrite = time.Minute
+
+func (l *Live) release(ctx context.Context, why string, tell error) error {
 	// The terminals first: told to reconnect, not that the session ended
 	// (which the stream's end would tell them). What the shell writes from
 	// here is still recorded.
-	l.out.closeWith(ErrMoved)
+	l.out.closeWith(tell)
 	_ = l.stdin.Close() // stdin EOF is the detach
 	l.sizes.close()
 	select {
@@ -154,12 +162,28 @@ func (l *Live) release(ctx context.Context) error {
 	l.rec.Abandon()
 	l.mu.Lock()
 	s := l.Session
-	now := metav1.NewTime(l.r.Clock.Now())
 	// At the version this relay last wrote: if another relay took the
 	// session up meanwhile, there is nothing left to release.
-	err := l.r.Lifecycle().Make(ctx, s, lifecycle.Move{Step: StepRelease, Actor: PortalIdentity,
-		Reason: fmt.Sprintf("relay %s is shutting down: another replica takes the session up", orNone(s.Status.Relay)),
-		Record: func(st *v1alpha1.SessionStatus) { st.Relay, st.Released, st.Heartbeat = "", &now, &now }})
+	var err error
+	wait := time.Second
+	for tried := time.Now(); ; {
+		now := metav1.NewTime(l.r.Clock.Now())
+		// Each try bounded: a connection to an API server that died may
+		// hang until client-go's health check gives up on it (30 s).
+		try, cancel := context.WithTimeout(ctx, 5*time.Second)
+		err = l.r.Lifecycle().Make(try, s, lifecycle.Move{Step: StepRelease, Actor: PortalIdentity, Reason: why,
+			Record: func(st *v1alpha1.SessionStatus) { st.Relay, st.Released, st.Heartbeat = "", &now, &now }})
+		cancel()
+		// A refusal is tried again too: an API server just restarted
+		// refuses every Session write (its policies fail closed: their
+		// parameters' kind is not yet known to it) for up to half a minute.
+		// Each try is audited, so they come less and less often.
+		if err == nil || apierrors.IsConflict(err) || time.Since(tried) > releaseWrite || ctx.Err() != nil {
+			break
+		}
+		time.Sleep(wait)
+		wait = min(2*wait, 8*time.Second)
+	}
 	l.mu.Unlock()
 	if err != nil && !apierrors.IsConflict(err) {
 		errs = append(errs, fmt.Errorf("marking the session released (another replica takes it up once its heartbeat is stale): %w", err))

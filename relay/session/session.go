@@ -89,6 +89,9 @@ type Live struct {
 	ending      atomic.Bool
 	streamEnded chan struct{}
 	streamErr   error
+	// recordingFailed is set when the stream ended because what it carried
+	// could not be recorded: then the session ends rather than going on.
+	recordingFailed atomic.Pointer[error]
 }
 
 // Start starts an approved session. A session that cannot be recorded is
@@ -354,7 +357,11 @@ func (r *Runner) attach(s *v1alpha1.Session, pod, container string, rec *recordi
 			Stdin: stdin, Stdout: stdout, Tty: true, TerminalSizeQueue: l.sizes})
 		l.streamErr = err
 		close(l.streamEnded)
-		l.out.close()
+		// A stream that ended by itself is streamOver's to tell the
+		// terminals about: ended, or to reconnect.
+		if l.ending.Load() {
+			l.out.close()
+		}
 	}()
 	return l, nil
 }
@@ -371,6 +378,7 @@ func (r *Runner) newLive(s *v1alpha1.Session, rec *recording.Recorder) (l *Live,
 	stdin = &teeReader{r: inR, record: func(p []byte) error { return rec.Input(ctx, p) }}
 	stdout = writerFunc(func(p []byte) (int, error) {
 		if err := rec.Output(ctx, p); err != nil {
+			l.recordingFailed.Store(&err)
 			return 0, err
 		}
 		l.out.write(p)
@@ -489,6 +497,13 @@ func (l *Live) takenUp(ctx context.Context) bool {
 	return fresh.Status.Resumes != resumes
 }
 
+// apiServerAnswers reports whether the cluster's API server answers now.
+func (l *Live) apiServerAnswers(ctx context.Context) bool {
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	return l.r.Kube.Discovery().RESTClient().Get().AbsPath("/readyz").Do(ctx).Error() == nil
+}
+
 // streamOver ends the session whose terminal stream ended by itself: the
 // shell exited (the requester ended it) or the stream failed (abnormally).
 // Either way nobody can type any more, so the pod is recycled and the grant
@@ -498,12 +513,33 @@ func (l *Live) streamOver(ctx context.Context) (reason v1alpha1.EndReason, ended
 	if l.ending.Load() {
 		return "", false, nil
 	}
-	if l.streamErr == nil {
+	// A stream ends without an error both when the shell exits and when
+	// the connection under it drops (the API server killed, say): the API
+	// server not answering now tells the second.
+	if l.streamErr == nil && l.apiServerAnswers(ctx) {
 		return v1alpha1.EndUser, true, l.finish(ctx, l.Session.Spec.Requester, v1alpha1.EndUser, false)
+	}
+	if l.streamErr == nil {
+		l.streamErr = errors.New("the API server stopped answering")
 	}
 	why := l.streamErr.Error()
 	if len(why) > 160 {
 		why = why[:160] + "..."
+	}
+	if l.recordingFailed.Load() == nil {
+		// The stream broke, not the recording: an API server restarting, a
+		// connection dropped. The shell ended with it (its input came from
+		// that stream), so the session goes on in a new one: released, for
+		// a relay (this one, at its next look) to take up, as after a
+		// relay that died, but at once.
+		released := false
+		l.endOnce.Do(func() {
+			l.ending.Store(true)
+			released = true
+			err = l.release(ctx, "the terminal stream to the pod broke ("+why+"): the session goes on in a new debug container", ErrReattaching)
+			close(l.ended)
+		})
+		return "", released, err
 	}
 	by := Relay + " (the terminal stream failed: " + why + ")"
 	return v1alpha1.EndDisconnect, true, l.finish(ctx, by, v1alpha1.EndDisconnect, true)
@@ -525,6 +561,7 @@ func (l *Live) end(ctx context.Context, by string, reason v1alpha1.EndReason, ab
 		l.cancel()
 		<-l.streamEnded
 	}
+	l.out.close()
 	streamErr := l.streamErr
 	var errs []error
 	if streamErr != nil && !errors.Is(streamErr, context.Canceled) {
