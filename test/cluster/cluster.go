@@ -12,7 +12,10 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
+	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -62,6 +65,8 @@ type Cluster struct {
 	node       *node
 	nodeCancel context.CancelFunc
 	realNode   *realNode
+	// certDir is the API server's, removed at Stop (a real node's is its own).
+	certDir string
 	// Registry is the real node's OCI registry, at an address its pods
 	// reach (on BridgeIP); nil without a real node.
 	Registry *registry.Registry
@@ -118,6 +123,13 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 			args.Set(k, v)
 		}
 	}
+	// A certificate directory of ours, so that a restarted API server
+	// (RestartAPIServer) serves the same certificates to the same clients.
+	certDir, err := os.MkdirTemp("", "breakglass-apiserver")
+	if err != nil {
+		return nil, err
+	}
+	api.CertDir = certDir
 	var rn *realNode
 	if opts.RealNode {
 		var err error
@@ -127,6 +139,8 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 		for k, v := range rn.apiServerFlags {
 			args.Set(k, v)
 		}
+		_ = os.RemoveAll(certDir)
+		certDir = ""
 		api.CertDir = rn.certDir
 		if api.CA, err = rn.caPEM(); err != nil {
 			rn.close()
@@ -135,6 +149,9 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	}
 	cfg, err := env.Start()
 	if err != nil {
+		if certDir != "" {
+			_ = os.RemoveAll(certDir)
+		}
 		if n != nil {
 			n.close()
 		}
@@ -144,6 +161,7 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 		return nil, fmt.Errorf("starting kube-apiserver and etcd: %w", err)
 	}
 	c := &Cluster{env: env, Config: cfg, Scheme: k8sruntime.NewScheme(), node: n, realNode: rn}
+	c.certDir = certDir
 	if err := c.init(); err != nil {
 		_ = c.Stop()
 		return nil, err
@@ -207,7 +225,31 @@ func (c *Cluster) Stop() error {
 	if c.node != nil {
 		c.node.close()
 	}
+	if c.certDir != "" {
+		_ = os.RemoveAll(c.certDir)
+	}
 	return err
+}
+
+// RestartAPIServer kills kube-apiserver (SIGKILL: a crash, or a node
+// lost) and starts it again on the same port, certificates and etcd:
+// every connection through it breaks at once.
+func (c *Cluster) RestartAPIServer() error {
+	api := c.env.ControlPlane.GetAPIServer()
+	pid, err := processWith("kube-apiserver", "--cert-dir="+api.CertDir)
+	if err != nil {
+		return err
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		return fmt.Errorf("killing kube-apiserver (pid %d): %w", pid, err)
+	}
+	if err := api.Stop(); err != nil {
+		return fmt.Errorf("stopping kube-apiserver: %w", err)
+	}
+	if err := api.Start(); err != nil {
+		return fmt.Errorf("starting kube-apiserver again: %w", err)
+	}
+	return nil
 }
 
 // install applies the plane for opts.Profile: the namespace, the chart's
@@ -292,4 +334,28 @@ func (c *Cluster) WaitEnforced(ctx context.Context) error {
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// processWith finds the process of this test run whose command is name
+// and whose arguments include arg (its own certificate directory, say).
+func processWith(name, arg string) (int, error) {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0, err
+	}
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		raw, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		args := strings.Split(strings.TrimRight(string(raw), "\x00"), "\x00")
+		if filepath.Base(args[0]) == name && slices.Contains(args[1:], arg) {
+			return pid, nil
+		}
+	}
+	return 0, fmt.Errorf("no %s process with %s", name, arg)
 }
