@@ -9,7 +9,7 @@ NODE_BINS := $(BIN)/kubelet $(BIN)/kube-controller-manager $(BIN)/kube-scheduler
 
 export KUBEBUILDER_ASSETS := $(BIN)
 
-.PHONY: all build cross test-cross krew console node dev image debug-image rekor debian-packages test test-unit test-integration fuzz bench generate verify-generate lint tools clean
+.PHONY: all build cross test-cross krew console node dev image debug-image rekor debian-packages test test-unit test-integration test-faults fuzz bench generate verify-generate lint tools clean
 
 all: build
 
@@ -151,10 +151,19 @@ test-unit: console
 test/browser/node_modules/.package-lock.json: test/browser/package.json test/browser/package-lock.json
 	cd test/browser && npm ci --no-audit --no-fund
 
-test-integration: console $(BIN)/kube-apiserver $(NODE_BINS) $(BIN)/etcd $(BIN)/versitygw $(BIN)/promtool rekor test/browser/node_modules/.package-lock.json
-	$(GO) test -count=1 -timeout 20m ./test/integration/... ./test/evidence/... ./test/tlog/...
-	$(GO) test -count=1 -timeout 20m -race ./test/sweeper/... ./test/cluster/... ./test/session/... ./test/relay/...
-	$(GO) test -count=1 -timeout 20m ./test/webhook/... ./test/chart/... ./test/dev/... ./test/console/...
+INTEGRATION_DEPS := console $(BIN)/kube-apiserver $(NODE_BINS) $(BIN)/etcd $(BIN)/versitygw $(BIN)/promtool rekor test/browser/node_modules/.package-lock.json
+
+test-integration: $(INTEGRATION_DEPS)
+	$(GO) test -count=1 -timeout 20m -skip '^TestFault' ./test/integration/... ./test/evidence/... ./test/tlog/...
+	$(GO) test -count=1 -timeout 20m -race -skip '^TestFault' ./test/sweeper/... ./test/cluster/... ./test/session/... ./test/relay/...
+	$(GO) test -count=1 -timeout 20m -skip '^TestFault' ./test/webhook/... ./test/chart/... ./test/dev/... ./test/console/...
+
+## test-faults: the fault suite (every TestFault*, on the real parts): relay
+## killed, replicas handing over, kube-apiserver restarted, webhook down,
+## store down and disk full, Rekor down, sweeper leader gone, viewer cut.
+test-faults: $(INTEGRATION_DEPS)
+	$(GO) test -count=1 -timeout 20m -run '^TestFault' ./test/evidence/... ./test/tlog/... ./test/webhook/...
+	$(GO) test -count=1 -timeout 20m -race -run '^TestFault' ./test/sweeper/... ./test/session/... ./test/relay/...
 
 # Fuzz targets over everything that parses input from outside, each for
 # FUZZTIME; their seed corpora (and any crash found, kept as a regression
@@ -175,7 +184,7 @@ debian-packages:
 	bash hack/debian-packages.sh
 
 ## test: everything CI runs.
-test: debian-packages tools verify-generate lint test-cross test-unit test-integration fuzz
+test: debian-packages tools verify-generate lint test-cross test-unit test-integration test-faults fuzz
 
 test-cross:
 	$(MAKE) cross CROSS_PLATFORMS="darwin/arm64 windows/amd64"

@@ -41,7 +41,7 @@ func replicaPair(t *testing.T) (a, b *testRelay, nameA, nameB string) {
 	return a, b, nameA, nameB
 }
 
-// TestReplicasPassTerminalsAndHandOver: two replicas behind one Service.
+// TestFaultReplicasPassTerminalsAndHandOver: two replicas behind one Service.
 // A session started through one runs there (status.relay names it); the
 // requester's terminal, an approver watching, the live countdowns and the
 // end, reaching the other replica, are passed to it. When the replica
@@ -50,7 +50,7 @@ func replicaPair(t *testing.T) (a, b *testRelay, nameA, nameB string) {
 // released, its terminals are told to reconnect, and the other replica
 // takes it up at once, in a new debug container under the same grant and
 // recording, with no gap.
-func TestReplicasPassTerminalsAndHandOver(t *testing.T) {
+func TestFaultReplicasPassTerminalsAndHandOver(t *testing.T) {
 	ns := cl.Namespace(t, "relay-replicas")
 	cl.RunningPod(t, ns, "web-1")
 	a, b, nameA, nameB := replicaPair(t)

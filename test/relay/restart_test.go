@@ -99,7 +99,7 @@ func (p *relayProcess) wait() error {
 	}
 }
 
-// TestRelayKilledMidSessionResumes: the relay running a live session is
+// TestFaultRelayKilledMidSessionResumes: the relay running a live session is
 // killed (SIGKILL) while alice types; another relay process takes the
 // session up once its heartbeat is stale: a new debug container in the same
 // pod under the same grant, hard stop and recording; alice's terminal
@@ -107,7 +107,7 @@ func (p *relayProcess) wait() error {
 // before (flushed) and after, a marker where the second relay took over,
 // and no missing or foreign segment; the audit chain of the second relay
 // verifies; the grant is gone and the pod recycled at the end.
-func TestRelayKilledMidSessionResumes(t *testing.T) {
+func TestFaultRelayKilledMidSessionResumes(t *testing.T) {
 	bin := buildRelay(t)
 	ns := cl.Namespace(t, "relay-restart")
 	cl.RunningPod(t, ns, "web-1")
@@ -256,7 +256,7 @@ func TestRelayKilledMidSessionResumes(t *testing.T) {
 	}
 }
 
-// TestRelayThatMissedItsHeartbeatsLetsGo: two relays on one cluster; the
+// TestFaultRelayThatMissedItsHeartbeatsLetsGo: two relays on one cluster; the
 // one running a session writes its heartbeat too seldom, so the other takes
 // the session up. At its next heartbeat the first finds the Session taken
 // (its write at the old version is refused) and lets go without writing
@@ -264,7 +264,7 @@ func TestRelayKilledMidSessionResumes(t *testing.T) {
 // runtime then ends that stdinOnce shell; the virtual node does not model
 // a detach by a cancelled stream), and it adds nothing to the recording. The session goes on at the second relay and
 // ends there with a whole recording: one shell at a time, one writer.
-func TestRelayThatMissedItsHeartbeatsLetsGo(t *testing.T) {
+func TestFaultRelayThatMissedItsHeartbeatsLetsGo(t *testing.T) {
 	ns := cl.Namespace(t, "relay-fence")
 	cl.RunningPod(t, ns, "web-1")
 	shared := t.TempDir()

@@ -211,9 +211,9 @@ func TestWholeSession(t *testing.T) {
 	}
 }
 
-// TestNoStoreNoStart: a session that cannot be recorded is refused before
+// TestFaultNoStoreNoStart: a session that cannot be recorded is refused before
 // any grant exists.
-func TestNoStoreNoStart(t *testing.T) {
+func TestFaultNoStoreNoStart(t *testing.T) {
 	ns := cl.Namespace(t, "nostore")
 	s := approvedSession(t, ns, false)
 	r := runner(t, &recording.Dir{Root: "/proc/breakglass-no-store"}, nil)

@@ -40,10 +40,10 @@ func TestGrantDeletedOnTime(t *testing.T) {
 	eventually(t, "the grant deleted at its TTL", gone(rb))
 }
 
-// TestRelayKilledMidSession: an Active session whose relay stopped
+// TestFaultRelayGoneSweeperEnds: an Active session whose relay stopped
 // heartbeating is ended by the sweeper: grant gone, session Ended (swept),
 // pod recycled; with "keep the pod" approved, the pod stays.
-func TestRelayKilledMidSession(t *testing.T) {
+func TestFaultRelayGoneSweeperEnds(t *testing.T) {
 	for _, keep := range []bool{false, true} {
 		name := "recycle"
 		if keep {
@@ -121,9 +121,9 @@ func TestCopyDeletedWhenSwept(t *testing.T) {
 	eventually(t, "the grant deleted", gone(rb))
 }
 
-// TestSweeperRestartMidWay: a sweeper that was down while a session went
+// TestFaultSweeperRestartMidWay: a sweeper that was down while a session went
 // stale ends it when it comes back; all it needs is in the cluster.
-func TestSweeperRestartMidWay(t *testing.T) {
+func TestFaultSweeperRestartMidWay(t *testing.T) {
 	ns := namespace(t, "restart")
 	pod := appPod(t, ns, "web-1")
 	rb := grant(t, ns, "s3", "45m")
@@ -145,10 +145,10 @@ func TestSweeperRestartMidWay(t *testing.T) {
 	eventually(t, "the grant deleted", gone(rb))
 }
 
-// TestOneLeader: of two sweepers, one leads; when it stops, the other takes
+// TestFaultSweeperLeaderStops: of two sweepers, one leads; when it stops, the other takes
 // over and sweeps. The election runs on real time; the grants on each
 // sweeper's own fake clock.
-func TestOneLeader(t *testing.T) {
+func TestFaultSweeperLeaderStops(t *testing.T) {
 	now := time.Now()
 	clocks := map[*running]interface{ Step(time.Duration) }{}
 	start := func() *running {

@@ -26,7 +26,7 @@ import (
 	"github.com/tower-dev/breakglass/test/cluster"
 )
 
-// TestSessionAnchoredAfterRekorComesBack: a session ends while the log is
+// TestFaultSessionAnchoredAfterRekorComesBack: a session ends while the log is
 // down; the Session says "anchor pending", the end is not held up; once the
 // log is back the bundle is beside the recording, the Session names the
 // entry, and the recording verifies offline and online with the CLI's checks.
@@ -77,7 +77,7 @@ func (b *bed) runner(store recording.Store) *session.Runner {
 		DebugImage: b.debugImage, Grace: 2 * time.Minute, MaxTTL: 75 * time.Minute, Retention: time.Hour}
 }
 
-func TestSessionAnchoredAfterRekorComesBack(t *testing.T) {
+func TestFaultSessionAnchoredAfterRekorComesBack(t *testing.T) {
 	b := newBed(t, "anchored")
 	ctx := context.Background()
 	c, s, ns := b.c, b.s, b.ns
@@ -192,11 +192,11 @@ func TestSessionAnchoredAfterRekorComesBack(t *testing.T) {
 	}
 }
 
-// TestCrashedSessionSweptAndAnchored: the relay dies mid-session (its
+// TestFaultCrashedSessionSweptAndAnchored: the relay dies mid-session (its
 // watcher stops: no more heartbeats); the sweeper ends the session, builds
 // the recording from the segments streamed so far (marked as ended
 // abnormally) and anchors it; it verifies with the CLI's checks.
-func TestCrashedSessionSweptAndAnchored(t *testing.T) {
+func TestFaultCrashedSessionSweptAndAnchored(t *testing.T) {
 	b := newBed(t, "crashed")
 	ctx := context.Background()
 	store := &recording.Dir{Root: t.TempDir()}

@@ -120,9 +120,9 @@ func TestAnchorAndVerify(t *testing.T) {
 	}
 }
 
-// TestRekorDownThenUp: with the log stopped, the anchor is pending and
+// TestFaultRekorDownThenUp: with the log stopped, the anchor is pending and
 // retried; once the log is back it is anchored, and it verifies.
-func TestRekorDownThenUp(t *testing.T) {
+func TestFaultRekorDownThenUp(t *testing.T) {
 	ctx := context.Background()
 	a := anchorer(t)
 	if err := log.Pause(); err != nil {

@@ -223,9 +223,9 @@ func TestPullSecretCredentials(t *testing.T) {
 	}
 }
 
-// TestWebhookDown: with the webhook stopped, ordinary pods are created as
+// TestFaultWebhookDown: with the webhook stopped, ordinary pods are created as
 // usual while a debug container is refused, saying the webhook is down.
-func TestWebhookDown(t *testing.T) {
+func TestFaultWebhookDown(t *testing.T) {
 	stop := startWebhook(t, 3*time.Second)
 	portal := session(t, "down")
 	stop()
@@ -239,9 +239,9 @@ func TestWebhookDown(t *testing.T) {
 	wantRefused(t, addDebugContainer(t, portal, "down", signed), "failed calling webhook \""+webhook.WebhookName+"\"")
 }
 
-// TestSlowRegistry: a registry slower than the verifier's deadline ends in a
+// TestFaultSlowRegistry: a registry slower than the verifier's deadline ends in a
 // denial, never in an allow.
-func TestSlowRegistry(t *testing.T) {
+func TestFaultSlowRegistry(t *testing.T) {
 	startWebhook(t, time.Second)
 	portal := session(t, "slow")
 	reg.Slow.Store(true)
