@@ -9,7 +9,7 @@ NODE_BINS := $(BIN)/kubelet $(BIN)/kube-controller-manager $(BIN)/kube-scheduler
 
 export KUBEBUILDER_ASSETS := $(BIN)
 
-.PHONY: all build cross test-cross krew console node dev image debug-image rekor debian-packages test test-unit test-integration test-faults fuzz bench generate verify-generate lint tools clean
+.PHONY: all build cross test-cross krew console node dev image debug-image rekor debian-packages test test-unit test-integration test-faults fuzz bench bench-load generate verify-generate lint tools clean
 
 all: build
 
@@ -198,6 +198,12 @@ bench: $(BIN)/kube-apiserver $(BIN)/etcd
 	$(GO) test -run '^$$' -bench KeystrokeEcho -benchtime 1000x ./test/session/...
 	$(GO) test -run '^$$' -bench IdleSessionAttached -benchtime 1x ./test/session/...
 	$(GO) test -run '^$$' -bench . -benchtime 2s ./relay/session/...
+	$(MAKE) bench-load
+
+## bench-load: LOAD_SESSIONS (200) attached sessions through a relay in a
+## process of its own (docs/benchmarks.md, "Load").
+bench-load: $(BIN)/kube-apiserver $(BIN)/etcd
+	$(GO) test -run '^$$' -bench RelayLoad -benchtime 1x -timeout 30m ./test/relay/
 	$(GO) test -run '^$$' -bench Anchor -benchtime 50x ./test/tlog/...
 
 clean:

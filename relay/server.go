@@ -14,11 +14,13 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	dto "github.com/prometheus/client_model/go"
 	"golang.org/x/time/rate"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
 	"github.com/tower-dev/breakglass/evidence/audit"
@@ -253,7 +255,24 @@ func (s *Server) Ready(r *http.Request) error {
 
 // Metrics are the relay's Prometheus metrics (its /metrics, on a port of
 // its own).
-func (s *Server) Metrics() prometheus.Gatherer { return s.metrics.registry }
+func (s *Server) Metrics() prometheus.Gatherer {
+	return prometheus.Gatherers{s.metrics.registry, clusterRequests}
+}
+
+// clusterRequests are the requests this relay made of the clusters' API
+// servers (client-go's rest_client_requests_total, by code, method and
+// host, which controller-runtime keeps): the load each session puts on
+// them (docs/scaling.md).
+var clusterRequests = prometheus.GathererFunc(func() ([]*dto.MetricFamily, error) {
+	all, err := ctrlmetrics.Registry.Gather()
+	var out []*dto.MetricFamily
+	for _, f := range all {
+		if f.GetName() == "rest_client_requests_total" {
+			out = append(out, f)
+		}
+	}
+	return out, err
+})
 
 type handler func(w http.ResponseWriter, r *http.Request, c Caller) error
 

@@ -30,6 +30,7 @@ import (
 func newRelayCommand() *cobra.Command {
 	var configFile, tlsCert, tlsKey string
 	var replica, peerURL, peerCA string
+	var kubeQPS float32
 	var probeOpts probes.Options
 	var logOpts *zap.Options
 	cmd := &cobra.Command{
@@ -58,7 +59,7 @@ configured sinks).`,
 				// one chain would fork it.
 				cfg.Audit.Chain += "-" + peers.Self
 			}
-			srv, closeAll, err := buildRelay(ctx, cfg, peers)
+			srv, closeAll, err := buildRelay(ctx, cfg, peers, kubeQPS)
 			if err != nil {
 				return err
 			}
@@ -98,6 +99,7 @@ configured sinks).`,
 	f.StringVar(&configFile, "config", "/etc/breakglass/relay.yaml", "the relay's configuration file")
 	f.StringVar(&tlsCert, "tls-cert", "", "serve TLS with this certificate (else plain HTTP behind a TLS-terminating ingress)")
 	f.StringVar(&tlsKey, "tls-key", "", "the TLS certificate's key")
+	f.Float32Var(&kubeQPS, "kube-api-qps", 50, "requests a second the relay may make of each cluster's API server (twice that in a burst)")
 	f.StringVar(&replica, "replica", "", "this relay's name among several replicas (its pod name): set it to run more than one")
 	f.StringVar(&peerURL, "peer-url", "", "where a replica is reached, {replica} standing for its name (with --replica)")
 	f.StringVar(&peerCA, "peer-ca", "", "the CA bundle the replicas' serving certificates are checked against (default: the system's)")
@@ -136,7 +138,7 @@ func replicaPeers(replica, peerURL, caFile string) (*relay.Peers, error) {
 
 // buildRelay connects to the issuer, the clusters, the store and the audit
 // sinks. It refuses to start without a working recording store.
-func buildRelay(ctx context.Context, cfg *relay.Config, peers *relay.Peers) (*relay.Server, func(), error) {
+func buildRelay(ctx context.Context, cfg *relay.Config, peers *relay.Peers, kubeQPS float32) (*relay.Server, func(), error) {
 	var closers []func()
 	closeAll := func() {
 		for _, c := range closers {
@@ -205,6 +207,10 @@ func buildRelay(ctx context.Context, cfg *relay.Config, peers *relay.Peers) (*re
 		if err != nil {
 			return fail(fmt.Errorf("cluster %s: %w", c.Name, err))
 		}
+		// client-go's default of 5 requests a second would throttle the
+		// heartbeats of a few dozen sessions (each one every 15 s, besides
+		// starts and resumes): docs/scaling.md has the figures.
+		rc.QPS, rc.Burst = kubeQPS, 2*int(kubeQPS)
 		cl, err := client.New(rc, client.Options{Scheme: scheme})
 		if err != nil {
 			return fail(fmt.Errorf("cluster %s: %w", c.Name, err))

@@ -37,10 +37,12 @@ type relayProcess struct {
 	cmd  *exec.Cmd
 	logs *cluster.SyncBuffer
 	done chan error
+	// metrics is its /metrics URL.
+	metrics string
 }
 
 // buildRelay builds the server once for the test.
-func buildRelay(t *testing.T) string {
+func buildRelay(t testing.TB) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "breakglass")
 	out, err := exec.Command("go", "build", "-o", bin, "github.com/tower-dev/breakglass/cmd/breakglass").CombinedOutput()
@@ -50,7 +52,7 @@ func buildRelay(t *testing.T) string {
 	return bin
 }
 
-func freePort(t *testing.T) string {
+func freePort(t testing.TB) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -60,13 +62,13 @@ func freePort(t *testing.T) string {
 	return ln.Addr().String()
 }
 
-// startRelayProcess runs bin as the relay with configFile and waits until
-// it is ready.
-func startRelayProcess(t *testing.T, bin, configFile string) *relayProcess {
+// startRelayProcess runs bin as the relay with configFile (and args) and
+// waits until it is ready.
+func startRelayProcess(t testing.TB, bin, configFile string, args ...string) *relayProcess {
 	t.Helper()
-	health := freePort(t)
-	p := &relayProcess{logs: &cluster.SyncBuffer{}, done: make(chan error, 1)}
-	p.cmd = exec.Command(bin, "relay", "--config", configFile, "--metrics-bind-address", "0", "--health-probe-bind-address", health)
+	health, metrics := freePort(t), freePort(t)
+	p := &relayProcess{logs: &cluster.SyncBuffer{}, done: make(chan error, 1), metrics: "http://" + metrics + "/metrics"}
+	p.cmd = exec.Command(bin, append([]string{"relay", "--config", configFile, "--metrics-bind-address", metrics, "--health-probe-bind-address", health}, args...)...)
 	p.cmd.Stdout, p.cmd.Stderr = p.logs, p.logs
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -85,6 +87,45 @@ func startRelayProcess(t *testing.T, bin, configFile string) *relayProcess {
 			t.Fatalf("the relay did not get ready: %v\n%s", err, p.logs.String())
 		}
 	}
+}
+
+// relayProcessConfig writes cfg as the configuration file of a relay in a
+// process of its own, in dir: on a free port, reaching the test cluster as
+// the portal through a kubeconfig, recording to dir/recordings. It returns
+// the file and the address the relay listens on.
+func relayProcessConfig(t testing.TB, dir string, cfg *relay.Config) (string, string) {
+	t.Helper()
+	portal, err := cl.Portal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["prod"] = &clientcmdapi.Cluster{Server: portal.Config.Host, CertificateAuthorityData: portal.Config.CAData}
+	// The test's admin acting as the portal's ServiceAccount, as cl.Portal does.
+	kc.AuthInfos["portal"] = &clientcmdapi.AuthInfo{ClientCertificateData: portal.Config.CertData, ClientKeyData: portal.Config.KeyData,
+		Token: portal.Config.BearerToken, Impersonate: portal.Config.Impersonate.UserName, ImpersonateGroups: portal.Config.Impersonate.Groups}
+	kc.Contexts["prod"] = &clientcmdapi.Context{Cluster: "prod", AuthInfo: "portal"}
+	kc.CurrentContext = "prod"
+	kubeconfig := filepath.Join(dir, "portal.kubeconfig")
+	if err := clientcmd.WriteToFile(*kc, kubeconfig); err != nil {
+		t.Fatal(err)
+	}
+	listen := freePort(t)
+	cfg.Listen = listen
+	cfg.Clusters[0].Kubeconfig = kubeconfig
+	cfg.Recording = relay.Recording{Dir: filepath.Join(dir, "recordings")}
+	if err := os.MkdirAll(cfg.Recording.Dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := json.Marshal(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	configFile := filepath.Join(dir, "relay-"+strings.ReplaceAll(listen, ":", "-")+".yaml")
+	if err := os.WriteFile(configFile, raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return configFile, listen
 }
 
 // kill ends the process at once, as SIGKILL does: nothing of it runs after.
@@ -113,38 +154,9 @@ func TestFaultRelayKilledMidSessionResumes(t *testing.T) {
 	cl.RunningPod(t, ns, "web-1")
 	dir := t.TempDir()
 
-	portal, err := cl.Portal()
-	if err != nil {
-		t.Fatal(err)
-	}
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["prod"] = &clientcmdapi.Cluster{Server: portal.Config.Host, CertificateAuthorityData: portal.Config.CAData}
-	// The test's admin acting as the portal's ServiceAccount, as cl.Portal does.
-	kc.AuthInfos["portal"] = &clientcmdapi.AuthInfo{ClientCertificateData: portal.Config.CertData, ClientKeyData: portal.Config.KeyData,
-		Token: portal.Config.BearerToken, Impersonate: portal.Config.Impersonate.UserName, ImpersonateGroups: portal.Config.Impersonate.Groups}
-	kc.Contexts["prod"] = &clientcmdapi.Context{Cluster: "prod", AuthInfo: "portal"}
-	kc.CurrentContext = "prod"
-	kubeconfig := filepath.Join(dir, "portal.kubeconfig")
-	if err := clientcmd.WriteToFile(*kc, kubeconfig); err != nil {
-		t.Fatal(err)
-	}
 	cfg := config()
-	listen := freePort(t)
-	cfg.Listen = listen
-	cfg.Clusters[0].Kubeconfig = kubeconfig
-	cfg.Recording = relay.Recording{Dir: filepath.Join(dir, "recordings")}
 	cfg.Limits.Heartbeat = metav1.Duration{Duration: time.Second}
-	if err := os.MkdirAll(cfg.Recording.Dir, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	raw, err := json.Marshal(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	configFile := filepath.Join(dir, "relay.yaml")
-	if err := os.WriteFile(configFile, raw, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	configFile, listen := relayProcessConfig(t, dir, cfg)
 	tr := &testRelay{url: "http://" + listen}
 
 	first := startRelayProcess(t, bin, configFile)
