@@ -3,6 +3,7 @@ package relay
 import (
 	"context"
 	"errors"
+	"sync"
 	"time"
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
@@ -29,7 +30,13 @@ func (s *Server) Adopt(ctx context.Context, every time.Duration) {
 	}
 }
 
+// adoptWorkers is how many sessions one look takes up at once: a replica
+// taking over from another takes over all its sessions (docs/scaling.md).
+const adoptWorkers = 8
+
 func (s *Server) adoptOnce(ctx context.Context, stale time.Duration) {
+	var wg sync.WaitGroup
+	slots := make(chan struct{}, adoptWorkers)
 	for name, t := range s.clusters {
 		var list v1alpha1.SessionList
 		if err := t.Client.List(ctx, &list); err != nil {
@@ -52,34 +59,43 @@ func (s *Server) adoptOnce(ctx context.Context, stale time.Duration) {
 			if held || waiting {
 				continue
 			}
-			live, err := t.runner.Resume(ctx, sess, stale)
-			if err != nil {
-				s.mu.Lock()
-				delete(s.live, key)
-				if !errors.Is(err, session.ErrNotResumable) {
-					// Every try is audited (and refused ones undone):
-					// a cluster refusing them (an API server that just
-					// restarted) is tried less and less often.
-					wait := min(2*s.adoptWait[key]+time.Second, 8*time.Second)
-					s.adoptWait[key], s.adoptAfter[key] = wait, s.clock.Now().Add(wait)
-				}
-				s.mu.Unlock()
-				if !errors.Is(err, session.ErrNotResumable) {
-					s.log.Error(err, "resuming a session", "session", key.String())
-				}
-				continue
-			}
-			s.mu.Lock()
-			delete(s.adoptWait, key)
-			delete(s.adoptAfter, key)
-			s.mu.Unlock()
-			s.mu.Lock()
-			s.live[key].live = live
-			s.mu.Unlock()
-			s.metrics.live.Inc()
-			s.log.Info("resumed a session its relay left", "session", key.String(), "resumes", live.Session.Status.Resumes)
-			s.watch(key, live)
-			s.notify(ctx, notify.Event{Kind: "session.resumed", Cluster: name, To: "requester"}, live.Session.DeepCopy())
+			slots <- struct{}{}
+			wg.Add(1)
+			go func() {
+				defer func() { <-slots; wg.Done() }()
+				s.adopt(ctx, name, t, key, sess, stale)
+			}()
 		}
 	}
+	wg.Wait()
+}
+
+// adopt resumes one session this relay has marked as its own to try.
+func (s *Server) adopt(ctx context.Context, name string, t *target, key sessionKey, sess *v1alpha1.Session, stale time.Duration) {
+	live, err := t.runner.Resume(ctx, sess, stale)
+	if err != nil {
+		s.mu.Lock()
+		delete(s.live, key)
+		if !errors.Is(err, session.ErrNotResumable) {
+			// Every try is audited (and refused ones undone): a cluster
+			// refusing them (an API server that just restarted) is tried
+			// less and less often.
+			wait := min(2*s.adoptWait[key]+time.Second, 8*time.Second)
+			s.adoptWait[key], s.adoptAfter[key] = wait, s.clock.Now().Add(wait)
+		}
+		s.mu.Unlock()
+		if !errors.Is(err, session.ErrNotResumable) {
+			s.log.Error(err, "resuming a session", "session", key.String())
+		}
+		return
+	}
+	s.mu.Lock()
+	delete(s.adoptWait, key)
+	delete(s.adoptAfter, key)
+	s.live[key].live = live
+	s.mu.Unlock()
+	s.metrics.live.Inc()
+	s.log.Info("resumed a session its relay left", "session", key.String(), "resumes", live.Session.Status.Resumes)
+	s.watch(key, live)
+	s.notify(ctx, notify.Event{Kind: "session.resumed", Cluster: name, To: "requester"}, live.Session.DeepCopy())
 }

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -249,17 +250,27 @@ func (s *Server) Close(ctx context.Context) {
 		}
 	}
 	s.mu.Unlock()
+	// Several at a time: a relay has its termination grace period for all
+	// of them.
+	var wg sync.WaitGroup
+	slots := make(chan struct{}, adoptWorkers)
 	for _, l := range lives {
-		if s.peers != nil {
-			if err := l.Release(ctx); err != nil {
-				s.log.Error(err, "handing a session over at shutdown", "session", l.Session.Namespace+"/"+l.Session.Name)
+		slots <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-slots; wg.Done() }()
+			if s.peers != nil {
+				if err := l.Release(ctx); err != nil {
+					s.log.Error(err, "handing a session over at shutdown", "session", l.Session.Namespace+"/"+l.Session.Name)
+				}
+				return
 			}
-			continue
-		}
-		if err := l.End(ctx, session.Relay+" (shutting down)", v1alpha1.EndDisconnect); err != nil {
-			s.log.Error(err, "ending a session at shutdown", "session", l.Session.Namespace+"/"+l.Session.Name)
-		}
+			if err := l.End(ctx, session.Relay+" (shutting down)", v1alpha1.EndDisconnect); err != nil {
+				s.log.Error(err, "ending a session at shutdown", "session", l.Session.Namespace+"/"+l.Session.Name)
+			}
+		}()
 	}
+	wg.Wait()
 	s.watchers.Wait()
 	// The head at shutdown, after the last session's end, is anchored too.
 	if s.stopCheckpoints != nil {

@@ -160,7 +160,17 @@ func (d *Dir) Get(_ context.Context, key, version string) ([]byte, error) {
 // List returns the keys under prefix.
 func (d *Dir) List(_ context.Context, prefix string) ([]string, error) {
 	var keys []string
-	err := filepath.WalkDir(d.Root, func(p string, e fs.DirEntry, err error) error {
+	// From the prefix's own directory, not the root: a store holds every
+	// session's segments, and a relay taking many sessions up lists each.
+	from := d.Root
+	if i := strings.LastIndex(prefix, "/"); i > 0 {
+		p, err := d.path(prefix[:i])
+		if err != nil {
+			return nil, err
+		}
+		from = p
+	}
+	err := filepath.WalkDir(from, func(p string, e fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
