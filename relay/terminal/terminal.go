@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -84,7 +85,10 @@ const (
 func Serve(w http.ResponseWriter, r *http.Request, s Session, o Options) error {
 	up := websocket.Upgrader{
 		ReadBufferSize: 4096, WriteBufferSize: 32 << 10,
-		CheckOrigin: o.CheckOrigin,
+		// A write buffer only while writing: an idle terminal holds none
+		// (docs/benchmarks.md, memory per session).
+		WriteBufferPool: writeBuffers,
+		CheckOrigin:     o.CheckOrigin,
 	}
 	if o.Subprotocol != "" {
 		up.Subprotocols = []string{o.Subprotocol}
@@ -114,11 +118,18 @@ func Serve(w http.ResponseWriter, r *http.Request, s Session, o Options) error {
 	return err
 }
 
+// writeBuffers are the terminals' WebSocket write buffers, shared.
+var writeBuffers = &sync.Pool{}
+
+// readChunk is how much of the output one read takes: it is held while
+// the terminal idles, so kept small; a larger burst takes several frames.
+const readChunk = 8 << 10
+
 func pumpOutput(conn *websocket.Conn, out io.Reader, writes <-chan func() error, count func(string, int)) {
 	chunks := make(chan []byte)
 	readErr := make(chan error, 1)
 	go func() {
-		buf := make([]byte, 32<<10)
+		buf := make([]byte, readChunk)
 		for {
 			n, err := out.Read(buf)
 			if n > 0 {
