@@ -128,7 +128,10 @@ func (l *Live) Release(ctx context.Context) error {
 	var err error
 	l.endOnce.Do(func() {
 		l.ending.Store(true)
-		err = l.release(ctx, "relay "+orNone(l.Session.Status.Relay)+" is shutting down: another replica takes the session up", ErrMoved)
+		l.mu.Lock() // the heartbeat writes l.Session under it
+		name := orNone(l.Session.Status.Relay)
+		l.mu.Unlock()
+		err = l.release(ctx, "relay "+name+" is shutting down: another replica takes the session up", ErrMoved)
 		close(l.ended)
 	})
 	return err
