@@ -1,6 +1,8 @@
 package sweeper
 
 import (
+	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -117,5 +119,44 @@ func TestDecide(t *testing.T) {
 					a.end, a.recycle, a.notify, a.setDueAt != nil, a.requeueIn, tc.wantEnd, tc.wantRecycle, tc.wantNotify, tc.wantDue, tc.wantRequeue)
 			}
 		})
+	}
+}
+
+// unusedFinalizer stands for a configured evidence store; decide never calls it.
+type unusedFinalizer struct{}
+
+func (unusedFinalizer) Finalize(context.Context, *v1alpha1.Session) (*v1alpha1.Evidence, error) {
+	return nil, errors.New("decide does no I/O")
+}
+
+// TestDecideFinalize: a session that ran and ended without evidence (its
+// relay's store was away at the end) is finalized from its segments, on
+// every pass until it is; one that never ran, or has its evidence, is not.
+func TestDecideFinalize(t *testing.T) {
+	s := &SessionSweeper{HeartbeatTimeout: time.Minute, Evidence: unusedFinalizer{}}
+	ended := func(mut func(*v1alpha1.SessionStatus)) *v1alpha1.Session {
+		st := v1alpha1.SessionStatus{Phase: v1alpha1.PhaseEnded, StartedAt: at(0), End: &v1alpha1.End{By: "bob", At: *at(10 * time.Minute)}}
+		if mut != nil {
+			mut(&st)
+		}
+		return &v1alpha1.Session{ObjectMeta: metav1.ObjectMeta{CreationTimestamp: metav1.NewTime(t0)}, Status: st}
+	}
+	for _, tc := range []struct {
+		name string
+		sess *v1alpha1.Session
+		want bool
+	}{
+		{"ended without evidence", ended(nil), true},
+		{"ended with evidence", ended(func(st *v1alpha1.SessionStatus) { st.Evidence = &v1alpha1.Evidence{ManifestSHA256: "ab"} }), false},
+		{"ended before it started", ended(func(st *v1alpha1.SessionStatus) { st.StartedAt = nil }), false},
+		{"expired", ended(func(st *v1alpha1.SessionStatus) { st.Phase, st.StartedAt, st.End = v1alpha1.PhaseExpired, nil, nil }), false},
+		{"active", ended(func(st *v1alpha1.SessionStatus) { st.Phase, st.End, st.Heartbeat = v1alpha1.PhaseActive, nil, at(time.Minute) }), false},
+	} {
+		if got := s.decide(tc.sess, t0.Add(11*time.Minute)).finalize; got != tc.want {
+			t.Errorf("%s: finalize %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	if (&SessionSweeper{}).decide(ended(nil), t0.Add(11*time.Minute)).finalize {
+		t.Error("finalize without an evidence store configured")
 	}
 }

@@ -81,6 +81,9 @@ type action struct {
 	expire    bool
 	why       string
 	recycle   bool // the session ended: make sure its debug container is gone
+	// finalize: the session ran and ended without evidence (the store was
+	// away when it ended): build it from the segments streamed.
+	finalize bool
 	notify    bool
 	anchor    bool
 	setDueAt  *time.Time
@@ -137,6 +140,7 @@ func (s *SessionSweeper) decide(sess *v1alpha1.Session, now time.Time) action {
 		}
 	case v1alpha1.PhaseEnded, v1alpha1.PhaseExpired:
 		a.recycle = true
+		a.finalize = s.Evidence != nil && st.Evidence == nil && st.StartedAt != nil && st.End != nil
 		if ev := st.Evidence; s.Anchors != nil && ev != nil && ev.AnchorPending && st.End != nil {
 			if due := st.End.At.Add(s.AnchorAfter); now.Before(due) {
 				soonest(due)
@@ -203,6 +207,16 @@ func (s *SessionSweeper) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 			return ctrl.Result{}, err
 		}
 	}
+	if a.finalize {
+		if err := s.finalize(ctx, sess); err != nil {
+			// The store may be away (why the relay could not finalize it):
+			// tried again until it is back.
+			logger.Info("the recording's evidence is still to be finalized", "error", err.Error())
+			return ctrl.Result{RequeueAfter: 30 * time.Second}, nil
+		}
+		logger.Info("finalized the evidence of a session that ended without it")
+		a = s.decide(sess, now)
+	}
 	if a.setDueAt != nil || a.notify {
 		if err := s.review(ctx, sess, a); err != nil {
 			return ctrl.Result{}, err
@@ -247,16 +261,25 @@ func (s *SessionSweeper) end(ctx context.Context, sess *v1alpha1.Session, now ti
 		return fmt.Errorf("recording the end of %s/%s: %w", sess.Namespace, sess.Name, err)
 	}
 	if s.Evidence != nil {
-		ev, err := s.Evidence.Finalize(ctx, sess)
-		if err != nil {
-			// The recording stays in its write-once segments; finalizing again later is harmless.
+		if err := s.finalize(ctx, sess); err != nil {
+			// The recording stays in its write-once segments: the next
+			// pass finalizes it (decide: finalize).
 			log.FromContext(ctx).Error(err, "finalizing the evidence of a swept session", "session", sess.Name)
-			return nil
 		}
-		if err := s.lifecycle().Make(ctx, sess, lifecycle.Move{Step: lifecycle.StepEvidence, Actor: s.Identity, Reason: "finalized from the segments streamed: " + ev.ManifestSHA256,
-			Record: func(st *v1alpha1.SessionStatus) { st.Evidence = ev }}); err != nil {
-			return fmt.Errorf("recording the evidence of %s/%s: %w", sess.Namespace, sess.Name, err)
-		}
+	}
+	return nil
+}
+
+// finalize builds an ended session's evidence from the segments its relay
+// streamed, and records it on the Session.
+func (s *SessionSweeper) finalize(ctx context.Context, sess *v1alpha1.Session) error {
+	ev, err := s.Evidence.Finalize(ctx, sess)
+	if err != nil {
+		return err
+	}
+	if err := s.lifecycle().Make(ctx, sess, lifecycle.Move{Step: lifecycle.StepEvidence, Actor: s.Identity, Reason: "finalized from the segments streamed: " + ev.ManifestSHA256,
+		Record: func(st *v1alpha1.SessionStatus) { st.Evidence = ev }}); err != nil {
+		return fmt.Errorf("recording the evidence of %s/%s: %w", sess.Namespace, sess.Name, err)
 	}
 	return nil
 }

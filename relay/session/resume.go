@@ -150,14 +150,7 @@ func (l *Live) release(ctx context.Context, why string, tell error) error {
 	// (which the stream's end would tell them). What the shell writes from
 	// here is still recorded.
 	l.out.closeWith(tell)
-	_ = l.stdin.Close() // stdin EOF is the detach
-	l.sizes.close()
-	select {
-	case <-l.streamEnded:
-	case <-time.After(10 * time.Second):
-		l.cancel()
-		<-l.streamEnded
-	}
+	l.detach()
 	var errs []error
 	if err := l.rec.Flush(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("writing out the recording before the release (the relay taking it up marks what is missing): %w", err))

@@ -497,6 +497,20 @@ func (l *Live) takenUp(ctx context.Context) bool {
 	return fresh.Status.Resumes != resumes
 }
 
+// detach closes the shell's input (stdin EOF is the detach) and waits for
+// the terminal stream to end, everything it carried read and recorded;
+// one that does not end by itself within 10 s is cut.
+func (l *Live) detach() {
+	_ = l.stdin.Close()
+	l.sizes.close()
+	select {
+	case <-l.streamEnded:
+	case <-time.After(10 * time.Second):
+		l.cancel()
+		<-l.streamEnded
+	}
+}
+
 // apiServerAnswers reports whether the cluster's API server answers now.
 func (l *Live) apiServerAnswers(ctx context.Context) bool {
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
@@ -553,14 +567,7 @@ func (l *Live) end(ctx context.Context, by string, reason v1alpha1.EndReason, ab
 		l.letGo()
 		return nil
 	}
-	_ = l.stdin.Close() // stdin EOF is the detach
-	l.sizes.close()
-	select {
-	case <-l.streamEnded:
-	case <-time.After(10 * time.Second):
-		l.cancel()
-		<-l.streamEnded
-	}
+	l.detach()
 	l.out.close()
 	streamErr := l.streamErr
 	var errs []error

@@ -14,7 +14,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
-	"github.com/tower-dev/breakglass/evidence/recording"
 	"github.com/tower-dev/breakglass/relay"
 )
 
@@ -145,32 +144,12 @@ func TestFaultReplicasPassTerminalsAndHandOver(t *testing.T) {
 	if err := cl.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: s}, &cur); err != nil {
 		t.Fatal(err)
 	}
-	m, _, err := recording.ReadManifest(ctx, b.store, recording.RefOf("prod", &cur), cur.Status.Evidence)
-	if err != nil {
-		t.Fatal(err)
-	}
+	out, m := recordedOutput(t, b.store, &cur)
 	if cur.Status.Phase != v1alpha1.PhaseEnded || len(m.MissingSegments) > 0 || len(m.ForeignSegments) > 0 {
 		t.Fatalf("the end: %s, missing %v, foreign %v", cur.Status.Phase, m.MissingSegments, m.ForeignSegments)
 	}
-	transcript, err := recording.ReadFile(ctx, b.store, recording.RefOf("prod", &cur), m, recording.TranscriptFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	recs, err := recording.ReadTranscript(transcript)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out strings.Builder
-	for _, r := range recs {
-		switch r.Kind {
-		case recording.KindMarker:
-			out.WriteString("<MARKER " + string(r.Data) + ">")
-		case recording.KindOutput:
-			out.Write(r.Data)
-		}
-	}
-	before, after, ok := strings.Cut(out.String(), "<MARKER ")
+	before, after, ok := strings.Cut(out, "<MARKER ")
 	if !ok || !strings.Contains(before, "via-23") || !strings.Contains(after, "then-10") || !strings.Contains(after, "wrote out all it had read") {
-		t.Fatalf("the recording across the hand-over:\n%s", out.String())
+		t.Fatalf("the recording across the hand-over:\n%s", out)
 	}
 }

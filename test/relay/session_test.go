@@ -239,3 +239,33 @@ func assertNothingLeft(t testing.TB, ns, session, pod string, kept bool) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// recordedOutput reads an ended session's recording through its manifest
+// (every file checked against its hash): what the terminal showed, with
+// "<MARKER reason>" where a relay took the session up, and the manifest.
+func recordedOutput(t testing.TB, store recording.Store, s *v1alpha1.Session) (string, recording.Manifest) {
+	t.Helper()
+	ctx := context.Background()
+	m, _, err := recording.ReadManifest(ctx, store, recording.RefOf("prod", s), s.Status.Evidence)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := recording.ReadFile(ctx, store, recording.RefOf("prod", s), m, recording.TranscriptFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, err := recording.ReadTranscript(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	for _, r := range recs {
+		switch r.Kind {
+		case recording.KindMarker:
+			out.WriteString("<MARKER " + string(r.Data) + ">")
+		case recording.KindOutput:
+			out.Write(r.Data)
+		}
+	}
+	return out.String(), m
+}
