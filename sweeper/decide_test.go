@@ -150,7 +150,9 @@ func TestDecideFinalize(t *testing.T) {
 		{"ended with evidence", ended(func(st *v1alpha1.SessionStatus) { st.Evidence = &v1alpha1.Evidence{ManifestSHA256: "ab"} }), false},
 		{"ended before it started", ended(func(st *v1alpha1.SessionStatus) { st.StartedAt = nil }), false},
 		{"expired", ended(func(st *v1alpha1.SessionStatus) { st.Phase, st.StartedAt, st.End = v1alpha1.PhaseExpired, nil, nil }), false},
-		{"active", ended(func(st *v1alpha1.SessionStatus) { st.Phase, st.End, st.Heartbeat = v1alpha1.PhaseActive, nil, at(time.Minute) }), false},
+		{"active", ended(func(st *v1alpha1.SessionStatus) {
+			st.Phase, st.End, st.Heartbeat = v1alpha1.PhaseActive, nil, at(time.Minute)
+		}), false},
 	} {
 		if got := s.decide(tc.sess, t0.Add(11*time.Minute)).finalize; got != tc.want {
 			t.Errorf("%s: finalize %v, want %v", tc.name, got, tc.want)

@@ -77,13 +77,13 @@ type SessionSweeper struct {
 
 // action is what the sweeper does about a Session now.
 type action struct {
-	end       bool
-	expire    bool
-	why       string
-	recycle   bool // the session ended: make sure its debug container is gone
+	end     bool
+	expire  bool
+	why     string
+	recycle bool // the session ended: make sure its debug container is gone
 	// finalize: the session ran and ended without evidence (the store was
 	// away when it ended): build it from the segments streamed.
-	finalize bool
+	finalize  bool
 	notify    bool
 	anchor    bool
 	setDueAt  *time.Time
