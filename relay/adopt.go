@@ -72,7 +72,12 @@ func (s *Server) adoptOnce(ctx context.Context, stale time.Duration) {
 
 // adopt resumes one session this relay has marked as its own to try.
 func (s *Server) adopt(ctx context.Context, name string, t *target, key sessionKey, sess *v1alpha1.Session, stale time.Duration) {
-	live, err := t.runner.Resume(ctx, sess, stale)
+	// Once claimed, a resume runs to its end even if the relay is told to
+	// stop meanwhile: Close then hands it over, rather than leaving it
+	// claimed by nobody until its heartbeat goes stale.
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+	defer cancel()
+	live, err := t.runner.Resume(rctx, sess, stale)
 	if err != nil {
 		s.mu.Lock()
 		delete(s.live, key)

@@ -118,6 +118,10 @@ type EndRequest struct {
 func (s *Server) end(w http.ResponseWriter, r *http.Request, c Caller) error {
 	var q EndRequest
 	if r.ContentLength != 0 {
+		// Kept: the end may be passed on to the replica running the session.
+		if err := keepBody(r); err != nil {
+			return err
+		}
 		if err := decode(r, &q); err != nil {
 			return err
 		}

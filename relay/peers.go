@@ -1,7 +1,9 @@
 package relay
 
 import (
+	"bytes"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
@@ -23,7 +25,9 @@ type Peers struct {
 	// URL is where a replica is reached, with {replica} standing for its
 	// name, e.g. https://{replica}.breakglass-relay-peers.breakglass-system.svc:8443.
 	URL string
-	// Transport reaches the replicas (their CA); nil: http.DefaultTransport.
+	// Transport reaches the replicas (their CA); nil: Go's default, but
+	// never through a proxy the environment names (a hop carries the
+	// caller's token). NewServer fills it in.
 	Transport http.RoundTripper
 }
 
@@ -88,7 +92,31 @@ func (s *Server) passOn(w http.ResponseWriter, r *http.Request, sess *v1alpha1.S
 				fmt.Sprintf("the replica running this session, %s, does not answer (%v): try again", holder, err)})
 		},
 	}
+	if r.GetBody != nil { // read here already (keepBody): the replica reads it again
+		body, err := r.GetBody()
+		if err != nil {
+			writeError(w, &apiError{http.StatusInternalServerError, "Internal", err.Error()})
+			return true
+		}
+		r.Body = body
+	}
 	s.log.V(1).Info("passing a request to the replica running the session", "session", sess.Namespace+"/"+sess.Name, "replica", holder, "path", r.URL.Path)
 	proxy.ServeHTTP(w, r)
 	return true
+}
+
+// keepBody reads r's body (at most maxBody) so that it can be read again:
+// by the handler here, and by the replica a request is passed on to.
+func keepBody(r *http.Request) error {
+	if r.Body == nil {
+		return nil
+	}
+	b, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, maxBody))
+	if err != nil {
+		return badRequest("the body could not be read (at most %d bytes): %v", maxBody, err)
+	}
+	r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil }
+	r.Body, _ = r.GetBody()
+	r.ContentLength = int64(len(b))
+	return nil
 }

@@ -132,6 +132,11 @@ func NewServer(o Options) (*Server, error) {
 			return nil, fmt.Errorf("relay: replicas: %w", err)
 		}
 		replica = o.Peers.Self
+		if o.Peers.Transport == nil {
+			t := http.DefaultTransport.(*http.Transport).Clone()
+			t.Proxy = nil
+			o.Peers.Transport = t
+		}
 	}
 	s := &Server{cfg: o.Config, auth: o.Auth, clusters: map[string]*target{}, store: o.Store, audit: o.Audit,
 		notifier: o.Notifier, console: o.Console, peers: o.Peers, anchorer: o.Anchorer, clock: o.Clock, log: o.Log, metrics: newMetrics(), live: map[sessionKey]*liveSession{},

@@ -74,7 +74,11 @@ configured sinks).`,
 			// A third of a heartbeat: a session left is taken up within
 			// about 3.3 heartbeats of its last, before the sweeper's
 			// --heartbeat-timeout (1m by default against 15s heartbeats).
-			go srv.Adopt(ctx, cfg.Limits.Heartbeat.Duration/3)
+			adopting := make(chan struct{})
+			go func() {
+				defer close(adopting)
+				srv.Adopt(ctx, cfg.Limits.Heartbeat.Duration/3)
+			}()
 			hs := &http.Server{Addr: cfg.Listen, Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
 			errc := make(chan error, 1)
 			go func() {
@@ -91,6 +95,7 @@ configured sinks).`,
 			}
 			stop, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
+			<-adopting // a resume under way finishes, and is handed over below
 			srv.Close(stop)
 			return hs.Shutdown(stop)
 		},
@@ -130,6 +135,7 @@ func replicaPeers(replica, peerURL, caFile string) (*relay.Peers, error) {
 			return nil, fmt.Errorf("--peer-ca: %s holds no PEM certificate", caFile)
 		}
 		t := http.DefaultTransport.(*http.Transport).Clone()
+		t.Proxy = nil // a hop carries the caller's token: straight to the replica
 		t.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
 		p.Transport = t
 	}

@@ -16,12 +16,15 @@ import (
 type refusing struct {
 	Store
 	down atomic.Bool
+	// only, when set, is the suffix of the keys refused (the disk filling
+	// between a segment's two halves).
+	only string
 }
 
 var errRefused = errors.New("no space left on device")
 
 func (s *refusing) Put(ctx context.Context, key string, data []byte, retainUntil time.Time) (string, error) {
-	if s.down.Load() {
+	if s.down.Load() && strings.HasSuffix(key, s.only) {
 		return "", errRefused
 	}
 	return s.Store.Put(ctx, key, data, retainUntil)
@@ -129,5 +132,87 @@ func TestStoreAwayTooLongFailsTheRecording(t *testing.T) {
 	}
 	if _, err := r.Close(ctx); err == nil || !errors.Is(err, errRefused) {
 		t.Fatalf("closing with the store away: %v", err)
+	}
+}
+
+// TestQuietSessionWithTheStoreAwayFailsInTime: little output, far below
+// HoldBytes, still fails once the store has refused segments for HoldFor:
+// nothing is kept unrecorded longer than that.
+func TestQuietSessionWithTheStoreAwayFailsInTime(t *testing.T) {
+	r, store := newHoldingRecorder(t, 300*time.Millisecond)
+	ctx := context.Background()
+	store.down.Store(true)
+	if err := r.Output(ctx, []byte("ls\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Flush(ctx); err == nil {
+		t.Fatal("a flush to a store that refuses it succeeded")
+	}
+	if !r.Held() {
+		t.Fatal("the recorder says it holds nothing unwritten")
+	}
+	time.Sleep(400 * time.Millisecond)
+	if err := r.Input(ctx, []byte("x")); err == nil || !strings.Contains(err.Error(), "refused segments since") {
+		t.Fatalf("a keystroke after HoldFor with the store away: %v", err)
+	}
+}
+
+// TestHalfWrittenSegmentKeepsEveryEvent: the disk fills between a
+// segment's cast and its transcript; what is recorded meanwhile is neither
+// lost from the cast nor duplicated, and the two halves agree once the
+// store takes writes again.
+func TestHalfWrittenSegmentKeepsEveryEvent(t *testing.T) {
+	store := &refusing{Store: &Dir{Root: t.TempDir()}, only: ".raw"}
+	r, err := New(context.Background(), store, testRef, Options{RetainUntil: time.Now().Add(time.Hour), SegmentBytes: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	var want bytes.Buffer
+	write := func(s string) {
+		want.WriteString(s)
+		if err := r.Output(ctx, []byte(s)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("one ")
+	store.down.Store(true)
+	if err := r.Flush(ctx); err == nil {
+		t.Fatal("the transcript half was refused, yet the flush succeeded")
+	}
+	write("two ")
+	write("three ")
+	store.down.Store(false)
+	write("four")
+	done, err := r.Close(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cast, err := ReadFile(ctx, store, testRef, done.Manifest, CastFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var inCast strings.Builder
+	for _, ev := range castEvents(t, cast) {
+		if ev[1] == "o" {
+			inCast.WriteString(ev[2].(string))
+		}
+	}
+	raw, err := ReadFile(ctx, store, testRef, done.Manifest, TranscriptFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, err := ReadTranscript(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var inRaw strings.Builder
+	for _, rec := range recs {
+		if rec.Kind == KindOutput {
+			inRaw.Write(rec.Data)
+		}
+	}
+	if inCast.String() != want.String() || inRaw.String() != want.String() || len(done.Manifest.MissingSegments) > 0 {
+		t.Fatalf("cast %q, transcript %q, missing %v; want %q in both", inCast.String(), inRaw.String(), done.Manifest.MissingSegments, want.String())
 	}
 }

@@ -67,8 +67,11 @@ type Recorder struct {
 	seq     int
 	closed  bool
 	// refusedSince is when the store began refusing segments (zero while
-	// it takes them).
-	refusedSince time.Time
+	// it takes them); lastTry is when a segment was last tried.
+	refusedSince, lastTry time.Time
+	// pendingRaw is the transcript half of segment seq, whose cast half is
+	// written: a flush that failed half-way.
+	pendingRaw []byte
 }
 
 // New starts the recording of the session ref names. It checks the store
@@ -142,6 +145,14 @@ func (r *Recorder) record(ctx context.Context, kind byte, p []byte) error {
 		r.mu.Unlock()
 		return fmt.Errorf("recording %s is closed", r.prefix)
 	}
+	// A store refusing segments for longer than HoldFor fails the
+	// recording however little is held: a byte that cannot be recorded
+	// in time goes nowhere.
+	if !r.refusedSince.IsZero() && time.Since(r.refusedSince) >= r.opts.HoldFor {
+		since := r.refusedSince
+		r.mu.Unlock()
+		return fmt.Errorf("the recording store has refused segments since %s", since.UTC().Format(time.RFC3339))
+	}
 	// Monotonic: a clock that steps back never reorders the record.
 	t := max(r.opts.Clock.Since(r.start), r.last)
 	r.last = t
@@ -153,17 +164,29 @@ func (r *Recorder) record(ctx context.Context, kind byte, p []byte) error {
 	if len(text) > 0 {
 		writeCastEvent(&r.cast, t, kind, text)
 	}
-	if r.cast.Len() < r.opts.SegmentBytes {
+	// While the store refuses, it is tried at most every storeRetry, not at
+	// every byte the terminal carries.
+	if r.cast.Len() < r.opts.SegmentBytes || (!r.refusedSince.IsZero() && time.Since(r.lastTry) < storeRetry && r.held() < r.opts.HoldBytes) {
 		r.mu.Unlock()
 		return nil
 	}
 	err := r.flushLocked(ctx)
-	held := r.raw.Len() + r.cast.Len()
+	held := r.held()
 	r.mu.Unlock()
 	if err == nil || held < r.opts.HoldBytes {
 		return nil // kept: the next flush writes it
 	}
 	return r.waitForStore(ctx)
+}
+
+// held is how much the recorder keeps in memory, not yet written.
+func (r *Recorder) held() int { return r.raw.Len() + r.cast.Len() + len(r.pendingRaw) }
+
+// Held reports whether the recorder keeps anything it could not yet write.
+func (r *Recorder) Held() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.held() > 0 && !r.refusedSince.IsZero()
 }
 
 // storeRetry is how often a held terminal tries the store again.
@@ -299,6 +322,7 @@ func (r *Recorder) Flush(ctx context.Context) error {
 }
 
 func (r *Recorder) flushLocked(ctx context.Context) error {
+	r.lastTry = time.Now()
 	err := r.writeSegmentLocked(ctx)
 	switch {
 	case err == nil:
@@ -310,6 +334,17 @@ func (r *Recorder) flushLocked(ctx context.Context) error {
 }
 
 func (r *Recorder) writeSegmentLocked(ctx context.Context) error {
+	if r.pendingRaw != nil {
+		// The cast of segment seq is written, its transcript was not: that
+		// half alone, as it was then (what came since is the next segment).
+		name := fmt.Sprintf("%s%s%08d.raw", r.prefix, segmentsDir, r.seq)
+		version, err := r.store.Put(ctx, name, r.pendingRaw, r.opts.RetainUntil)
+		if err != nil {
+			return fmt.Errorf("streaming a recording segment: %w", err)
+		}
+		r.versions[name], r.pendingRaw = version, nil
+		r.seq++
+	}
 	if r.raw.Len() == 0 && (r.seq > 0 || r.cast.Len() == 0) {
 		return nil
 	}
@@ -332,20 +367,41 @@ func (r *Recorder) writeSegmentLocked(ctx context.Context) error {
 			}
 			r.versions[cast] = version
 		}
-		if _, written := r.versions[raw]; !written {
-			// A flush that failed half-way is retried with the other half.
-			version, err := r.store.Put(ctx, raw, r.raw.Bytes(), r.opts.RetainUntil)
-			if err != nil {
-				return fmt.Errorf("streaming a recording segment: %w", err)
-			}
-			r.versions[raw] = version
+		version, err := r.store.Put(ctx, raw, r.raw.Bytes(), r.opts.RetainUntil)
+		if err != nil {
+			// The segment's two halves hold the same records: the
+			// transcript's is kept as it is now, for the retry, and what is
+			// recorded from here goes to the next segment.
+			r.pendingRaw = bytes.Clone(r.raw.Bytes())
+			r.cast.Reset()
+			r.raw.Reset()
+			return fmt.Errorf("streaming a recording segment: %w", err)
 		}
+		r.versions[raw] = version
 		break
 	}
 	r.seq++
 	r.cast.Reset()
 	r.raw.Reset()
 	return nil
+}
+
+// FlushWithin writes what is held, trying again while the store refuses,
+// for up to d.
+func (r *Recorder) FlushWithin(ctx context.Context, d time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	for {
+		err := r.Flush(ctx)
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(storeRetry):
+		}
+	}
 }
 
 // Abandon stops the recording here without writing anything more: another
@@ -357,6 +413,7 @@ func (r *Recorder) Abandon() {
 	r.closed = true
 	r.cast.Reset()
 	r.raw.Reset()
+	r.pendingRaw = nil
 }
 
 // Close writes the last segment and finalizes the recording.

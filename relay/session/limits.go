@@ -51,6 +51,7 @@ func (l *Live) Watch(ctx context.Context, limits Limits) (v1alpha1.EndReason, er
 	if limits.Flush <= 0 {
 		limits.Flush = 5 * time.Second
 	}
+	l.beatEvery.Store(int64(limits.Heartbeat))
 	lastBeat, lastFlush := r.Clock.Now(), r.Clock.Now()
 	for {
 		select {
@@ -136,4 +137,28 @@ func (l *Live) heartbeat(ctx context.Context, now time.Time) error {
 func (l *Live) Activity() (lastInput time.Time, viewers int, alone time.Time) {
 	viewers, alone = l.out.watchers()
 	return time.Unix(0, l.lastInput.Load()), viewers, alone
+}
+
+// keepBeating writes the heartbeat while an end runs (which may wait on
+// the recording store for minutes): a session being ended must not look
+// left to another relay, which would take it up meanwhile.
+func (l *Live) keepBeating() (stop func()) {
+	every := time.Duration(l.beatEvery.Load())
+	if every <= 0 {
+		return func() {}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(every):
+			}
+			if errors.Is(l.heartbeat(ctx, l.r.Clock.Now()), errTakenUp) {
+				return
+			}
+		}
+	}()
+	return cancel
 }

@@ -54,7 +54,7 @@ func (r *Runner) Resume(ctx context.Context, s *v1alpha1.Session, stale time.Dur
 	// The claim comes first, at the version read: of two relays, one wins.
 	beat := metav1.NewTime(now)
 	why := fmt.Sprintf("its relay stopped (last heartbeat %s)", heartbeatOf(st))
-	gap := "output it had not yet written out (a few seconds at most) is missing"
+	gap := "output it had not yet written out (the last few seconds, or what it held while the store refused segments) is missing"
 	if st.Released != nil {
 		why = fmt.Sprintf("its relay released it at %s", st.Released.UTC().Format(time.RFC3339))
 		gap = "that relay wrote out all it had read before it let go"
@@ -151,11 +151,16 @@ func (l *Live) release(ctx context.Context, why string, tell error) error {
 	// here is still recorded.
 	l.out.closeWith(tell)
 	l.detach()
-	var errs []error
-	if err := l.rec.Flush(ctx); err != nil {
-		errs = append(errs, fmt.Errorf("writing out the recording before the release (the relay taking it up marks what is missing): %w", err))
+	// A release says everything read is written out: a store that does not
+	// take it within half a minute gets no release, and the relay taking
+	// the session up (once its heartbeat is stale) marks what is missing.
+	if err := l.rec.FlushWithin(ctx, 30*time.Second); err != nil {
+		l.rec.Abandon()
+		l.cancel()
+		return fmt.Errorf("the recording could not be written out, so the session is not released (another relay takes it up once its heartbeat is stale, marking what is missing): %w", err)
 	}
 	l.rec.Abandon()
+	var errs []error
 	l.mu.Lock()
 	s := l.Session
 	// At the version this relay last wrote: if another relay took the

@@ -92,6 +92,8 @@ type Live struct {
 	// recordingFailed is set when the stream ended because what it carried
 	// could not be recorded: then the session ends rather than going on.
 	recordingFailed atomic.Pointer[error]
+	// beatEvery is Watch's heartbeat interval, kept up during an end.
+	beatEvery atomic.Int64
 }
 
 // Start starts an approved session. A session that cannot be recorded is
@@ -567,6 +569,7 @@ func (l *Live) end(ctx context.Context, by string, reason v1alpha1.EndReason, ab
 		l.letGo()
 		return nil
 	}
+	defer l.keepBeating()()
 	l.detach()
 	l.out.close()
 	streamErr := l.streamErr
@@ -595,7 +598,9 @@ func (l *Live) end(ctx context.Context, by string, reason v1alpha1.EndReason, ab
 	// A merge patch: the heartbeat may have moved the resource version.
 	errs = append(errs, r.Lifecycle().Make(ctx, s, lifecycle.Move{Step: lifecycle.StepEnd, To: v1alpha1.PhaseEnded, Actor: by,
 		Reason: string(reason), Merge: true, Record: func(st *v1alpha1.SessionStatus) {
-			st.End = &v1alpha1.End{By: by, Reason: reason, At: metav1.NewTime(r.Clock.Now()), Abnormal: abnormal}
+			// Without its evidence (the store away past HoldFor) an end is
+			// abnormal whatever ended it: the sweeper finalizes what was streamed.
+			st.End = &v1alpha1.End{By: by, Reason: reason, At: metav1.NewTime(r.Clock.Now()), Abnormal: abnormal || done.Body == nil}
 			if done.Body != nil {
 				st.Evidence = recording.EvidenceOf(recording.RefOf(r.Cluster, s), done, "", r.Anchorer != nil)
 			}

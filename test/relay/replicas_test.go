@@ -52,6 +52,7 @@ func replicaPair(t *testing.T) (a, b *testRelay, nameA, nameB string) {
 func TestFaultReplicasPassTerminalsAndHandOver(t *testing.T) {
 	ns := cl.Namespace(t, "relay-replicas")
 	cl.RunningPod(t, ns, "web-1")
+	cl.RunningPod(t, ns, "web-2")
 	a, b, nameA, nameB := replicaPair(t)
 	ctx := context.Background()
 
@@ -90,6 +91,17 @@ func TestFaultReplicasPassTerminalsAndHandOver(t *testing.T) {
 	// A request already passed on once is not passed on again.
 	if _, hs, err := b.dial(t, bob, ns, s, http.Header{"Breakglass-Relay-Hop": {nameA}}); err == nil || hs.status != http.StatusConflict {
 		t.Fatalf("a passed-on terminal at a replica not running the session: %v, status %d", err, hs.status)
+	}
+
+	// An end with a body, reaching the replica not running the session,
+	// is passed on whole.
+	other := b.request(t, alice, ns, "web-2", "").Name
+	b.must(t, http.StatusOK, token(t, bob), "POST", sessionPath(ns, other)+"/approve", `{}`)
+	a.must(t, http.StatusOK, token(t, alice), "POST", sessionPath(ns, other)+"/start", "")
+	b.must(t, http.StatusOK, token(t, bob), "POST", sessionPath(ns, other)+"/end", `{"reason":"seen enough, from the other replica"}`)
+	var otherNow v1alpha1.Session
+	if err := cl.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: other}, &otherNow); err != nil || otherNow.Status.Phase != v1alpha1.PhaseEnded {
+		t.Fatalf("the session ended through the other replica: %v %+v", err, otherNow.Status)
 	}
 
 	// The replica running it shuts down: it hands the session over.
