@@ -34,14 +34,77 @@ func newFanout(start time.Time) *fanout { return &fanout{alone: start, now: time
 type viewer struct {
 	*io.PipeReader
 	w     *io.PipeWriter
-	queue chan []byte
+	queue *chunkQueue
 	f     *fanout
 	once  sync.Once
 }
 
+// chunkQueue holds up to viewerBuffer chunks for one viewer in a slice that
+// grows only as a burst needs and is let go once drained: a channel of that
+// capacity would cost every idle viewer all of it (docs/scaling.md).
+type chunkQueue struct {
+	mu     sync.Mutex
+	chunks [][]byte
+	closed bool
+	// ready is signalled when a chunk arrives or the queue closes.
+	ready chan struct{}
+}
+
+func newChunkQueue() *chunkQueue { return &chunkQueue{ready: make(chan struct{}, 1)} }
+
+// push queues c, or reports false when viewerBuffer chunks already wait.
+func (q *chunkQueue) push(c []byte) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if len(q.chunks) >= viewerBuffer {
+		return false
+	}
+	q.chunks = append(q.chunks, c)
+	q.signal()
+	return true
+}
+
+// close lets the reader take what is queued, then ends it.
+func (q *chunkQueue) close() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.closed = true
+	q.signal()
+}
+
+func (q *chunkQueue) signal() {
+	select {
+	case q.ready <- struct{}{}:
+	default:
+	}
+}
+
+// pop waits for the next chunk; false once the queue is closed and empty.
+func (q *chunkQueue) pop() ([]byte, bool) {
+	for {
+		q.mu.Lock()
+		if len(q.chunks) > 0 {
+			c := q.chunks[0]
+			q.chunks[0] = nil
+			q.chunks = q.chunks[1:]
+			if len(q.chunks) == 0 {
+				q.chunks = nil // the burst's array goes with it
+			}
+			q.mu.Unlock()
+			return c, true
+		}
+		closed := q.closed
+		q.mu.Unlock()
+		if closed {
+			return nil, false
+		}
+		<-q.ready
+	}
+}
+
 func (f *fanout) subscribe(now func() time.Time) io.ReadCloser {
 	r, w := io.Pipe()
-	v := &viewer{PipeReader: r, w: w, queue: make(chan []byte, viewerBuffer), f: f}
+	v := &viewer{PipeReader: r, w: w, queue: newChunkQueue(), f: f}
 	f.mu.Lock()
 	f.now = now
 	if f.closed {
@@ -52,7 +115,11 @@ func (f *fanout) subscribe(now func() time.Time) io.ReadCloser {
 	f.subs = append(f.subs, v)
 	f.mu.Unlock()
 	go func() {
-		for chunk := range v.queue {
+		for {
+			chunk, ok := v.queue.pop()
+			if !ok {
+				break
+			}
 			if _, err := w.Write(chunk); err != nil {
 				f.drop(v, err)
 			}
@@ -66,7 +133,7 @@ func (f *fanout) subscribe(now func() time.Time) io.ReadCloser {
 // at once; at the session's end it reads what is queued, then EOF.
 func (v *viewer) end(why error) {
 	v.once.Do(func() {
-		close(v.queue)
+		v.queue.close()
 		if why != nil {
 			_ = v.w.CloseWithError(why)
 		}
@@ -93,10 +160,9 @@ func (f *fanout) write(p []byte) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for i := 0; i < len(f.subs); {
-		select {
-		case f.subs[i].queue <- chunk:
+		if f.subs[i].queue.push(chunk) {
 			i++
-		default:
+		} else {
 			f.removeLocked(i, ErrTooSlow)
 		}
 	}
