@@ -98,22 +98,9 @@ func TestStoreAwayHoldsTheTerminalAndLosesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	raw, err := ReadFile(ctx, store, testRef, done.Manifest, TranscriptFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	recs, err := ReadTranscript(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got bytes.Buffer
-	for _, rec := range recs {
-		if rec.Kind == KindOutput {
-			got.Write(rec.Data)
-		}
-	}
-	if !bytes.Equal(got.Bytes(), want.Bytes()) || len(done.Manifest.MissingSegments) > 0 {
-		t.Fatalf("recorded %d bytes (missing segments %v), want the %d written", got.Len(), done.Manifest.MissingSegments, want.Len())
+	got := transcriptOutput(t, store, done.Manifest)
+	if got != want.String() || len(done.Manifest.MissingSegments) > 0 {
+		t.Fatalf("recorded %d bytes (missing segments %v), want the %d written", len(got), done.Manifest.MissingSegments, want.Len())
 	}
 }
 
@@ -198,7 +185,17 @@ func TestHalfWrittenSegmentKeepsEveryEvent(t *testing.T) {
 			inCast.WriteString(ev[2].(string))
 		}
 	}
-	raw, err := ReadFile(ctx, store, testRef, done.Manifest, TranscriptFile)
+	inRaw := transcriptOutput(t, store, done.Manifest)
+	if inCast.String() != want.String() || inRaw != want.String() || len(done.Manifest.MissingSegments) > 0 {
+		t.Fatalf("cast %q, transcript %q, missing %v; want %q in both", inCast.String(), inRaw, done.Manifest.MissingSegments, want.String())
+	}
+}
+
+// transcriptOutput is the output a finalized recording's transcript holds,
+// read through its manifest.
+func transcriptOutput(t *testing.T, store Store, m Manifest) string {
+	t.Helper()
+	raw, err := ReadFile(context.Background(), store, testRef, m, TranscriptFile)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,13 +203,11 @@ func TestHalfWrittenSegmentKeepsEveryEvent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var inRaw strings.Builder
+	var out strings.Builder
 	for _, rec := range recs {
 		if rec.Kind == KindOutput {
-			inRaw.Write(rec.Data)
+			out.Write(rec.Data)
 		}
 	}
-	if inCast.String() != want.String() || inRaw.String() != want.String() || len(done.Manifest.MissingSegments) > 0 {
-		t.Fatalf("cast %q, transcript %q, missing %v; want %q in both", inCast.String(), inRaw.String(), done.Manifest.MissingSegments, want.String())
-	}
+	return out.String()
 }

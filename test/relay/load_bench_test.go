@@ -217,9 +217,13 @@ func (lt *loadTerm) seen(p []byte) {
 	}
 }
 
+// send types p; a connection that fails ends the benchmark through its
+// checks (a panic here would skip TestMain's clean-up and leak the cluster).
 func (lt *loadTerm) send(p []byte) {
 	if err := lt.write(p); err != nil {
-		panic(err) // the benchmark's own connection: nothing to recover
+		lt.mu.Lock()
+		lt.tail = append(lt.tail, fmt.Sprintf("\n[sending failed: %v]\n", err)...)
+		lt.mu.Unlock()
 	}
 }
 

@@ -266,13 +266,7 @@ func TestFaultRelayThatMissedItsHeartbeatsLetsGo(t *testing.T) {
 	quick.Limits.Heartbeat = metav1.Duration{Duration: time.Second}
 	second := startRelay(t, quick, clock.RealClock{})
 
-	s := first.request(t, alice, ns, "web-1", "").Name
-	first.must(t, http.StatusOK, token(t, bob), "POST", sessionPath(ns, s)+"/approve", `{}`)
-	first.must(t, http.StatusOK, token(t, alice), "POST", sessionPath(ns, s)+"/start", "")
-	tm, _, err := first.dial(t, alice, ns, s, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, tm := startedSession(t, first, ns)
 	tm.send(t, "echo first-$((1+1))\n")
 	tm.waitFor(t, "first-2")
 
