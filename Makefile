@@ -55,7 +55,7 @@ build: console
 	$(GO) build -o $(BIN)/breakglass ./cmd/breakglass
 
 ## tools: build the external programs the tests and generators use, once, into bin/.
-tools: $(BIN)/kube-apiserver $(NODE_BINS) $(BIN)/etcd $(BIN)/versitygw $(BIN)/controller-gen $(BIN)/golangci-lint $(BIN)/promtool rekor
+tools: $(BIN)/kube-apiserver $(NODE_BINS) $(BIN)/etcd $(BIN)/versitygw $(BIN)/controller-gen $(BIN)/golangci-lint $(BIN)/promtool $(BIN)/cosign rekor
 
 KUBE_LDFLAGS := -s -w \
 	-X k8s.io/component-base/version.gitVersion=$(KUBE_VERSION) \
@@ -94,6 +94,11 @@ $(REKOR_BINS) &: tools/rekor/go.mod tools/rekor/go.sum
 	cd tools/rekor && $(GO) build -o $(BIN)/trillian_log_server github.com/google/trillian/cmd/trillian_log_server
 	cd tools/rekor && $(GO) build -o $(BIN)/trillian_log_signer github.com/google/trillian/cmd/trillian_log_signer
 	cd tools/rekor && $(GO) build -o $(BIN)/createtree github.com/google/trillian/cmd/createtree
+
+# The stock cosign CLI: tests sign debug images with it and verify recordings' bundles as a reviewer would.
+$(BIN)/cosign: tools/cosign/go.mod tools/cosign/go.sum
+	@echo ">> building cosign from module sources"
+	cd tools/cosign && $(GO) build -o $@ github.com/sigstore/cosign/v3/cmd/cosign
 
 # promtool: Prometheus' rule tester, for the chart's alerts (test/sweeper TestAlertRules).
 $(BIN)/promtool: tools/promtool/go.mod tools/promtool/go.sum
@@ -151,7 +156,7 @@ test-unit: console
 test/browser/node_modules/.package-lock.json: test/browser/package.json test/browser/package-lock.json
 	cd test/browser && npm ci --no-audit --no-fund
 
-INTEGRATION_DEPS := console $(BIN)/kube-apiserver $(NODE_BINS) $(BIN)/etcd $(BIN)/versitygw $(BIN)/promtool rekor test/browser/node_modules/.package-lock.json
+INTEGRATION_DEPS := console $(BIN)/kube-apiserver $(NODE_BINS) $(BIN)/etcd $(BIN)/versitygw $(BIN)/promtool $(BIN)/cosign rekor test/browser/node_modules/.package-lock.json
 
 test-integration: $(INTEGRATION_DEPS)
 	$(GO) test -count=1 -timeout 20m -skip '^TestFault' ./test/integration/... ./test/evidence/... ./test/tlog/...

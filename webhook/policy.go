@@ -25,6 +25,9 @@ type ImagePolicy struct {
 	// Keyless, instead of Key, accepts a signature by a short-lived
 	// certificate (Fulcio's) for one OIDC identity, logged in Rekor.
 	Keyless *Keyless `json:"keyless,omitempty"`
+	// A signature is found in either layout cosign writes: a Sigstore bundle
+	// attached as an OCI referrer (cosign v3's default) or the older
+	// sha256-<digest>.sig tag. Either is enough.
 }
 
 // Keyless names who may sign, and what to trust to know it was them.
@@ -35,12 +38,18 @@ type Keyless struct {
 	// Subject is the identity (an email or a URI); SubjectRegExp matches one.
 	Subject       string `json:"subject,omitempty"`
 	SubjectRegExp string `json:"subjectRegExp,omitempty"`
-	// Roots is a PEM file of the certificate authority's root and
-	// intermediates (Fulcio's, public or private).
-	Roots string `json:"roots"`
-	// RekorPublicKey is a PEM file of the transparency log's key: the
-	// signature's log entry (its signed entry timestamp) must verify with it.
-	RekorPublicKey string `json:"rekorPublicKey"`
+	// TrustedRoot is a Sigstore trusted root file (trusted_root.json, as
+	// `cosign trusted-root create` writes it or the public-good instance's
+	// TUF repository serves it): the certificate authorities, the
+	// transparency logs (Rekor v1 and v2), the timestamp authorities and the
+	// certificate-transparency logs. When it names a CT log, the
+	// certificate's SCT is required.
+	TrustedRoot string `json:"trustedRoot,omitempty"`
+	// Roots and RekorPublicKey are the older way to say the same, instead of
+	// TrustedRoot: a PEM file of the certificate authority's root and
+	// intermediates, and a PEM file of the transparency log's key.
+	Roots          string `json:"roots,omitempty"`
+	RekorPublicKey string `json:"rekorPublicKey,omitempty"`
 }
 
 // Config is the webhook's policy file.
@@ -93,8 +102,10 @@ func (c Config) Check() error {
 			return fmt.Errorf("policies[%d]: exactly one of key (a key file, k8s://namespace/secret or a KMS URI) and keyless", i)
 		case p.Keyless != nil && (p.Keyless.Issuer == "" || (p.Keyless.Subject == "") == (p.Keyless.SubjectRegExp == "")):
 			return fmt.Errorf("policies[%d].keyless: an issuer and exactly one of subject and subjectRegExp", i)
-		case p.Keyless != nil && (p.Keyless.Roots == "" || p.Keyless.RekorPublicKey == ""):
-			return fmt.Errorf("policies[%d].keyless: roots and rekorPublicKey (PEM files) say whom to trust", i)
+		case p.Keyless != nil && (p.Keyless.TrustedRoot == "") == (p.Keyless.Roots == "" || p.Keyless.RekorPublicKey == ""):
+			return fmt.Errorf("policies[%d].keyless: either trustedRoot (a Sigstore trusted root file) or roots and rekorPublicKey (PEM files) say whom to trust", i)
+		case p.Keyless != nil && p.Keyless.TrustedRoot != "" && (p.Keyless.Roots != "" || p.Keyless.RekorPublicKey != ""):
+			return fmt.Errorf("policies[%d].keyless: trustedRoot already names the roots and logs; drop roots and rekorPublicKey", i)
 		}
 		names[p.Name] = true
 	}

@@ -9,10 +9,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
-	"github.com/sigstore/cosign/v2/pkg/cosign"
-	ociremote "github.com/sigstore/cosign/v2/pkg/oci/remote"
-	sigs "github.com/sigstore/cosign/v2/pkg/signature"
-	"github.com/sigstore/sigstore/pkg/signature"
+	"github.com/sigstore/cosign/v3/pkg/cosign"
+	ociremote "github.com/sigstore/cosign/v3/pkg/oci/remote"
 	"k8s.io/utils/clock"
 )
 
@@ -36,14 +34,13 @@ type VerifierOptions struct {
 
 // Verifier checks debug images against the signature policies.
 type Verifier struct {
-	config    Config
-	verifiers map[string]signature.Verifier
-	keyless   map[string]*cosign.CheckOpts
-	cache     *successCache
-	opts      VerifierOptions
+	config Config
+	trust  map[string]*trust
+	cache  *successCache
+	opts   VerifierOptions
 }
 
-// NewVerifier loads each policy's key.
+// NewVerifier loads each policy's key or trusted root.
 func NewVerifier(ctx context.Context, cfg Config, opts VerifierOptions) (*Verifier, error) {
 	if err := cfg.Check(); err != nil {
 		return nil, err
@@ -60,22 +57,20 @@ func NewVerifier(ctx context.Context, cfg Config, opts VerifierOptions) (*Verifi
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
 	}
-	v := &Verifier{config: cfg, verifiers: map[string]signature.Verifier{}, keyless: map[string]*cosign.CheckOpts{}, opts: opts,
+	v := &Verifier{config: cfg, trust: map[string]*trust{}, opts: opts,
 		cache: newSuccessCache(opts.CacheSize, opts.CacheTTL, opts.Clock)}
 	for _, p := range cfg.Policies {
+		var t *trust
+		var err error
 		if p.Keyless != nil {
-			co, err := keylessOpts(p.Keyless)
-			if err != nil {
-				return nil, fmt.Errorf("policy %s: %w", p.Name, err)
-			}
-			v.keyless[p.Name] = co
-			continue
+			t, err = keylessTrust(p.Keyless)
+		} else {
+			t, err = keyTrust(ctx, p.Key)
 		}
-		pk, err := sigs.PublicKeyFromKeyRef(ctx, p.Key)
 		if err != nil {
-			return nil, fmt.Errorf("policy %s: loading its key: %w", p.Name, err)
+			return nil, fmt.Errorf("policy %s: %w", p.Name, err)
 		}
-		v.verifiers[p.Name] = pk
+		v.trust[p.Name] = t
 	}
 	return v, nil
 }
@@ -89,7 +84,8 @@ var (
 )
 
 // Verify checks that image is pinned by digest and carries a valid cosign
-// signature by the key of the policy that covers its repository.
+// signature, in either layout, by the key or identity of the policy that
+// covers its repository.
 func (v *Verifier) Verify(ctx context.Context, image string) (err error) {
 	began, cached := time.Now(), false
 	defer func() { observeVerification(began, err, cached) }()
@@ -109,25 +105,36 @@ func (v *Verifier) Verify(ctx context.Context, image string) (err error) {
 	ctx, cancel := context.WithTimeout(ctx, v.opts.Deadline)
 	defer cancel()
 	registry := append([]remote.Option{remote.WithContext(ctx), remote.WithAuthFromKeychain(authn.DefaultKeychain)}, v.opts.Registry...)
-	co := &cosign.CheckOpts{
-		SigVerifier: v.verifiers[policy.Name],
-		// Key-based policies: the signature is checked against the key alone.
-		IgnoreTlog: true,
-		IgnoreSCT:  true,
+	t := v.trust[policy.Name]
+	clientOpts := []ociremote.Option{ociremote.WithRemoteOptions(registry...)}
+	bundleErr := t.verifyBundles(ctx, ref, clientOpts, v.opts.NameOptions)
+	if bundleErr == nil {
+		v.cache.add(ref.DigestStr(), policy.Name)
+		return nil
 	}
-	if k, ok := v.keyless[policy.Name]; ok {
-		copied := *k
-		co = &copied
-	}
+	co := t.legacy
 	co.ClaimVerifier = cosign.SimpleClaimVerifier
-	co.RegistryClientOpts = []ociremote.Option{ociremote.WithRemoteOptions(registry...)}
-	_, _, err = cosign.VerifyImageSignatures(ctx, ref, co)
+	co.RegistryClientOpts = clientOpts
+	_, _, err = cosign.VerifyImageSignatures(ctx, ref, &co)
 	if ctx.Err() != nil {
 		return fmt.Errorf("%s: %w (%s)", image, ErrDeadline, v.opts.Deadline)
 	}
 	if err != nil {
-		return fmt.Errorf("%s: no valid signature by the key of policy %s: %w", image, policy.Name, err)
+		return fmt.Errorf("%s: no valid signature for policy %s: %w", image, policy.Name, signatureErrors(bundleErr, err))
 	}
 	v.cache.add(ref.DigestStr(), policy.Name)
 	return nil
+}
+
+// signatureErrors says why neither layout held a valid signature, leaving
+// out the layout the image does not use.
+func signatureErrors(bundleErr, legacyErr error) error {
+	var none *cosign.ErrNoSignaturesFound
+	switch {
+	case errors.Is(bundleErr, errNoBundle):
+		return legacyErr
+	case errors.As(legacyErr, &none):
+		return bundleErr
+	}
+	return fmt.Errorf("%w; in the .sig layout: %w", bundleErr, legacyErr)
 }

@@ -38,6 +38,7 @@ func TestConfigCheck(t *testing.T) {
 		{"key and keyless", Config{Policies: []ImagePolicy{{Name: "p", Repository: "r", Key: "k", Keyless: &Keyless{}}}}, "exactly one of key"},
 		{"keyless without identity", Config{Policies: []ImagePolicy{{Name: "p", Repository: "r", Keyless: &Keyless{Issuer: "https://i"}}}}, "exactly one of subject"},
 		{"keyless without roots", Config{Policies: []ImagePolicy{{Name: "p", Repository: "r", Keyless: &Keyless{Issuer: "https://i", Subject: "a@b"}}}}, "roots and rekorPublicKey"},
+		{"keyless with a trusted root and roots", Config{Policies: []ImagePolicy{{Name: "p", Repository: "r", Keyless: &Keyless{Issuer: "https://i", Subject: "a@b", TrustedRoot: "t.json", Roots: "r.pem"}}}}, "drop roots and rekorPublicKey"},
 	} {
 		if err := tc.c.Check(); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: Check = %v, want %q", tc.name, err, tc.want)

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"os"
 
-	sigs "github.com/sigstore/cosign/v2/pkg/signature"
+	sigs "github.com/sigstore/cosign/v3/pkg/signature"
 
 	"github.com/tower-dev/breakglass/evidence/tlog"
 )

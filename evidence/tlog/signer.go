@@ -10,8 +10,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/sigstore/cosign/v2/pkg/cosign"
-	sigs "github.com/sigstore/cosign/v2/pkg/signature"
+	"github.com/sigstore/cosign/v3/pkg/cosign"
+	sigs "github.com/sigstore/cosign/v3/pkg/signature"
 	"github.com/sigstore/rekor/pkg/generated/models"
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
 )

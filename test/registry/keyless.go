@@ -18,10 +18,10 @@ import (
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
-	cbundle "github.com/sigstore/cosign/v2/pkg/cosign/bundle"
-	"github.com/sigstore/cosign/v2/pkg/oci/mutate"
-	ociremote "github.com/sigstore/cosign/v2/pkg/oci/remote"
-	"github.com/sigstore/cosign/v2/pkg/oci/static"
+	cbundle "github.com/sigstore/cosign/v3/pkg/cosign/bundle"
+	"github.com/sigstore/cosign/v3/pkg/oci/mutate"
+	ociremote "github.com/sigstore/cosign/v3/pkg/oci/remote"
+	"github.com/sigstore/cosign/v3/pkg/oci/static"
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
 	"github.com/sigstore/sigstore/pkg/signature/payload"
 
@@ -123,7 +123,11 @@ func (ca *CA) SignKeyless(ctx context.Context, ref name.Digest, issuer, subject,
 		if err != nil {
 			return err
 		}
-		opts = append(opts, static.WithBundle(cbundle.EntryToBundle(&logged.Entry)))
+		e := logged.Entry
+		opts = append(opts, static.WithBundle(&cbundle.RekorBundle{
+			SignedEntryTimestamp: e.Verification.SignedEntryTimestamp,
+			Payload:              cbundle.RekorPayload{Body: e.Body, IntegratedTime: *e.IntegratedTime, LogIndex: *e.LogIndex, LogID: *e.LogID},
+		}))
 	}
 	ociSig, err := static.NewSignature(body, base64.StdEncoding.EncodeToString(sig), opts...)
 	if err != nil {

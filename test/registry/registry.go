@@ -4,11 +4,7 @@
 package registry
 
 import (
-	"bytes"
-	"crypto"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
+	"context"
 	"encoding/base64"
 	"io"
 	"log"
@@ -26,11 +22,11 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
-	"github.com/sigstore/cosign/v2/pkg/oci/mutate"
-	ociremote "github.com/sigstore/cosign/v2/pkg/oci/remote"
-	"github.com/sigstore/cosign/v2/pkg/oci/static"
+	"github.com/sigstore/cosign/v3/pkg/oci/mutate"
+	ociremote "github.com/sigstore/cosign/v3/pkg/oci/remote"
+	"github.com/sigstore/cosign/v3/pkg/oci/static"
+	"github.com/sigstore/sigstore-go/pkg/sign"
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
-	"github.com/sigstore/sigstore/pkg/signature"
 	"github.com/sigstore/sigstore/pkg/signature/payload"
 )
 
@@ -122,31 +118,28 @@ func (r *Registry) PushImage(repo, tag string, img v1.Image) (name.Digest, error
 
 // Signer is a cosign key made at run time: nothing committed expires.
 type Signer struct {
-	priv *ecdsa.PrivateKey
-	sv   signature.SignerVerifier
+	key *sign.EphemeralKeypair
 }
 
-// NewSigner makes a new key.
+// NewSigner makes a new key (ECDSA P-256, cosign's default).
 func NewSigner() (*Signer, error) {
-	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	key, err := sign.NewEphemeralKeypair(nil)
 	if err != nil {
 		return nil, err
 	}
-	sv, err := signature.LoadECDSASignerVerifier(priv, crypto.SHA256)
-	if err != nil {
-		return nil, err
-	}
-	return &Signer{priv: priv, sv: sv}, nil
+	return &Signer{key: key}, nil
 }
 
-// Sign attaches a cosign signature of ref to the registry, as `cosign sign`
-// does; opts reach the registry (e.g. its credentials).
+// Sign attaches a cosign signature of ref to the registry in the older
+// layout (the sha256-<digest>.sig tag), as `cosign sign
+// --new-bundle-format=false` does; opts reach the registry (e.g. its
+// credentials).
 func (s *Signer) Sign(ref name.Digest, opts ...ociremote.Option) error {
 	body, err := (&payload.Cosign{Image: ref}).MarshalJSON()
 	if err != nil {
 		return err
 	}
-	sig, err := s.sv.SignMessage(bytes.NewReader(body))
+	sig, _, err := s.key.SignData(context.Background(), body)
 	if err != nil {
 		return err
 	}
@@ -167,7 +160,7 @@ func (s *Signer) Sign(ref name.Digest, opts ...ociremote.Option) error {
 
 // WritePublicKey writes the public key as PEM into dir/file.
 func (s *Signer) WritePublicKey(dir, file string) (string, error) {
-	pem, err := cryptoutils.MarshalPublicKeyToPEM(s.priv.Public())
+	pem, err := cryptoutils.MarshalPublicKeyToPEM(s.key.GetPublicKey())
 	if err != nil {
 		return "", err
 	}

@@ -9,16 +9,18 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
-	ociremote "github.com/sigstore/cosign/v2/pkg/oci/remote"
+	ociremote "github.com/sigstore/cosign/v3/pkg/oci/remote"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/tower-dev/breakglass/evidence/tlog"
 	"github.com/tower-dev/breakglass/manifests"
 	"github.com/tower-dev/breakglass/policies"
 	"github.com/tower-dev/breakglass/test/cluster"
@@ -41,6 +43,17 @@ var (
 	keylessGood, keylessOther, keylessKeyed name.Digest
 	keylessUntrusted, keylessUnlogged       name.Digest
 	keylessRoots, rekorKeyFile              string
+	// Signed in the Sigstore bundle format, as cosign v3 does by default:
+	// by the good key (logged in Rekor, as cosign does unless told not to),
+	// by another key, tampered with after signing, and an attestation that
+	// is not a signature.
+	bundleSigned, bundleWrongKey, bundleTampered, bundleAttestation name.Digest
+	// Keyless bundles, verified against a Sigstore trusted root file.
+	keylessBundleGood, keylessBundleOther, keylessBundleExpired, keylessBundleUnlogged name.Digest
+	trustedRootFile                                                                    string
+	// Signed by the stock cosign CLI, in both layouts, with its own key.
+	cli                  *registry.CLI
+	cliBundle, cliLegacy name.Digest
 	// A registry that answers only with the pull secret's credentials.
 	private       *registry.Registry
 	privateSigned name.Digest
@@ -130,6 +143,11 @@ func setUp() error {
 		return err
 	}
 	allow = append(allow, keyless...)
+	bundles, err := bundleImages(dir, good, bad)
+	if err != nil {
+		return err
+	}
+	allow = append(allow, bundles...)
 	private = registry.StartPrivate("puller", "pull-s3cret")
 	if privateSigned, err = private.Push("breakglass/debug", "private"); err != nil {
 		return err
@@ -209,6 +227,81 @@ func keylessImages(dir string, keyed *registry.Signer) ([]string, error) {
 		}
 		if err != nil {
 			return nil, fmt.Errorf("signing %s: %w", img.tag, err)
+		}
+		allow = append(allow, img.ref.String())
+	}
+	return allow, nil
+}
+
+// bundleImages pushes images signed in the Sigstore bundle format, with a
+// key, keyless, and by the stock cosign CLI in both layouts. It runs after
+// keylessImages (it uses its Rekor).
+func bundleImages(dir string, good, bad *registry.Signer) ([]string, error) {
+	ctx := context.Background()
+	ca, err := registry.NewCA()
+	if err != nil {
+		return nil, err
+	}
+	logKey, err := rk.PublicKey(ctx)
+	if err != nil {
+		return nil, err
+	}
+	tr, err := tlog.TrustedRoot(rk.URL, logKey, ca.PEM)
+	if err != nil {
+		return nil, err
+	}
+	trJSON, err := tr.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	trustedRootFile = filepath.Join(dir, "trusted_root.json")
+	if err := os.WriteFile(trustedRootFile, trJSON, 0o600); err != nil {
+		return nil, err
+	}
+	cliDir := filepath.Join(dir, "cli")
+	if err := os.Mkdir(cliDir, 0o700); err != nil {
+		return nil, err
+	}
+	if cli, err = registry.NewCLI(ctx, filepath.Join(cluster.AssetsDir(), "cosign"), cliDir); err != nil {
+		return nil, err
+	}
+	logged := registry.BundleOptions{RekorURL: rk.URL}
+	fresh := time.Now().Add(-time.Minute)
+	var allow []string
+	for _, img := range []struct {
+		ref       *name.Digest
+		repo, tag string
+		sign      func(name.Digest) error
+	}{
+		{&bundleSigned, "breakglass/debug", "bundle", func(r name.Digest) error { return good.SignBundle(ctx, r, logged) }},
+		{&bundleWrongKey, "breakglass/debug", "bundle-wrong-key", func(r name.Digest) error { return bad.SignBundle(ctx, r, logged) }},
+		{&bundleTampered, "breakglass/debug", "bundle-tampered", func(r name.Digest) error {
+			return good.SignBundle(ctx, r, registry.BundleOptions{RekorURL: rk.URL, Tamper: true})
+		}},
+		{&bundleAttestation, "breakglass/debug", "bundle-sbom", func(r name.Digest) error {
+			return good.SignBundle(ctx, r, registry.BundleOptions{RekorURL: rk.URL, PredicateType: "https://spdx.dev/Document"})
+		}},
+		{&keylessBundleGood, "breakglass-bundle/debug", "good", func(r name.Digest) error {
+			return ca.SignKeylessBundle(ctx, r, keylessIssuer, keylessSubject, fresh, logged)
+		}},
+		{&keylessBundleOther, "breakglass-bundle/debug", "other", func(r name.Digest) error {
+			return ca.SignKeylessBundle(ctx, r, keylessIssuer, "mallory@example.com", fresh, logged)
+		}},
+		// Its ten minutes ended an hour before the log saw it.
+		{&keylessBundleExpired, "breakglass-bundle/debug", "expired", func(r name.Digest) error {
+			return ca.SignKeylessBundle(ctx, r, keylessIssuer, keylessSubject, time.Now().Add(-time.Hour), logged)
+		}},
+		{&keylessBundleUnlogged, "breakglass-bundle/debug", "unlogged", func(r name.Digest) error {
+			return ca.SignKeylessBundle(ctx, r, keylessIssuer, keylessSubject, fresh, registry.BundleOptions{})
+		}},
+		{&cliBundle, "breakglass-cli/debug", "bundle", func(r name.Digest) error { return cli.Sign(ctx, r, false) }},
+		{&cliLegacy, "breakglass-cli/debug", "legacy", func(r name.Digest) error { return cli.Sign(ctx, r, true) }},
+	} {
+		if *img.ref, err = reg.Push(img.repo, img.tag); err != nil {
+			return nil, err
+		}
+		if err := img.sign(*img.ref); err != nil {
+			return nil, fmt.Errorf("signing %s:%s: %w", img.repo, img.tag, err)
 		}
 		allow = append(allow, img.ref.String())
 	}

@@ -48,6 +48,9 @@ func startWebhook(t testing.TB, deadline time.Duration) (stop func()) {
 		{Name: "private-images", Repository: private.Host + "/breakglass/*", Key: keyFile},
 		{Name: "keyless-images", Repository: reg.Host + "/breakglass-keyless/*", Keyless: &webhook.Keyless{
 			Issuer: keylessIssuer, Subject: keylessSubject, Roots: keylessRoots, RekorPublicKey: rekorKeyFile}},
+		{Name: "bundle-keyless", Repository: reg.Host + "/breakglass-bundle/*", Keyless: &webhook.Keyless{
+			Issuer: keylessIssuer, Subject: keylessSubject, TrustedRoot: trustedRootFile}},
+		{Name: "cli-images", Repository: reg.Host + "/breakglass-cli/*", Key: cli.PublicKey()},
 	}}, webhook.VerifierOptions{Deadline: deadline, NameOptions: []name.Option{name.Insecure}})
 	if err != nil {
 		t.Fatal(err)
@@ -151,7 +154,7 @@ func TestSignatures(t *testing.T) {
 		t.Fatalf("a signed, pinned debug image was refused: %v", err)
 	}
 	wantRefused(t, addDebugContainer(t, portal, "signatures", unsigned), "[webhook.signature]")
-	wantRefused(t, addDebugContainer(t, portal, "signatures", wrongKey), "no valid signature by the key of policy debug-images")
+	wantRefused(t, addDebugContainer(t, portal, "signatures", wrongKey), "no valid signature for policy debug-images")
 	wantRefused(t, addDebugContainer(t, portal, "signatures", otherRepo), "no signature policy covers its repository")
 	// What the operator's dashboard and alerts read (the API server may
 	// retry a call, so at least).
@@ -195,11 +198,47 @@ func TestKeyless(t *testing.T) {
 		t.Fatalf("a keyless-signed image by the trusted identity was refused: %v", err)
 	}
 	wantRefused(t, addDebugContainer(t, portal, "keyless", keylessOther), "none of the expected identities")
-	wantRefused(t, addDebugContainer(t, portal, "keyless", keylessUntrusted), "cert verification failed")
+	wantRefused(t, addDebugContainer(t, portal, "keyless", keylessUntrusted), "leaf certificate verification failed")
 	// Without the log's entry carried with the signature, the webhook
 	// (which looks nothing up online) cannot see it logged: refused.
 	wantRefused(t, addDebugContainer(t, portal, "keyless", keylessUnlogged), "rekor client not provided")
-	wantRefused(t, addDebugContainer(t, portal, "keyless", keylessKeyed), "no valid signature by the key of policy keyless-images")
+	wantRefused(t, addDebugContainer(t, portal, "keyless", keylessKeyed), "no valid signature for policy keyless-images")
+}
+
+// TestBundles: images signed in the Sigstore bundle format (cosign v3's
+// default, found as OCI referrers) are admitted with the policy's key or
+// identity and refused otherwise, each refusal saying why; the stock cosign
+// CLI's signatures are admitted in both layouts.
+func TestBundles(t *testing.T) {
+	startWebhook(t, 3*time.Second)
+	portal := session(t, "bundles")
+	for what, image := range map[string]name.Digest{
+		"a bundle by the policy's key":                bundleSigned,
+		"a keyless bundle by the trusted identity":    keylessBundleGood,
+		"the stock cosign CLI's bundle":               cliBundle,
+		"the stock cosign CLI's older .sig signature": cliLegacy,
+	} {
+		if err := addDebugContainer(t, portal, "bundles", image); err != nil {
+			t.Errorf("%s was refused: %v", what, err)
+		}
+	}
+	for _, tc := range []struct {
+		what  string
+		image name.Digest
+		want  string
+	}{
+		{"another key", bundleWrongKey, "no valid signature for policy debug-images: bundle 1: failed to verify signature"},
+		{"a tampered statement", bundleTampered, "bundle 1: failed to verify signature"},
+		{"an attestation, not a signature", bundleAttestation, `not an image signature: an attestation of "https://spdx.dev/Document"`},
+		{"another identity", keylessBundleOther, "no matching CertificateIdentity"},
+		{"a certificate expired when logged", keylessBundleExpired, "integrated time outside certificate validity"},
+		{"a certificate with no log entry or timestamp", keylessBundleUnlogged, "not enough verified log entries"},
+	} {
+		err := addDebugContainer(t, portal, "bundles", tc.image)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: want a refusal saying %q, got %v", tc.what, tc.want, err)
+		}
+	}
 }
 
 // TestPullSecretCredentials: an image in a registry that needs credentials

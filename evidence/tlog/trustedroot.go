@@ -1,0 +1,63 @@
+package tlog
+
+import (
+	"crypto"
+	"crypto/sha256"
+	"crypto/x509"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/sigstore/sigstore-go/pkg/root"
+	"github.com/sigstore/sigstore/pkg/cryptoutils"
+)
+
+// RekorLog is a Rekor v1 log as a Sigstore trusted root names it: its ID
+// is the SHA-256 of its public key (DER), as Rekor computes it. Verifiers
+// require a start to its validity; the key alone says nothing of when it
+// began, so it is trusted for any time (from the Unix epoch).
+func RekorLog(baseURL string, publicKeyPEM []byte) (*root.TransparencyLog, error) {
+	pub, err := cryptoutils.UnmarshalPEMToPublicKey(publicKeyPEM)
+	if err != nil {
+		return nil, errors.New("not a PEM public key")
+	}
+	der, err := x509.MarshalPKIXPublicKey(pub)
+	if err != nil {
+		return nil, err
+	}
+	id := sha256.Sum256(der)
+	return &root.TransparencyLog{BaseURL: baseURL, ID: id[:], HashFunc: crypto.SHA256, PublicKey: pub, SignatureHashFunc: crypto.SHA256,
+		ValidityPeriodStart: time.Unix(0, 0).UTC()}, nil
+}
+
+// TrustedRoot is a Sigstore trusted root (what `cosign verify-blob
+// --trusted-root` and sigstore-go read) naming one Rekor v1 log and, when
+// caPEM is given, one certificate authority: its self-signed root and any
+// intermediates.
+func TrustedRoot(rekorURL string, rekorPEM, caPEM []byte) (*root.TrustedRoot, error) {
+	log, err := RekorLog(rekorURL, rekorPEM)
+	if err != nil {
+		return nil, fmt.Errorf("the log's key: %w", err)
+	}
+	var cas []root.CertificateAuthority
+	if caPEM != nil {
+		certs, err := cryptoutils.UnmarshalCertificatesFromPEM(caPEM)
+		if err != nil || len(certs) == 0 {
+			return nil, errors.New("the certificate authority's PEM holds no certificate")
+		}
+		ca := &root.FulcioCertificateAuthority{}
+		for _, c := range certs {
+			if c.Subject.String() == c.Issuer.String() {
+				ca.Root = c
+			} else {
+				ca.Intermediates = append(ca.Intermediates, c)
+			}
+		}
+		if ca.Root == nil {
+			return nil, errors.New("the certificate authority's PEM holds no self-signed root")
+		}
+		cas = append(cas, ca)
+	}
+	return root.NewTrustedRoot(root.TrustedRootMediaType01, cas, nil, nil, map[string]*root.TransparencyLog{hex.EncodeToString(log.ID): log})
+}
