@@ -72,7 +72,47 @@ func checkAnchor(ctx context.Context, w io.Writer, c anchorCheck) error {
 		if c.signer == nil {
 			return integrityOnly(w, false)
 		}
+		if logKey == nil {
+			return checkSigstore(w, c, b.RekorPublicKey)
+		}
+		return checkSigstore(w, c, logKey)
+	}
+	return failed
+}
+
+// checkSigstore checks the anchor's standard Sigstore bundles beside the
+// recording (manifest.sigstore.json, and any kept under a name of its own),
+// as cosign verify-blob does: one must verify with the pinned signer and the
+// log's key. Recordings anchored before relays wrote them have none.
+func checkSigstore(w io.Writer, c anchorCheck, logKey []byte) error {
+	others, err := filepath.Glob(filepath.Join(c.dir, recording.AltName(tlog.SigstoreBundleFile, "*")))
+	if err != nil {
+		return err
+	}
+	var names []string
+	if _, err := os.Stat(filepath.Join(c.dir, tlog.SigstoreBundleFile)); err == nil {
+		names = append(names, tlog.SigstoreBundleFile)
+	}
+	sort.Strings(others)
+	for _, o := range others {
+		names = append(names, filepath.Base(o))
+	}
+	if len(names) == 0 {
+		fmt.Fprintf(w, "note      no %s beside the recording (anchored before relays wrote one)\n", tlog.SigstoreBundleFile)
 		return nil
+	}
+	var failed error
+	for _, name := range names {
+		raw, err := os.ReadFile(filepath.Join(c.dir, name))
+		if err == nil {
+			var who string
+			if who, err = tlog.VerifySigstore(raw, c.manifest, logKey, *c.signer); err == nil {
+				fmt.Fprintf(w, "ok        %-18s a Sigstore bundle signed by %s, as cosign verify-blob checks it\n", name, who)
+				return nil
+			}
+		}
+		fmt.Fprintf(w, "MISMATCH  %-18s %v\n", name, err)
+		failed = errors.Join(failed, fmt.Errorf("%s: %w", name, err))
 	}
 	return failed
 }

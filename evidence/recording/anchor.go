@@ -1,7 +1,6 @@
 package recording
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,39 +11,49 @@ import (
 	"github.com/tower-dev/breakglass/evidence/tlog"
 )
 
-// KeepBundle writes an anchor's bundle beside the recording ref names, and
-// returns its key. Evidence is written once: when another bundle already
-// holds the name (written by someone with the store's keys before the
-// relay could), this one is kept beside it under a name of its own
-// (rekor-bundle-<entry>.json), and a verifier pinned to the relay's key
-// finds the one that verifies.
-func KeepBundle(ctx context.Context, store Store, ref Ref, b *tlog.Bundle, retainUntil time.Time) (string, error) {
+// KeepBundle writes an anchor's bundle beside the recording ref names,
+// with the same anchor as a standard Sigstore bundle of manifest
+// (manifest.sigstore.json, for cosign verify-blob), and returns the
+// bundle's key. Evidence is written once: when another file already holds
+// the name (written by someone with the store's keys before the relay
+// could), this one is kept beside it under a name of its own
+// (rekor-bundle-<entry>.json, manifest-<entry>.sigstore.json), and a
+// verifier pinned to the relay's key finds the one that verifies.
+func KeepBundle(ctx context.Context, store Store, ref Ref, b *tlog.Bundle, manifest []byte, retainUntil time.Time) (string, error) {
 	raw, err := json.MarshalIndent(b, "", "  ")
 	if err != nil {
 		return "", err
 	}
-	key := ref.Prefix() + tlog.BundleFile
-	_, err = store.Put(ctx, key, raw, retainUntil)
-	if !errors.Is(err, ErrExists) {
-		return key, err
-	}
-	if old, gerr := store.Get(ctx, key, ""); gerr == nil && bytes.Equal(old, raw) {
-		return key, nil
-	}
-	key = ref.Prefix() + AltBundleName(b.UUID)
-	if _, err := store.Put(ctx, key, raw, retainUntil); err != nil && !errors.Is(err, ErrExists) {
+	sigstore, err := b.Sigstore(manifest)
+	if err != nil {
 		return "", err
 	}
-	return key, nil
+	if _, err := keepOnce(ctx, store, ref.Prefix(), tlog.SigstoreBundleFile, AltSigstoreBundleName(b.UUID), sigstore, retainUntil); err != nil {
+		return "", err
+	}
+	return keepOnce(ctx, store, ref.Prefix(), tlog.BundleFile, AltBundleName(b.UUID), raw, retainUntil)
+}
+
+// keepOnce is putFinal, content with objects under both names: those are
+// for the verifier to pass over, and nothing would get this one written.
+func keepOnce(ctx context.Context, store Store, prefix, name, alt string, raw []byte, retainUntil time.Time) (string, error) {
+	used, _, err := putFinal(ctx, store, prefix, name, alt, raw, retainUntil)
+	if errors.Is(err, ErrExists) {
+		return prefix + alt, nil
+	}
+	return prefix + used, err
 }
 
 // AltBundleName is where a bundle is kept when rekor-bundle.json is taken.
-func AltBundleName(uuid string) string {
-	if len(uuid) > 16 {
-		uuid = uuid[len(uuid)-16:]
-	}
-	return "rekor-bundle-" + uuid + ".json"
-}
+func AltBundleName(uuid string) string { return AltName(tlog.BundleFile, lastOf(uuid)) }
+
+// AltSigstoreBundleName is where a Sigstore bundle is kept when
+// manifest.sigstore.json is taken.
+func AltSigstoreBundleName(uuid string) string { return AltName(tlog.SigstoreBundleFile, lastOf(uuid)) }
+
+// lastOf is the end of an entry's UUID: the tree's own part, after the
+// shard's.
+func lastOf(uuid string) string { return uuid[max(0, len(uuid)-16):] }
 
 // Anchor anchors a finalized recording whose anchor is pending (its relay
 // died, or stopped before the log answered): one attempt; the sweeper
@@ -72,7 +81,7 @@ func (f *SessionFinalizer) Anchor(ctx context.Context, s *v1alpha1.Session) (*v1
 		if err != nil {
 			return nil, err
 		}
-		if key, err = KeepBundle(ctx, f.Store, ref, b, time.Now().Add(f.Retention)); err != nil {
+		if key, err = KeepBundle(ctx, f.Store, ref, b, manifest, time.Now().Add(f.Retention)); err != nil {
 			return nil, err
 		}
 	}

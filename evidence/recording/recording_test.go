@@ -8,10 +8,12 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"os"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/sigstore/sigstore/pkg/cryptoutils"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/tower-dev/breakglass/evidence/tlog"
@@ -366,8 +368,23 @@ func TestKeepBundleBesideAPlantedOne(t *testing.T) {
 	if _, err := store.Put(ctx, testRef.Prefix()+tlog.BundleFile, []byte(`{"uuid":"planted"}`), retain); err != nil {
 		t.Fatal(err)
 	}
-	b := &tlog.Bundle{UUID: strings.Repeat("ab", 40), RekorURL: "https://rekor.example"}
-	key, err := KeepBundle(ctx, store, testRef, b, retain)
+	if _, err := store.Put(ctx, testRef.Prefix()+tlog.SigstoreBundleFile, []byte(`{"mediaType":"planted"}`), retain); err != nil {
+		t.Fatal(err)
+	}
+	// A real anchor (evidence/tlog's fixture): its Sigstore form needs the log's entry.
+	raw, err := os.ReadFile("../tlog/testdata/" + tlog.BundleFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &tlog.Bundle{}
+	if err := json.Unmarshal(raw, b); err != nil {
+		t.Fatal(err)
+	}
+	manifest, err := os.ReadFile("../tlog/testdata/manifest.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := KeepBundle(ctx, store, testRef, b, manifest, retain)
 	if err != nil || key != testRef.Prefix()+AltBundleName(b.UUID) {
 		t.Fatalf("kept at %q: %v", key, err)
 	}
@@ -375,7 +392,18 @@ func TestKeepBundleBesideAPlantedOne(t *testing.T) {
 	if !strings.Contains(string(kept), b.UUID) {
 		t.Fatal("the relay's bundle is not where it says")
 	}
-	again, err := KeepBundle(ctx, store, testRef, b, retain)
+	sigstore, err := store.Get(ctx, testRef.Prefix()+AltSigstoreBundleName(b.UUID), "")
+	if err != nil {
+		t.Fatalf("the relay's Sigstore bundle is not beside the planted one: %v", err)
+	}
+	pub, err := cryptoutils.UnmarshalPEMToPublicKey(b.PublicKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tlog.VerifySigstore(sigstore, manifest, b.RekorPublicKey, tlog.Signer{Key: pub}); err != nil {
+		t.Fatalf("the kept Sigstore bundle does not verify: %v", err)
+	}
+	again, err := KeepBundle(ctx, store, testRef, b, manifest, retain)
 	if err != nil || again != key {
 		t.Fatalf("keeping the same bundle again: %q, %v", again, err)
 	}

@@ -27,6 +27,9 @@ type Signer struct {
 	// log's entry must chain to the roots and name the issuer and subject,
 	// and the log must have taken the entry while the certificate was valid.
 	Keyless *cosign.CheckOpts
+	// RootsPEM are Keyless's roots as PEM, for checks that take a trusted
+	// root (Sigstore bundles).
+	RootsPEM []byte
 }
 
 // KeySigner pins the relay's public key, read as cosign reads a key
@@ -56,7 +59,7 @@ func KeylessSigner(rootsPEM []byte, issuer, subject, subjectRegExp string) (Sign
 		return Signer{}, err
 	}
 	return Signer{Keyless: &cosign.CheckOpts{RootCerts: roots, IntermediateCerts: intermediates, IgnoreSCT: true,
-		Identities: []cosign.Identity{{Issuer: issuer, Subject: subject, SubjectRegExp: subjectRegExp}}}}, nil
+		Identities: []cosign.Identity{{Issuer: issuer, Subject: subject, SubjectRegExp: subjectRegExp}}}, RootsPEM: rootsPEM}, nil
 }
 
 // CertPools splits PEM certificates into self-signed roots and intermediates.

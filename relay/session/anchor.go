@@ -22,13 +22,13 @@ func (r *Runner) anchor(s *v1alpha1.Session, manifest []byte) {
 		r.Log.Error(err, "the recording was not anchored", "session", s.Namespace+"/"+s.Name)
 		return
 	}
-	if err := r.keepBundle(ctx, s, b); err != nil {
+	if err := r.keepBundle(ctx, s, b, manifest); err != nil {
 		r.Log.Error(err, "keeping the anchor", "session", s.Namespace+"/"+s.Name)
 	}
 }
 
-func (r *Runner) keepBundle(ctx context.Context, s *v1alpha1.Session, b *tlog.Bundle) error {
-	key, err := recording.KeepBundle(ctx, r.Store, recording.RefOf(r.Cluster, s), b, r.Clock.Now().Add(r.Retention))
+func (r *Runner) keepBundle(ctx context.Context, s *v1alpha1.Session, b *tlog.Bundle, manifest []byte) error {
+	key, err := recording.KeepBundle(ctx, r.Store, recording.RefOf(r.Cluster, s), b, manifest, r.Clock.Now().Add(r.Retention))
 	if err != nil {
 		return err
 	}

@@ -93,5 +93,12 @@ func forgeAnchor(t testing.TB, dir string) string {
 	if err := os.WriteFile(filepath.Join(forged, tlog.BundleFile), raw, 0o600); err != nil {
 		t.Fatal(err)
 	}
+	sigstore, err := b.Sigstore(manifest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(forged, tlog.SigstoreBundleFile), sigstore, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	return forged
 }

@@ -142,6 +142,7 @@ func TestFaultSessionAnchoredAfterRekorComesBack(t *testing.T) {
 	relayPub, logPub, sessionFile := writePublicKey(t, b.sv), writeLogKey(t), exportSession(t, got)
 	out, err := verifyCLI(dir, "--online", "--key", relayPub, "--rekor-public-key", logPub, "--session", sessionFile)
 	if err != nil || !strings.Contains(out, "the log holds the same entry") || !strings.Contains(out, "signed by the pinned relay key") ||
+		!strings.Contains(out, "a Sigstore bundle signed by the pinned relay key") ||
 		!strings.Contains(out, "ok        session            test/"+ns+"/s1") {
 		t.Fatalf("recording verify --online: %v\n%s", err, out)
 	}
@@ -150,7 +151,7 @@ func TestFaultSessionAnchoredAfterRekorComesBack(t *testing.T) {
 	}
 	t.Run("re-signed by another key and anchored anew", func(t *testing.T) {
 		forged := forgeAnchor(t, dir)
-		if out, err := stockTools(t, forged, got, relayPub); err == nil || !strings.Contains(out, "Verification failure") {
+		if out, err := stockTools(t, forged, got, relayPub); err == nil || !strings.Contains(out, "failed to verify") {
 			t.Fatalf("the stock-tools check passed a recording re-signed by another key: %v\n%s", err, out)
 		}
 		if out, err := verifyCLI(forged, "--key", relayPub, "--rekor-public-key", logPub); err == nil || !strings.Contains(err.Error()+out, "signed by another key") {
@@ -169,8 +170,16 @@ func TestFaultSessionAnchoredAfterRekorComesBack(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(forged, recording.AltBundleName(ev.EntryID)), genuine, 0o600); err != nil {
 			t.Fatal(err)
 		}
+		genuineSigstore, err := os.ReadFile(filepath.Join(dir, tlog.SigstoreBundleFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(forged, recording.AltSigstoreBundleName(ev.EntryID)), genuineSigstore, 0o600); err != nil {
+			t.Fatal(err)
+		}
 		out, err := verifyCLI(forged, "--key", relayPub, "--rekor-public-key", logPub)
-		if err != nil || !strings.Contains(out, "MISMATCH  "+tlog.BundleFile) || !strings.Contains(out, "ok        "+recording.AltBundleName(ev.EntryID)) {
+		if err != nil || !strings.Contains(out, "MISMATCH  "+tlog.BundleFile) || !strings.Contains(out, "ok        "+recording.AltBundleName(ev.EntryID)) ||
+			!strings.Contains(out, "MISMATCH  "+tlog.SigstoreBundleFile) || !strings.Contains(out, "ok        "+recording.AltSigstoreBundleName(ev.EntryID)) {
 			t.Fatalf("a planted bundle beside the relay's: %v\n%s", err, out)
 		}
 	})

@@ -116,6 +116,38 @@ func TestPinnedSigner(t *testing.T) {
 		if _, err := late.VerifySigned(ctx, manifest(9), late.RekorPublicKey, identity); err == nil || !strings.Contains(err.Error(), "outside the certificate's validity") {
 			t.Fatalf("signed after the certificate expired: %v", err)
 		}
+		// The same as standard Sigstore bundles, checked by sigstore-go and
+		// by the stock cosign CLI pinned to the identity.
+		sb, err := b.Sigstore(manifest(8))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if who, err := tlog.VerifySigstore(sb, manifest(8), b.RekorPublicKey, identity); err != nil || !strings.Contains(who, relayIdentity) {
+			t.Fatalf("the Sigstore bundle with the relay's identity: %q, %v", who, err)
+		}
+		if _, err := tlog.VerifySigstore(sb, manifest(8), b.RekorPublicKey, other); err == nil {
+			t.Fatal("the Sigstore bundle verified with another identity")
+		}
+		// The relay's CA logs no certificate in a CT log: no SCT to check.
+		pinIdentity := func(subject string) []string {
+			return []string{"--certificate-identity", subject, "--certificate-oidc-issuer", relayIssuer, "--insecure-ignore-sct"}
+		}
+		if out, err := cosignVerifyBlob(t, manifest(8), sb, ca.PEM, pinIdentity(relayIdentity)...); err != nil {
+			t.Fatalf("cosign verify-blob with the relay's identity: %v\n%s", err, out)
+		}
+		if out, err := cosignVerifyBlob(t, manifest(8), sb, ca.PEM, pinIdentity("https://kubernetes.io/namespaces/x/serviceaccounts/forger")...); err == nil {
+			t.Fatalf("cosign verify-blob passed another identity:\n%s", out)
+		}
+		lateSB, err := late.Sigstore(manifest(9))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tlog.VerifySigstore(lateSB, manifest(9), late.RekorPublicKey, identity); err == nil || !strings.Contains(err.Error(), "integrated time outside certificate validity") {
+			t.Fatalf("the Sigstore bundle signed after the certificate expired: %v", err)
+		}
+		if out, err := cosignVerifyBlob(t, manifest(9), lateSB, ca.PEM, pinIdentity(relayIdentity)...); err == nil {
+			t.Fatalf("cosign verify-blob passed a certificate that expired before the log took the entry:\n%s", out)
+		}
 		if _, err := (&tlog.Anchorer{URL: log.URL, Signer: forger.Signer, Certificate: cert}).PublicKey(); err == nil {
 			t.Fatal("a certificate for another key was accepted by the anchorer")
 		}

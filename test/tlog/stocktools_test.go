@@ -1,6 +1,7 @@
 package tlog_test
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -36,15 +37,14 @@ func stockToolsBlock(t testing.TB) string {
 
 // stockTools runs that block as a reviewer would: in a copy of the
 // recording's folder, with the Session exported as JSON, the relay's key
-// they pinned, and the log they trust.
+// and the log's key they pinned, and the log they trust.
 func stockTools(t testing.TB, dir string, s *v1alpha1.Session, relayPub string) (string, error) {
 	t.Helper()
-	rekorCLI := filepath.Join(cluster.AssetsDir(), "rekor-cli")
-	if _, err := os.Stat(rekorCLI); err != nil {
-		t.Fatalf("rekor-cli not found: run `make rekor` (it builds it from module sources): %v", err)
+	if _, err := os.Stat(filepath.Join(cluster.AssetsDir(), "cosign")); err != nil {
+		t.Fatalf("cosign not found: run `make bin/cosign` (it builds it from module sources): %v", err)
 	}
 	work := t.TempDir()
-	for _, name := range []string{recording.CastFile, recording.TranscriptFile, recording.ManifestFile, tlog.BundleFile} {
+	for _, name := range []string{recording.CastFile, recording.TranscriptFile, recording.ManifestFile, tlog.SigstoreBundleFile} {
 		data, err := os.ReadFile(filepath.Join(dir, name))
 		if err != nil {
 			t.Fatal(err)
@@ -61,7 +61,11 @@ func stockTools(t testing.TB, dir string, s *v1alpha1.Session, relayPub string) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, data := range map[string][]byte{"session.json": session, "relay.pub": key} {
+	logKey, err := log.PublicKey(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, data := range map[string][]byte{"session.json": session, "relay.pub": key, "rekor.pub": logKey} {
 		if err := os.WriteFile(filepath.Join(work, name), data, 0o600); err != nil {
 			t.Fatal(err)
 		}
@@ -71,4 +75,39 @@ func stockTools(t testing.TB, dir string, s *v1alpha1.Session, relayPub string) 
 	cmd.Env = append(os.Environ(), "PATH="+cluster.AssetsDir()+":"+os.Getenv("PATH"), "REKOR_URL="+log.URL, "HOME="+work)
 	out, err := cmd.CombinedOutput()
 	return string(out), err
+}
+
+// cosignVerifyBlob runs the stock `cosign verify-blob` on manifest and its
+// Sigstore bundle, offline, against a trusted root that cosign itself makes
+// of the log's key and, when caPEM is given, the relay's certificate
+// authority; args pin the key or the identity.
+func cosignVerifyBlob(t testing.TB, manifest, sigstoreBundle, caPEM []byte, args ...string) (string, error) {
+	t.Helper()
+	cosign := filepath.Join(cluster.AssetsDir(), "cosign")
+	work := t.TempDir()
+	logKey, err := log.PublicKey(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := map[string][]byte{"manifest.json": manifest, tlog.SigstoreBundleFile: sigstoreBundle, "rekor.pub": logKey}
+	create := []string{"trusted-root", "create", "--rekor", "url=" + log.URL + ",public-key=rekor.pub,start-time=2020-01-01T00:00:00Z", "--out", "trusted-root.json"}
+	if caPEM != nil {
+		files["ca.pem"] = caPEM
+		create = append(create, "--fulcio", "url=https://fulcio.invalid,certificate-chain=ca.pem")
+	}
+	for name, data := range files {
+		if err := os.WriteFile(filepath.Join(work, name), data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run := func(args ...string) (string, error) {
+		cmd := exec.Command(cosign, args...)
+		cmd.Dir, cmd.Env = work, append(os.Environ(), "HOME="+work)
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	if out, err := run(create...); err != nil {
+		t.Fatalf("cosign trusted-root create: %v\n%s", err, out)
+	}
+	return run(append(append([]string{"verify-blob", "--bundle", tlog.SigstoreBundleFile, "--trusted-root", "trusted-root.json"}, args...), "manifest.json")...)
 }
