@@ -55,7 +55,7 @@ build: console
 	$(GO) build -o $(BIN)/breakglass ./cmd/breakglass
 
 ## tools: build the external programs the tests and generators use, once, into bin/.
-tools: $(BIN)/kube-apiserver $(NODE_BINS) $(BIN)/etcd $(BIN)/versitygw $(BIN)/controller-gen $(BIN)/golangci-lint $(BIN)/promtool $(BIN)/cosign rekor
+tools: $(BIN)/kube-apiserver $(NODE_BINS) $(BIN)/etcd $(BIN)/versitygw $(BIN)/controller-gen $(BIN)/golangci-lint $(BIN)/promtool $(BIN)/cosign $(BIN)/rekor-server-v2 rekor
 
 KUBE_LDFLAGS := -s -w \
 	-X k8s.io/component-base/version.gitVersion=$(KUBE_VERSION) \
@@ -94,6 +94,11 @@ $(REKOR_BINS) &: tools/rekor/go.mod tools/rekor/go.sum
 	cd tools/rekor && $(GO) build -o $(BIN)/trillian_log_server github.com/google/trillian/cmd/trillian_log_server
 	cd tools/rekor && $(GO) build -o $(BIN)/trillian_log_signer github.com/google/trillian/cmd/trillian_log_signer
 	cd tools/rekor && $(GO) build -o $(BIN)/createtree github.com/google/trillian/cmd/createtree
+
+# Rekor v2 (rekor-tiles on Tessera's POSIX storage): the tile-based log recordings can be anchored in instead.
+$(BIN)/rekor-server-v2: tools/rekortiles/go.mod tools/rekortiles/go.sum
+	@echo ">> building Rekor v2 (rekor-tiles) from module sources"
+	cd tools/rekortiles && $(GO) build -o $@ github.com/sigstore/rekor-tiles/v2/cmd/rekor-server/posix
 
 # The stock cosign CLI: tests sign debug images with it and verify recordings' bundles as a reviewer would.
 $(BIN)/cosign: tools/cosign/go.mod tools/cosign/go.sum
@@ -156,7 +161,7 @@ test-unit: console
 test/browser/node_modules/.package-lock.json: test/browser/package.json test/browser/package-lock.json
 	cd test/browser && npm ci --no-audit --no-fund
 
-INTEGRATION_DEPS := console $(BIN)/kube-apiserver $(NODE_BINS) $(BIN)/etcd $(BIN)/versitygw $(BIN)/promtool $(BIN)/cosign rekor test/browser/node_modules/.package-lock.json
+INTEGRATION_DEPS := console $(BIN)/kube-apiserver $(NODE_BINS) $(BIN)/etcd $(BIN)/versitygw $(BIN)/promtool $(BIN)/cosign $(BIN)/rekor-server-v2 rekor test/browser/node_modules/.package-lock.json
 
 test-integration: $(INTEGRATION_DEPS)
 	$(GO) test -count=1 -timeout 20m -skip '^TestFault' ./test/integration/... ./test/evidence/... ./test/tlog/...

@@ -163,6 +163,14 @@ type Rekor struct {
 	// relay's identity (PEM): each anchor carries it, and reviewers pin the
 	// identity (issuer and subject) instead of the key.
 	CertificateFile string `json:"certificateFile,omitempty"`
+	// APIVersion is the log's: 1 (Rekor v1, the default) or 2 (Rekor v2,
+	// tile-based; it needs PublicKeyFile and a signing key, not a
+	// certificate).
+	APIVersion int `json:"apiVersion,omitempty"`
+	// PublicKeyFile is the log's public key (PEM), pinned: required for
+	// Rekor v2, which does not serve it; for v1 it is used instead of asking
+	// the log.
+	PublicKeyFile string `json:"publicKeyFile,omitempty"`
 }
 
 // AuditSinks are where audit events go besides stdout.
@@ -295,6 +303,14 @@ func (c *Config) Complete() error {
 		}
 		if r.KeyFile == "" {
 			errs = append(errs, errors.New("rekor.keyFile: the relay's signing key is required"))
+		}
+		switch {
+		case r.APIVersion != 0 && r.APIVersion != 1 && r.APIVersion != 2:
+			errs = append(errs, fmt.Errorf("rekor.apiVersion: %d is not 1 or 2", r.APIVersion))
+		case r.APIVersion == 2 && r.PublicKeyFile == "":
+			errs = append(errs, errors.New("rekor.publicKeyFile: Rekor v2 does not serve its key: pin it"))
+		case r.APIVersion == 2 && r.CertificateFile != "":
+			errs = append(errs, errors.New("rekor.certificateFile: Rekor v2 gives no trusted time to check a certificate at: sign with the key alone, or use Rekor v1"))
 		}
 	}
 	if c.Limits.Heartbeat.Duration >= c.Limits.Disconnect.Duration {

@@ -99,6 +99,9 @@ func TestLoadConfig(t *testing.T) {
 		{"console over plain http", "console: {url: \"http://relay.example.com\"}\n", "only over https"},
 		{"heartbeat", "limits: {heartbeat: 5m, disconnect: 1m}\n", "shorter than limits.disconnect"},
 		{"no issuer", "oidc: {audience: tower}\n", "oidc.issuer"},
+		{"rekor v3", "rekor: {url: \"https://rekor.example\", keyFile: k, apiVersion: 3}\n", "rekor.apiVersion: 3 is not 1 or 2"},
+		{"rekor v2 without its key", "rekor: {url: \"https://rekor.example\", keyFile: k, apiVersion: 2}\n", "rekor.publicKeyFile"},
+		{"rekor v2 with a certificate", "rekor: {url: \"https://rekor.example\", keyFile: k, apiVersion: 2, publicKeyFile: p, certificateFile: c}\n", "rekor.certificateFile"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := LoadConfig(writeConfig(t, replaceKeys(goodConfig, tc.edit)))

@@ -94,7 +94,7 @@ func loadTrustedRoot(k *Keyless) (*root.TrustedRoot, error) {
 	if err != nil {
 		return nil, fmt.Errorf("keyless.rekorPublicKey: %w", err)
 	}
-	tr, err := tlog.TrustedRoot("", rekorPEM, rootsPEM)
+	tr, err := tlog.TrustedRoot("", rekorPEM, rootsPEM, "")
 	if err != nil {
 		return nil, fmt.Errorf("keyless.roots and rekorPublicKey (%s, %s): %w", k.Roots, k.RekorPublicKey, err)
 	}

@@ -185,7 +185,7 @@ func buildRelay(ctx context.Context, cfg *relay.Config, peers *relay.Peers, kube
 	}
 	var anchorer *tlog.Anchorer
 	if r := cfg.Rekor; r != nil {
-		if anchorer, err = loadAnchorer(ctx, r.URL, r.KeyFile, r.CertificateFile); err != nil {
+		if anchorer, err = loadAnchorer(ctx, logConfig{url: r.URL, keyRef: r.KeyFile, certFile: r.CertificateFile, version: r.APIVersion, logKeyFile: r.PublicKeyFile}); err != nil {
 			return fail(fmt.Errorf("rekor: %w", err))
 		}
 		cp, err := audit.LatestCheckpoint(ctx, store, cfg.Audit.Chain, anchorer)

@@ -24,6 +24,8 @@ func newSweeperCommand() *cobra.Command {
 		notifyURL, portalURL, fallbackReviewer string
 		recordingDir, rekorURL, rekorKey       string
 		clusterName, rekorCert, auditFile      string
+		rekorPublicKey                         string
+		rekorVersion                           int
 		s3opts                                 recording.S3Options
 		retention                              time.Duration
 	)
@@ -55,7 +57,7 @@ reviews. It reads all of its state from the cluster.`,
 				}
 				finalizer := &recording.SessionFinalizer{Store: store, Cluster: clusterName, Retention: retention, URI: uri}
 				if rekorURL != "" {
-					a, err := loadAnchorer(cmd.Context(), rekorURL, rekorKey, rekorCert)
+					a, err := loadAnchorer(cmd.Context(), logConfig{url: rekorURL, keyRef: rekorKey, certFile: rekorCert, version: rekorVersion, logKeyFile: rekorPublicKey})
 					if err != nil {
 						return err
 					}
@@ -116,6 +118,8 @@ reviews. It reads all of its state from the cluster.`,
 	f.StringVar(&rekorURL, "rekor-url", "", "the transparency log: anchor finalized recordings whose anchor is still pending")
 	f.StringVar(&rekorKey, "rekor-key", "", "the signing key (PEM) for --rekor-url")
 	f.StringVar(&rekorCert, "rekor-certificate", "", "the signing key's certificate (PEM) naming the plane's identity, for --rekor-url")
+	f.IntVar(&rekorVersion, "rekor-api-version", 1, "the log's API: 1 (Rekor v1) or 2 (Rekor v2, tile-based; needs --rekor-public-key)")
+	f.StringVar(&rekorPublicKey, "rekor-public-key", "", "the log's public key (PEM), pinned: required for Rekor v2")
 	f.DurationVar(&opts.AnchorAfter, "anchor-after", 2*time.Minute, "how long after a session's end the relay has to anchor it itself")
 	return cmd
 }

@@ -82,6 +82,9 @@ func CertPools(pemBytes []byte) (roots, intermediates *x509.CertPool, err error)
 // VerifySigned is Verify, and then that the manifest's signature in the
 // log is the pinned signer's. It says who signed.
 func (b *Bundle) VerifySigned(ctx context.Context, manifest, rekorPublicKeyPEM []byte, s Signer) (string, error) {
+	if b.TlogEntry != nil {
+		return b.verifyV2(manifest, rekorPublicKeyPEM, s)
+	}
 	if err := b.Verify(ctx, manifest, rekorPublicKeyPEM); err != nil {
 		return "", err
 	}

@@ -32,17 +32,37 @@ const SigstoreBundleFile = "manifest.sigstore.json"
 // the same entry as the Bundle, so anchors written before it existed can
 // be given one too.
 func (b *Bundle) Sigstore(manifest []byte) ([]byte, error) {
-	entry, err := tle.GenerateTransparencyLogEntry(b.Entry)
+	pb, err := messageBundle(&Signed{Manifest: manifest, Signature: b.Signature, PublicKey: b.PublicKey})
+	if err != nil {
+		return nil, err
+	}
+	var entry *protorekor.TransparencyLogEntry
+	if b.TlogEntry != nil {
+		entry, err = b.v2Entry()
+	} else {
+		entry, err = tle.GenerateTransparencyLogEntry(b.Entry)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("the log's entry: %w", err)
 	}
-	material := &protobundle.VerificationMaterial{TlogEntries: []*protorekor.TransparencyLogEntry{entry}}
-	if certs, err := cryptoutils.UnmarshalCertificatesFromPEM(b.PublicKey); err == nil && len(certs) > 0 {
+	pb.VerificationMaterial.TlogEntries = []*protorekor.TransparencyLogEntry{entry}
+	if _, err := sgbundle.NewBundle(pb); err != nil {
+		return nil, fmt.Errorf("not a valid Sigstore bundle: %w", err)
+	}
+	return protojson.MarshalOptions{Multiline: true, Indent: "  "}.Marshal(pb)
+}
+
+// messageBundle is a Sigstore bundle of the signed manifest (a message
+// signature over its SHA-256, with the key's hint or the certificate) that
+// no log has taken yet.
+func messageBundle(signed *Signed) (*protobundle.Bundle, error) {
+	material := &protobundle.VerificationMaterial{}
+	if certs, err := cryptoutils.UnmarshalCertificatesFromPEM(signed.PublicKey); err == nil && len(certs) > 0 {
 		material.Content = &protobundle.VerificationMaterial_Certificate{Certificate: &protocommon.X509Certificate{RawBytes: certs[0].Raw}}
 	} else {
-		pub, err := cryptoutils.UnmarshalPEMToPublicKey(b.PublicKey)
+		pub, err := cryptoutils.UnmarshalPEMToPublicKey(signed.PublicKey)
 		if err != nil {
-			return nil, errors.New("the bundle's public key is neither a PEM key nor a certificate")
+			return nil, errors.New("the signer's public key is neither a PEM key nor a certificate")
 		}
 		der, err := cryptoutils.MarshalPublicKeyToDER(pub)
 		if err != nil {
@@ -51,23 +71,19 @@ func (b *Bundle) Sigstore(manifest []byte) ([]byte, error) {
 		hint := sha256.Sum256(der)
 		material.Content = &protobundle.VerificationMaterial_PublicKey{PublicKey: &protocommon.PublicKeyIdentifier{Hint: base64.StdEncoding.EncodeToString(hint[:])}}
 	}
-	sum := sha256.Sum256(manifest)
-	pb := &protobundle.Bundle{
+	sum := sha256.Sum256(signed.Manifest)
+	return &protobundle.Bundle{
 		MediaType:            "application/vnd.dev.sigstore.bundle.v0.3+json",
 		VerificationMaterial: material,
 		Content: &protobundle.Bundle_MessageSignature{MessageSignature: &protocommon.MessageSignature{
 			MessageDigest: &protocommon.HashOutput{Algorithm: protocommon.HashAlgorithm_SHA2_256, Digest: sum[:]},
-			Signature:     b.Signature,
+			Signature:     signed.Signature,
 		}},
-	}
-	if _, err := sgbundle.NewBundle(pb); err != nil {
-		return nil, fmt.Errorf("not a valid Sigstore bundle: %w", err)
-	}
-	return protojson.MarshalOptions{Multiline: true, Indent: "  "}.Marshal(pb)
+	}, nil
 }
 
 // VerifySigstore checks a Sigstore bundle of manifest as `cosign
-// verify-blob` does, offline: the signature is the pinned signer's (its key,
+// verify-blob` does, offline, with an entry in Rekor v1 or v2: the signature is the pinned signer's (its key,
 // or a certificate for its identity chaining to its roots, valid when the
 // log took the entry) and the entry's inclusion proof and signed entry
 // timestamp verify with the log's key (PEM, from the reviewer's own
@@ -82,7 +98,7 @@ func VerifySigstore(bundleJSON, manifest, rekorPublicKeyPEM []byte, s Signer) (s
 	var identity verify.PolicyOption
 	switch {
 	case s.Key != nil:
-		tr, err := TrustedRoot("", rekorPublicKeyPEM, nil)
+		tr, err := TrustedRoot("", rekorPublicKeyPEM, nil, checkpointOrigin(&b))
 		if err != nil {
 			return "", err
 		}
@@ -94,7 +110,7 @@ func VerifySigstore(bundleJSON, manifest, rekorPublicKeyPEM []byte, s Signer) (s
 		material = root.TrustedMaterialCollection{tr, root.NewTrustedPublicKeyMaterial(func(string) (root.TimeConstrainedVerifier, error) { return key, nil })}
 		opts, identity = []verify.VerifierOption{verify.WithTransparencyLog(1), verify.WithNoObserverTimestamps()}, verify.WithKey()
 	case s.Keyless != nil && s.RootsPEM != nil:
-		tr, err := TrustedRoot("", rekorPublicKeyPEM, s.RootsPEM)
+		tr, err := TrustedRoot("", rekorPublicKeyPEM, s.RootsPEM, checkpointOrigin(&b))
 		if err != nil {
 			return "", err
 		}

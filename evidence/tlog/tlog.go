@@ -11,6 +11,7 @@ import (
 	"crypto"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -43,6 +44,10 @@ type Bundle struct {
 	// RekorPublicKey (PEM) is the log's key as it was when anchored: a
 	// verifier should take it from a trusted source instead.
 	RekorPublicKey []byte `json:"rekorPublicKey"`
+	// TlogEntry is the entry in a Rekor v2 log (a Sigstore
+	// TransparencyLogEntry as JSON: body, inclusion proof and signed
+	// checkpoint); Entry then holds only its index, and UUID its leaf hash.
+	TlogEntry json.RawMessage `json:"tlogEntry,omitempty"`
 }
 
 // Anchorer writes entries to one Rekor.
@@ -56,6 +61,13 @@ type Anchorer struct {
 	Certificate []byte
 	// Backoff is the first wait between attempts (doubling, at most a minute).
 	Backoff time.Duration
+	// Version is the log's API: 1 (Rekor v1, the default) or 2 (Rekor v2,
+	// tile-based).
+	Version int
+	// LogKey (PEM) is the log's public key, pinned by the operator: required
+	// for Rekor v2, which does not serve it; for v1 it is used instead of
+	// asking the log.
+	LogKey []byte
 }
 
 // Signed is a manifest with the relay's signature: what goes to the log.
@@ -113,6 +125,9 @@ func (a *Anchorer) Anchor(ctx context.Context, manifest []byte) (*Bundle, error)
 // Rekor answers with, and returns the bundle. An entry already there is
 // fetched, not duplicated.
 func (a *Anchorer) Submit(ctx context.Context, signed *Signed) (*Bundle, error) {
+	if a.Version == 2 {
+		return a.submitV2(ctx, signed)
+	}
 	rc, err := client.GetRekorClient(a.URL, client.WithRetryCount(0))
 	if err != nil {
 		return nil, err
@@ -160,6 +175,9 @@ func (a *Anchorer) Submit(ctx context.Context, signed *Signed) (*Bundle, error) 
 
 // LogPublicKey is the log's public key (PEM), as the log at a.URL gives it.
 func (a *Anchorer) LogPublicKey(ctx context.Context) ([]byte, error) {
+	if a.LogKey != nil {
+		return a.LogKey, nil
+	}
 	rc, err := client.GetRekorClient(a.URL, client.WithRetryCount(0))
 	if err != nil {
 		return nil, err
@@ -215,6 +233,14 @@ func (a *Anchorer) AnchorWithRetry(ctx context.Context, manifest []byte, pending
 // signed entry timestamp verify with the log's key (PEM). It proves nothing
 // about who signed: VerifySigned pins that.
 func (b *Bundle) Verify(ctx context.Context, manifest, rekorPublicKeyPEM []byte) error {
+	if b.TlogEntry != nil {
+		pub, err := publicKeyOf(b.PublicKey)
+		if err != nil {
+			return fmt.Errorf("the bundle's public key: %w", err)
+		}
+		_, err = b.verifyV2(manifest, rekorPublicKeyPEM, Signer{Key: pub})
+		return err
+	}
 	sum := sha256.Sum256(manifest)
 	hr, err := b.hashedrekord()
 	if err != nil {

@@ -9,15 +9,18 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/sigstore/rekor-tiles/v2/pkg/note"
 	"github.com/sigstore/sigstore-go/pkg/root"
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
 )
 
-// RekorLog is a Rekor v1 log as a Sigstore trusted root names it: its ID
-// is the SHA-256 of its public key (DER), as Rekor computes it. Verifiers
-// require a start to its validity; the key alone says nothing of when it
-// began, so it is trusted for any time (from the Unix epoch).
-func RekorLog(baseURL string, publicKeyPEM []byte) (*root.TransparencyLog, error) {
+// RekorLog is a Rekor log as a Sigstore trusted root names it. A v1 log's
+// ID is the SHA-256 of its public key (DER), as Rekor computes it; a v2
+// log's is its checkpoints' key hash, of its origin (given) and its key,
+// and its URL's host must be that origin.
+// Verifiers require a start to its validity; the key alone says nothing of
+// when it began, so it is trusted for any time (from the Unix epoch).
+func RekorLog(baseURL string, publicKeyPEM []byte, origin string) (*root.TransparencyLog, error) {
 	pub, err := cryptoutils.UnmarshalPEMToPublicKey(publicKeyPEM)
 	if err != nil {
 		return nil, errors.New("not a PEM public key")
@@ -26,17 +29,27 @@ func RekorLog(baseURL string, publicKeyPEM []byte) (*root.TransparencyLog, error
 	if err != nil {
 		return nil, err
 	}
-	id := sha256.Sum256(der)
-	return &root.TransparencyLog{BaseURL: baseURL, ID: id[:], HashFunc: crypto.SHA256, PublicKey: pub, SignatureHashFunc: crypto.SHA256,
+	sum := sha256.Sum256(der)
+	id := sum[:]
+	if origin != "" {
+		if _, id, err = note.KeyHash(origin, pub); err != nil {
+			return nil, err
+		}
+		// Verifiers check v2 checkpoints as signed by the URL's host.
+		if baseURL == "" {
+			baseURL = "https://" + origin
+		}
+	}
+	return &root.TransparencyLog{BaseURL: baseURL, ID: id, HashFunc: crypto.SHA256, PublicKey: pub, SignatureHashFunc: crypto.SHA256,
 		ValidityPeriodStart: time.Unix(0, 0).UTC()}, nil
 }
 
 // TrustedRoot is a Sigstore trusted root (what `cosign verify-blob
-// --trusted-root` and sigstore-go read) naming one Rekor v1 log and, when
-// caPEM is given, one certificate authority: its self-signed root and any
-// intermediates.
-func TrustedRoot(rekorURL string, rekorPEM, caPEM []byte) (*root.TrustedRoot, error) {
-	log, err := RekorLog(rekorURL, rekorPEM)
+// --trusted-root` and sigstore-go read) naming one Rekor log (v2 when its
+// checkpoints' origin is given) and, when caPEM is given, one certificate
+// authority: its self-signed root and any intermediates.
+func TrustedRoot(rekorURL string, rekorPEM, caPEM []byte, origin string) (*root.TrustedRoot, error) {
+	log, err := RekorLog(rekorURL, rekorPEM, origin)
 	if err != nil {
 		return nil, fmt.Errorf("the log's key: %w", err)
 	}

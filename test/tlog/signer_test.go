@@ -132,10 +132,10 @@ func TestPinnedSigner(t *testing.T) {
 		pinIdentity := func(subject string) []string {
 			return []string{"--certificate-identity", subject, "--certificate-oidc-issuer", relayIssuer, "--insecure-ignore-sct"}
 		}
-		if out, err := cosignVerifyBlob(t, manifest(8), sb, ca.PEM, pinIdentity(relayIdentity)...); err != nil {
+		if out, err := cosignVerifyBlob(t, v1Log(t), manifest(8), sb, ca.PEM, pinIdentity(relayIdentity)...); err != nil {
 			t.Fatalf("cosign verify-blob with the relay's identity: %v\n%s", err, out)
 		}
-		if out, err := cosignVerifyBlob(t, manifest(8), sb, ca.PEM, pinIdentity("https://kubernetes.io/namespaces/x/serviceaccounts/forger")...); err == nil {
+		if out, err := cosignVerifyBlob(t, v1Log(t), manifest(8), sb, ca.PEM, pinIdentity("https://kubernetes.io/namespaces/x/serviceaccounts/forger")...); err == nil {
 			t.Fatalf("cosign verify-blob passed another identity:\n%s", out)
 		}
 		lateSB, err := late.Sigstore(manifest(9))
@@ -145,7 +145,7 @@ func TestPinnedSigner(t *testing.T) {
 		if _, err := tlog.VerifySigstore(lateSB, manifest(9), late.RekorPublicKey, identity); err == nil || !strings.Contains(err.Error(), "integrated time outside certificate validity") {
 			t.Fatalf("the Sigstore bundle signed after the certificate expired: %v", err)
 		}
-		if out, err := cosignVerifyBlob(t, manifest(9), lateSB, ca.PEM, pinIdentity(relayIdentity)...); err == nil {
+		if out, err := cosignVerifyBlob(t, v1Log(t), manifest(9), lateSB, ca.PEM, pinIdentity(relayIdentity)...); err == nil {
 			t.Fatalf("cosign verify-blob passed a certificate that expired before the log took the entry:\n%s", out)
 		}
 		if _, err := (&tlog.Anchorer{URL: log.URL, Signer: forger.Signer, Certificate: cert}).PublicKey(); err == nil {

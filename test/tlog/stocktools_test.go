@@ -77,20 +77,38 @@ func stockTools(t testing.TB, dir string, s *v1alpha1.Session, relayPub string) 
 	return string(out), err
 }
 
-// cosignVerifyBlob runs the stock `cosign verify-blob` on manifest and its
-// Sigstore bundle, offline, against a trusted root that cosign itself makes
-// of the log's key and, when caPEM is given, the relay's certificate
-// authority; args pin the key or the identity.
-func cosignVerifyBlob(t testing.TB, manifest, sigstoreBundle, caPEM []byte, args ...string) (string, error) {
+// trustedLog is the log a reviewer trusts: its URL, key (PEM) and, for
+// Rekor v2, its checkpoints' origin.
+type trustedLog struct {
+	url    string
+	key    []byte
+	origin string
+}
+
+// v1Log is the suite's Rekor v1.
+func v1Log(t testing.TB) trustedLog {
 	t.Helper()
-	cosign := filepath.Join(cluster.AssetsDir(), "cosign")
-	work := t.TempDir()
-	logKey, err := log.PublicKey(context.Background())
+	key, err := log.PublicKey(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	files := map[string][]byte{"manifest.json": manifest, tlog.SigstoreBundleFile: sigstoreBundle, "rekor.pub": logKey}
-	create := []string{"trusted-root", "create", "--rekor", "url=" + log.URL + ",public-key=rekor.pub,start-time=2020-01-01T00:00:00Z", "--out", "trusted-root.json"}
+	return trustedLog{url: log.URL, key: key}
+}
+
+// cosignVerifyBlob runs the stock `cosign verify-blob` on manifest and its
+// Sigstore bundle, offline, against a trusted root that cosign itself makes
+// (`cosign trusted-root create`) of the log and, when caPEM is given, the
+// relay's certificate authority; args pin the key or the identity.
+func cosignVerifyBlob(t testing.TB, tl trustedLog, manifest, sigstoreBundle, caPEM []byte, args ...string) (string, error) {
+	t.Helper()
+	cosign := filepath.Join(cluster.AssetsDir(), "cosign")
+	work := t.TempDir()
+	files := map[string][]byte{"manifest.json": manifest, tlog.SigstoreBundleFile: sigstoreBundle, "rekor.pub": tl.key}
+	spec := "url=" + tl.url + ",public-key=rekor.pub,start-time=2020-01-01T00:00:00Z"
+	if tl.origin != "" {
+		spec += ",origin=" + tl.origin
+	}
+	create := []string{"trusted-root", "create", "--rekor", spec, "--out", "trusted-root.json"}
 	if caPEM != nil {
 		files["ca.pem"] = caPEM
 		create = append(create, "--fulcio", "url=https://fulcio.invalid,certificate-chain=ca.pem")

@@ -246,7 +246,7 @@ func bundleImages(dir string, good, bad *registry.Signer) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	tr, err := tlog.TrustedRoot(rk.URL, logKey, ca.PEM)
+	tr, err := tlog.TrustedRoot(rk.URL, logKey, ca.PEM, "")
 	if err != nil {
 		return nil, err
 	}

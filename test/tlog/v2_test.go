@@ -1,0 +1,108 @@
+package tlog_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tower-dev/breakglass/evidence/recording"
+	"github.com/tower-dev/breakglass/evidence/tlog"
+	"github.com/tower-dev/breakglass/test/rekor"
+)
+
+// TestAnchorRekorV2: a manifest anchored in a real Rekor v2 (rekor-tiles)
+// verifies offline with the relay's key and the log's, as the older bundle,
+// as a Sigstore bundle in sigstore-go and in the stock cosign CLI, and with
+// recording verify; another key, another log or a flipped byte does not.
+func TestAnchorRekorV2(t *testing.T) {
+	ctx := context.Background()
+	v2, err := rekor.StartV2(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := v2.Stop(); err != nil {
+			t.Error(err)
+		}
+	})
+	relay := &tlog.Anchorer{URL: v2.URL, Signer: relayKey(t), Version: 2, LogKey: v2.PublicKey, Backoff: 100 * time.Millisecond}
+	// A recording, to anchor its manifest.
+	store := &recording.Dir{Root: t.TempDir()}
+	ref := recording.Ref{Cluster: "test", Namespace: "shop", Name: "s-v2", UID: "uid-v2"}
+	rec, err := recording.New(ctx, store, ref, recording.Options{RetainUntil: time.Now().Add(time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rec.Output(ctx, []byte("$ ls\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	f, err := rec.Close(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := f.Body
+	b, err := relay.Anchor(ctx, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.TlogEntry == nil || b.Entry.LogIndex == nil || len(b.UUID) != 64 {
+		t.Fatalf("the v2 anchor: uuid %q, entry %s", b.UUID, b.TlogEntry)
+	}
+	relayPub := writePublicKey(t, relay.Signer)
+	pinned, err := tlog.KeySigner(ctx, relayPub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if who, err := b.VerifySigned(ctx, m, v2.PublicKey, pinned); err != nil || who != "the pinned relay key" {
+		t.Fatalf("the v2 anchor with the relay's key: %q, %v", who, err)
+	}
+	forger := &tlog.Anchorer{URL: v2.URL, Signer: relayKey(t), Version: 2, LogKey: v2.PublicKey}
+	forged, err := forger.Anchor(ctx, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := forged.VerifySigned(ctx, m, v2.PublicKey, pinned); err == nil {
+		t.Fatal("a manifest re-signed by another key and anchored anew in v2 verified with the relay's key")
+	}
+	v1Key, err := log.PublicKey(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.VerifySigned(ctx, m, v1Key, pinned); err == nil {
+		t.Fatal("the v2 anchor verified with another log's key")
+	}
+	flipped := append([]byte(nil), m...)
+	flipped[3] ^= 1
+	if err := b.Verify(ctx, flipped, v2.PublicKey); err == nil {
+		t.Fatal("the v2 anchor verified another manifest")
+	}
+
+	sb, err := b.Sigstore(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A v2 log's checkpoints are signed in the name of its URL's host.
+	trusted := trustedLog{url: "https://" + v2.Origin, key: v2.PublicKey, origin: v2.Origin}
+	if out, err := cosignVerifyBlob(t, trusted, m, sb, nil, "--key", relayPub); err != nil {
+		t.Fatalf("cosign verify-blob of the v2 anchor: %v\n%s", err, out)
+	}
+	if out, err := cosignVerifyBlob(t, trusted, m, sb, nil, "--key", writePublicKey(t, forger.Signer)); err == nil {
+		t.Fatalf("cosign verify-blob passed the v2 anchor with another key:\n%s", out)
+	}
+
+	// Kept beside the recording as the relay keeps it, it passes recording verify.
+	if _, err := recording.KeepBundle(ctx, store, ref, b, m, time.Now().Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	logPub := filepath.Join(t.TempDir(), "rekor-v2.pub")
+	if err := os.WriteFile(logPub, v2.PublicKey, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := verifyCLI(filepath.Join(store.Root, ref.Prefix()), "--key", relayPub, "--rekor-public-key", logPub)
+	if err != nil || !strings.Contains(out, "a Sigstore bundle signed by the pinned relay key") {
+		t.Fatalf("recording verify of a v2 anchor: %v\n%s", err, out)
+	}
+}
