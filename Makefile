@@ -55,7 +55,7 @@ build: console
 	$(GO) build -o $(BIN)/breakglass ./cmd/breakglass
 
 ## tools: build the external programs the tests and generators use, once, into bin/.
-tools: $(BIN)/kube-apiserver $(NODE_BINS) $(BIN)/etcd $(BIN)/versitygw $(BIN)/controller-gen $(BIN)/golangci-lint $(BIN)/promtool $(BIN)/cosign $(BIN)/rekor-server-v2 rekor
+tools: $(BIN)/kube-apiserver $(NODE_BINS) $(BIN)/etcd $(BIN)/versitygw $(BIN)/controller-gen $(BIN)/golangci-lint $(BIN)/promtool $(BIN)/cosign $(BIN)/rekor-server-v2 $(BIN)/kubectl-kyverno rekor
 
 KUBE_LDFLAGS := -s -w \
 	-X k8s.io/component-base/version.gitVersion=$(KUBE_VERSION) \
@@ -99,6 +99,11 @@ $(REKOR_BINS) &: tools/rekor/go.mod tools/rekor/go.sum
 $(BIN)/rekor-server-v2: tools/rekortiles/go.mod tools/rekortiles/go.sum
 	@echo ">> building Rekor v2 (rekor-tiles) from module sources"
 	cd tools/rekortiles && $(GO) build -o $@ github.com/sigstore/rekor-tiles/v2/cmd/rekor-server/posix
+
+# Kyverno's CLI: the tests run what `policy render --kyverno` emits through it (about 3 minutes the first time).
+$(BIN)/kubectl-kyverno: tools/kyverno/go.mod tools/kyverno/go.sum
+	@echo ">> building Kyverno's CLI from module sources"
+	cd tools/kyverno && $(GO) build -o $@ github.com/kyverno/kyverno/cmd/cli/kubectl-kyverno
 
 # The stock cosign CLI: tests sign debug images with it and verify recordings' bundles as a reviewer would.
 $(BIN)/cosign: tools/cosign/go.mod tools/cosign/go.sum
@@ -161,12 +166,12 @@ test-unit: console
 test/browser/node_modules/.package-lock.json: test/browser/package.json test/browser/package-lock.json
 	cd test/browser && npm ci --no-audit --no-fund
 
-INTEGRATION_DEPS := console $(BIN)/kube-apiserver $(NODE_BINS) $(BIN)/etcd $(BIN)/versitygw $(BIN)/promtool $(BIN)/cosign $(BIN)/rekor-server-v2 rekor test/browser/node_modules/.package-lock.json
+INTEGRATION_DEPS := console $(BIN)/kube-apiserver $(NODE_BINS) $(BIN)/etcd $(BIN)/versitygw $(BIN)/promtool $(BIN)/cosign $(BIN)/rekor-server-v2 $(BIN)/kubectl-kyverno rekor test/browser/node_modules/.package-lock.json
 
 test-integration: $(INTEGRATION_DEPS)
 	$(GO) test -count=1 -timeout 20m -skip '^TestFault' ./test/integration/... ./test/evidence/... ./test/tlog/...
 	$(GO) test -count=1 -timeout 20m -race -skip '^TestFault' ./test/sweeper/... ./test/cluster/... ./test/session/... ./test/relay/...
-	$(GO) test -count=1 -timeout 20m -skip '^TestFault' ./test/webhook/... ./test/chart/... ./test/dev/... ./test/console/...
+	$(GO) test -count=1 -timeout 20m -skip '^TestFault' ./test/webhook/... ./test/kyverno/... ./test/chart/... ./test/dev/... ./test/console/...
 
 ## test-faults: the fault suite (every TestFault*, on the real parts): relay
 ## killed, replicas handing over, kube-apiserver restarted, webhook down,

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"regexp"
@@ -11,6 +12,7 @@ import (
 	"github.com/tower-dev/breakglass/manifests"
 	"github.com/tower-dev/breakglass/policies"
 	"github.com/tower-dev/breakglass/vap"
+	"github.com/tower-dev/breakglass/webhook"
 )
 
 func newPolicyCommand() *cobra.Command {
@@ -34,8 +36,9 @@ func parseProfile(s string) (policies.Profile, error) {
 }
 
 func newPolicyRenderCommand() *cobra.Command {
-	var profile string
+	var profile, webhookPolicies string
 	var images []string
+	var kyverno bool
 	cmd := &cobra.Command{
 		Use:   "render",
 		Short: "Print every manifest of the plane, in the order it applies to an empty cluster",
@@ -44,9 +47,19 @@ PolicyParams object and the admission policies and bindings for a profile.
 The CRDs must be established before the PolicyParams object applies:
 
   kubectl breakglass policy render --profile flight --debug-image REPO@sha256:... > plane.yaml
-  kubectl apply -f plane.yaml   # run again if PolicyParams raced its CRD`,
+  kubectl apply -f plane.yaml   # run again if PolicyParams raced its CRD
+
+With --kyverno it prints instead what a site that runs Kyverno (1.15 or
+later) installs to have Kyverno do the grants' TTL and the debug image's
+signature check: a ClusterRole aggregated to its cleanup controller, and an
+ImageValidatingPolicy equivalent to the webhook's policies file:
+
+  kubectl breakglass policy render --kyverno --webhook-policies policies.yaml > kyverno.yaml`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if kyverno || webhookPolicies != "" {
+				return renderKyverno(cmd.OutOrStdout(), kyverno, webhookPolicies)
+			}
 			p, err := parseProfile(profile)
 			if err != nil {
 				return err
@@ -66,7 +79,30 @@ The CRDs must be established before the PolicyParams object applies:
 	}
 	cmd.Flags().StringVar(&profile, "profile", "flight", "ground (development) or flight (production)")
 	cmd.Flags().StringArrayVar(&images, "debug-image", nil, "an allowed debug image, pinned by digest (repeatable)")
+	cmd.Flags().BoolVar(&kyverno, "kyverno", false, "print Kyverno's part instead: the grants' cleanup and the debug image's signature check")
+	cmd.Flags().StringVar(&webhookPolicies, "webhook-policies", "", "with --kyverno, the webhook's policies file (the chart's webhook.policies) to render as Kyverno's")
 	return cmd
+}
+
+// renderKyverno prints Kyverno's objects for the webhook's policies.
+func renderKyverno(w io.Writer, kyverno bool, policiesFile string) error {
+	if !kyverno || policiesFile == "" {
+		return errors.New("--kyverno and --webhook-policies go together: the policies file says which keys and identities Kyverno checks")
+	}
+	cfg, err := webhook.LoadConfig(policiesFile)
+	if err != nil {
+		return fmt.Errorf("--webhook-policies: %w", err)
+	}
+	objs, err := manifests.Kyverno(cfg)
+	if err != nil {
+		return fmt.Errorf("--webhook-policies %s: %w", policiesFile, err)
+	}
+	out, err := manifests.YAML(objs)
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(out)
+	return err
 }
 
 // render is the whole plane as one YAML stream.

@@ -2,10 +2,14 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"sigs.k8s.io/yaml"
 
 	"github.com/tower-dev/breakglass/manifests"
 )
@@ -120,10 +124,67 @@ func TestPolicyRenderRefusesBadFlags(t *testing.T) {
 	}{
 		{[]string{"--profile", "prod"}, `--profile "prod": must be ground or flight`},
 		{[]string{"--debug-image", "registry.example/debug:latest"}, "must be pinned by digest"},
+		{[]string{"--kyverno"}, "--kyverno and --webhook-policies go together"},
+		{[]string{"--kyverno", "--webhook-policies", "/nonexistent/policies.yaml"}, "no such file"},
+		{[]string{"--kyverno", "--webhook-policies", writeFile(t, "policies:\n- {name: p, repository: r.example/x, key: \"k8s://ns/cosign\"}\n")}, "not a Kubernetes Secret"},
+		{[]string{"--kyverno", "--webhook-policies", writeFile(t, "policies:\n- {name: p, repository: r.example/x, keyless: {issuer: https://i, subject: s, trustedRoot: t.json}}\n")}, "give roots and rekorPublicKey"},
 	} {
 		_, err := runCLI(append([]string{"policy", "render"}, tc.args...)...)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: err = %v, want %q", tc.args, err, tc.want)
+		}
+	}
+}
+
+func writeFile(t *testing.T, content string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "policies.yaml")
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestKyvernoRenderChoosesLikeTheWebhook: each image is checked by the
+// attestor of the policy the webhook would pick for its repository (exact
+// first, then the longest prefix), and only by it.
+func TestKyvernoRenderChoosesLikeTheWebhook(t *testing.T) {
+	key := writeFile(t, "-----BEGIN PUBLIC KEY-----\nMFkw\n-----END PUBLIC KEY-----\n")
+	policies := writeFile(t, fmt.Sprintf(`policies:
+- {name: all, repository: "r.example/*", key: %[1]s}
+- {name: bg, repository: "r.example/bg/*", key: %[1]s}
+- {name: exact, repository: r.example/bg/debug, key: "awskms:///alias/debug"}
+`, key))
+	out, err := runCLI("policy", "render", "--kyverno", "--webhook-policies", policies)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The expressions as Kyverno reads them, whatever the YAML's line breaks.
+	var flat []string
+	for _, doc := range strings.Split(strings.TrimPrefix(out, "---\n"), "\n---\n") {
+		var m map[string]any
+		if err := yaml.Unmarshal([]byte(doc), &m); err != nil {
+			t.Fatal(err)
+		}
+		var b bytes.Buffer
+		enc := json.NewEncoder(&b)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(m); err != nil {
+			t.Fatal(err)
+		}
+		flat = append(flat, b.String())
+	}
+	joined := strings.Join(flat, "\n")
+	for _, want := range []string{
+		"images.debug.all(i, !(i.startsWith('r.example/') && !(i.startsWith('r.example/bg/') || i.startsWith('r.example/bg/debug@'))) || verifyImageSignatures(i, [attestors.p_all]) > 0)",
+		"images.debug.all(i, !(i.startsWith('r.example/bg/') && !(i.startsWith('r.example/bg/debug@'))) || verifyImageSignatures(i, [attestors.p_bg]) > 0)",
+		"images.debug.all(i, !(i.startsWith('r.example/bg/debug@')) || verifyImageSignatures(i, [attestors.p_exact]) > 0)",
+		`"kms":"awskms:///alias/debug"`,
+		`"rbac.kyverno.io/aggregate-to-cleanup-controller":"true"`,
+		`"failurePolicy":"Fail"`,
+	} {
+		if !strings.Contains(joined, want) {
+			t.Errorf("the render lacks %q:\n%s", want, out)
 		}
 	}
 }
