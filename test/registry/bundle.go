@@ -21,9 +21,13 @@ import (
 
 // BundleOptions say how a test signs in the Sigstore bundle format.
 type BundleOptions struct {
-	// RekorURL logs the signature in that Rekor (v1) and puts the entry in
-	// the bundle; empty signs without logging.
+	// RekorURL logs the signature in that Rekor (v1, or v2 with RekorV2)
+	// and puts the entry in the bundle; empty signs without logging.
 	RekorURL string
+	RekorV2  bool
+	// TSAURL has that timestamp authority countersign the signature (what a
+	// certificate logged in Rekor v2, which gives no time, needs).
+	TSAURL string
 	// PredicateType is the statement's predicate: cosign's signature
 	// predicate unless set (another makes an attestation, not a signature).
 	PredicateType string
@@ -71,12 +75,19 @@ func signBundle(ctx context.Context, ref name.Digest, key sign.Keypair, certPEM 
 	if err != nil {
 		return err
 	}
-	var logs []root.Service
+	var logs, tsas []root.Service
 	if o.RekorURL != "" {
-		logs = append(logs, root.Service{URL: o.RekorURL, MajorAPIVersion: 1, ValidityPeriodStart: time.Now().Add(-time.Hour)})
+		version := uint32(1)
+		if o.RekorV2 {
+			version = 2
+		}
+		logs = append(logs, root.Service{URL: o.RekorURL, MajorAPIVersion: version, ValidityPeriodStart: time.Now().Add(-time.Hour)})
+	}
+	if o.TSAURL != "" {
+		tsas = append(tsas, root.Service{URL: o.TSAURL, MajorAPIVersion: 1, ValidityPeriodStart: time.Now().Add(-time.Hour)})
 	}
 	any := root.ServiceConfiguration{Selector: prototrustroot.ServiceSelector_ANY}
-	config, err := root.NewSigningConfig(root.SigningConfigMediaType02, nil, nil, logs, any, nil, any)
+	config, err := root.NewSigningConfig(root.SigningConfigMediaType02, nil, nil, logs, any, tsas, any)
 	if err != nil {
 		return err
 	}

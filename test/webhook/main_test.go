@@ -5,6 +5,7 @@ package webhook_test
 
 import (
 	"context"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -15,6 +16,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	ociremote "github.com/sigstore/cosign/v3/pkg/oci/remote"
+	"github.com/sigstore/sigstore-go/pkg/root"
+	"github.com/sigstore/sigstore/pkg/cryptoutils"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -51,6 +54,12 @@ var (
 	// Keyless bundles, verified against a Sigstore trusted root file.
 	keylessBundleGood, keylessBundleOther, keylessBundleExpired, keylessBundleUnlogged name.Digest
 	trustedRootFile                                                                    string
+	// Keyless bundles logged in Rekor v2, which gives no time: with a
+	// timestamp authority's countersignature, and without.
+	rk2                                    *rekor.V2
+	tsa                                    *rekor.TSA
+	keylessV2Timestamped, keylessV2Untimed name.Digest
+	trustedRootV2File                      string
 	// Signed by the stock cosign CLI, in both layouts, with its own key.
 	cli                  *registry.CLI
 	cliBundle, cliLegacy name.Digest
@@ -93,6 +102,14 @@ func tearDown() {
 		if err := rk.Stop(); err != nil {
 			fmt.Fprintln(os.Stderr, "stopping Rekor:", err)
 		}
+	}
+	if rk2 != nil {
+		if err := rk2.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "stopping Rekor v2:", err)
+		}
+	}
+	if tsa != nil {
+		tsa.Stop()
 	}
 	if keyFile != "" {
 		_ = os.RemoveAll(filepath.Dir(keyFile))
@@ -148,6 +165,11 @@ func setUp() error {
 		return err
 	}
 	allow = append(allow, bundles...)
+	v2, err := rekorV2Images(dir)
+	if err != nil {
+		return err
+	}
+	allow = append(allow, v2...)
 	private = registry.StartPrivate("puller", "pull-s3cret")
 	if privateSigned, err = private.Push("breakglass/debug", "private"); err != nil {
 		return err
@@ -302,6 +324,65 @@ func bundleImages(dir string, good, bad *registry.Signer) ([]string, error) {
 		}
 		if err := img.sign(*img.ref); err != nil {
 			return nil, fmt.Errorf("signing %s:%s: %w", img.repo, img.tag, err)
+		}
+		allow = append(allow, img.ref.String())
+	}
+	return allow, nil
+}
+
+// rekorV2Images starts Rekor v2 and a timestamp authority and pushes
+// images signed keyless in the bundle format, logged in v2, with and
+// without a timestamp; it writes the trusted root that names the CA, the
+// v2 log and the timestamp authority.
+func rekorV2Images(dir string) ([]string, error) {
+	ctx := context.Background()
+	var err error
+	if rk2, err = rekor.StartV2(ctx); err != nil {
+		return nil, err
+	}
+	if tsa, err = rekor.StartTSA(ctx); err != nil {
+		return nil, err
+	}
+	ca, err := registry.NewCA()
+	if err != nil {
+		return nil, err
+	}
+	caCerts, err := cryptoutils.UnmarshalCertificatesFromPEM(ca.PEM)
+	if err != nil {
+		return nil, err
+	}
+	log, err := tlog.RekorLog("", rk2.PublicKey, rk2.Origin)
+	if err != nil {
+		return nil, err
+	}
+	tr, err := root.NewTrustedRoot(root.TrustedRootMediaType01,
+		[]root.CertificateAuthority{&root.FulcioCertificateAuthority{Root: caCerts[0]}}, nil,
+		[]root.TimestampingAuthority{tsa.Authority()}, map[string]*root.TransparencyLog{hex.EncodeToString(log.ID): log})
+	if err != nil {
+		return nil, err
+	}
+	trJSON, err := tr.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	trustedRootV2File = filepath.Join(dir, "trusted_root_v2.json")
+	if err := os.WriteFile(trustedRootV2File, trJSON, 0o600); err != nil {
+		return nil, err
+	}
+	var allow []string
+	for _, img := range []struct {
+		ref *name.Digest
+		tag string
+		o   registry.BundleOptions
+	}{
+		{&keylessV2Timestamped, "timestamped", registry.BundleOptions{RekorURL: rk2.URL, RekorV2: true, TSAURL: tsa.URL}},
+		{&keylessV2Untimed, "untimed", registry.BundleOptions{RekorURL: rk2.URL, RekorV2: true}},
+	} {
+		if *img.ref, err = reg.Push("breakglass-v2/debug", img.tag); err != nil {
+			return nil, err
+		}
+		if err := ca.SignKeylessBundle(ctx, *img.ref, keylessIssuer, keylessSubject, time.Now().Add(-time.Minute), img.o); err != nil {
+			return nil, fmt.Errorf("signing %s: %w", img.tag, err)
 		}
 		allow = append(allow, img.ref.String())
 	}

@@ -51,6 +51,8 @@ func startWebhook(t testing.TB, deadline time.Duration) (stop func()) {
 		{Name: "bundle-keyless", Repository: reg.Host + "/breakglass-bundle/*", Keyless: &webhook.Keyless{
 			Issuer: keylessIssuer, Subject: keylessSubject, TrustedRoot: trustedRootFile}},
 		{Name: "cli-images", Repository: reg.Host + "/breakglass-cli/*", Key: cli.PublicKey()},
+		{Name: "rekor-v2", Repository: reg.Host + "/breakglass-v2/*", Keyless: &webhook.Keyless{
+			Issuer: keylessIssuer, Subject: keylessSubject, TrustedRoot: trustedRootV2File}},
 	}}, webhook.VerifierOptions{Deadline: deadline, NameOptions: []name.Option{name.Insecure}})
 	if err != nil {
 		t.Fatal(err)
@@ -213,10 +215,11 @@ func TestBundles(t *testing.T) {
 	startWebhook(t, 3*time.Second)
 	portal := session(t, "bundles")
 	for what, image := range map[string]name.Digest{
-		"a bundle by the policy's key":                bundleSigned,
-		"a keyless bundle by the trusted identity":    keylessBundleGood,
-		"the stock cosign CLI's bundle":               cliBundle,
-		"the stock cosign CLI's older .sig signature": cliLegacy,
+		"a bundle by the policy's key":                                                   bundleSigned,
+		"a keyless bundle by the trusted identity":                                       keylessBundleGood,
+		"the stock cosign CLI's bundle":                                                  cliBundle,
+		"the stock cosign CLI's older .sig signature":                                    cliLegacy,
+		"a keyless bundle logged in Rekor v2 and countersigned by a timestamp authority": keylessV2Timestamped,
 	} {
 		if err := addDebugContainer(t, portal, "bundles", image); err != nil {
 			t.Errorf("%s was refused: %v", what, err)
@@ -233,6 +236,9 @@ func TestBundles(t *testing.T) {
 		{"another identity", keylessBundleOther, "no matching CertificateIdentity"},
 		{"a certificate expired when logged", keylessBundleExpired, "integrated time outside certificate validity"},
 		{"a certificate with no log entry or timestamp", keylessBundleUnlogged, "not enough verified log entries"},
+		// Rekor v2 gives no time: without a timestamp authority's, the
+		// certificate's ten minutes cannot be checked.
+		{"a certificate logged in Rekor v2 without a timestamp", keylessV2Untimed, "threshold not met for verified signed & log entry integrated timestamps"},
 	} {
 		err := addDebugContainer(t, portal, "bundles", tc.image)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
