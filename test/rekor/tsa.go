@@ -57,7 +57,7 @@ func StartTSA(ctx context.Context) (_ *TSA, err error) {
 		return nil, err
 	}
 	if t.Chain, err = cryptoutils.UnmarshalCertificatesFromPEM(pemChain); err != nil || len(t.Chain) < 2 {
-		return nil, fmt.Errorf("the timestamp authority's chain: %d certificates, %v (%s)", len(t.Chain), err, pemChain)
+		return nil, fmt.Errorf("the timestamp authority's chain: %d certificates, %w (%s)", len(t.Chain), err, pemChain)
 	}
 	t.URL = t.srv.URL + "/api/v1/timestamp"
 	return t, nil
