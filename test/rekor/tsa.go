@@ -56,8 +56,11 @@ func StartTSA(ctx context.Context) (_ *TSA, err error) {
 	if err != nil {
 		return nil, err
 	}
-	if t.Chain, err = cryptoutils.UnmarshalCertificatesFromPEM(pemChain); err != nil || len(t.Chain) < 2 {
-		return nil, fmt.Errorf("the timestamp authority's chain: %d certificates, %w (%s)", len(t.Chain), err, pemChain)
+	if t.Chain, err = cryptoutils.UnmarshalCertificatesFromPEM(pemChain); err != nil {
+		return nil, fmt.Errorf("the timestamp authority's chain: %w", err)
+	}
+	if len(t.Chain) < 2 {
+		return nil, fmt.Errorf("the timestamp authority's chain has %d certificates: %s", len(t.Chain), pemChain)
 	}
 	t.URL = t.srv.URL + "/api/v1/timestamp"
 	return t, nil
