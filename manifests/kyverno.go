@@ -24,9 +24,11 @@ const KyvernoImagePolicyName = "breakglass-debug-image-signatures"
 //     label; its cleanup controller gets the right to delete RoleBindings
 //     (an aggregated ClusterRole: RBAC cannot narrow it to labelled ones);
 //   - the debug image's signature: an ImageValidatingPolicy that looks only
-//     at breakglass- containers, failing closed, with one attestor per
-//     webhook policy and the webhook's choice of policy for each repository
-//     (an exact repository first, then the longest prefix).
+//     at breakglass- containers (and a held copy's hold volume), failing
+//     closed, with one attestor per webhook policy and the webhook's choice
+//     of policy for each repository (an exact repository first, then the
+//     longest prefix). It takes cosign v3's Sigstore bundles only: Kyverno
+//     cannot tell a signature in the older .sig layout from an attestation.
 func Kyverno(cfg webhook.Config) ([]runtime.Object, error) {
 	if err := cfg.Check(); err != nil {
 		return nil, err
@@ -43,8 +45,13 @@ func Kyverno(cfg webhook.Config) ([]runtime.Object, error) {
 
 func kyvernoImagePolicy(cfg webhook.Config) (*unstructured.Unstructured, error) {
 	var attestors []any
-	for _, p := range cfg.Policies {
-		a, err := kyvernoAttestor(p)
+	for i, p := range cfg.Policies {
+		if onDockerHub(p.Repository) {
+			// Image references name Docker Hub in several spellings; Kyverno
+			// compares the pod's as written, the webhook as normalized.
+			return nil, fmt.Errorf("policy %s: repository %q is on Docker Hub, whose images a pod names in several spellings: host the debug image in a registry named by its host", p.Name, p.Repository)
+		}
+		a, err := kyvernoAttestor(p, attestorName(i))
 		if err != nil {
 			return nil, fmt.Errorf("policy %s: %w", p.Name, err)
 		}
@@ -58,7 +65,7 @@ func kyvernoImagePolicy(cfg webhook.Config) (*unstructured.Unstructured, error) 
 	for i, p := range cfg.Policies {
 		covered = append(covered, repositoryMatch(p.Repository))
 		validations = append(validations, map[string]any{
-			"expression": fmt.Sprintf("images.debug.all(i, !(%s) || verifyImageSignatures(i, [attestors.%s]) > 0)", chosen(cfg, i), attestorName(p)),
+			"expression": fmt.Sprintf("images.debug.all(i, !(%s) || verifyAttestationSignatures(i, attestations.signature, [attestors.%s]) > 0)", chosen(cfg, i), attestorName(i)),
 			"message":    fmt.Sprintf("[kyverno.signature] the debug image must be signed as policy %s says", p.Name),
 		})
 	}
@@ -66,10 +73,14 @@ func kyvernoImagePolicy(cfg webhook.Config) (*unstructured.Unstructured, error) 
 		"expression": fmt.Sprintf("images.debug.all(i, %s)", strings.Join(covered, " || ")),
 		"message":    "[kyverno.signature] no signature policy covers the debug image's repository",
 	}}, validations[1:]...)...)
+	// The debug containers' images, and a held copy's hold volume's (it
+	// runs the debug image's sleep in every app container), as the
+	// webhook checks them.
 	debugImages := fmt.Sprintf(`object.spec.containers.filter(c, c.name.startsWith('%[1]s')).map(c, c.image) +
 (has(object.spec.initContainers) ? object.spec.initContainers.filter(c, c.name.startsWith('%[1]s')).map(c, c.image) : []) +
-(has(object.spec.ephemeralContainers) ? object.spec.ephemeralContainers.filter(c, c.name.startsWith('%[1]s')).map(c, c.image) : [])`,
-		v1alpha1.DebugContainerPrefix)
+(has(object.spec.ephemeralContainers) ? object.spec.ephemeralContainers.filter(c, c.name.startsWith('%[1]s')).map(c, c.image) : []) +
+(has(object.spec.volumes) ? object.spec.volumes.filter(v, v.name == '%[2]s' && has(v.image)).map(v, v.image.reference) : [])`,
+		v1alpha1.DebugContainerPrefix, v1alpha1.HoldVolume)
 	u := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "policies.kyverno.io/v1",
 		"kind":       "ImageValidatingPolicy",
@@ -89,6 +100,11 @@ func kyvernoImagePolicy(cfg webhook.Config) (*unstructured.Unstructured, error) 
 			"validationConfigurations": map[string]any{"mutateDigest": false, "verifyDigest": false, "required": false},
 			"images":                   []any{map[string]any{"name": "debug", "expression": debugImages}},
 			"attestors":                attestors,
+			// What `cosign sign` makes: a statement with cosign's signature
+			// predicate. Kyverno reads any attestation by the key as a
+			// signature once an image has Sigstore bundles; asking for this
+			// predicate keeps an SBOM or a scan result from passing for one.
+			"attestations": []any{map[string]any{"name": "signature", "intoto": map[string]any{"type": "https://sigstore.dev/cosign/sign/v1"}}},
 			"validations":              validations,
 		},
 	}}
@@ -98,11 +114,12 @@ func kyvernoImagePolicy(cfg webhook.Config) (*unstructured.Unstructured, error) 
 // kyvernoAttestor is a webhook policy's key or identity as a cosign
 // attestor. Kyverno takes keys inline or from a KMS, and keyless roots and
 // the log's key inline: the files are read now.
-func kyvernoAttestor(p webhook.ImagePolicy) (map[string]any, error) {
+func kyvernoAttestor(p webhook.ImagePolicy, name string) (map[string]any, error) {
 	cosign := map[string]any{}
 	switch {
 	case p.Key != "" && strings.Contains(p.Key, "://") && !strings.HasPrefix(p.Key, "k8s://"):
 		cosign["key"] = map[string]any{"kms": p.Key}
+		cosign["ctlog"] = map[string]any{"insecureIgnoreTlog": true, "insecureIgnoreSCT": true}
 	case strings.HasPrefix(p.Key, "k8s://"):
 		return nil, fmt.Errorf("key %s: Kyverno takes a PEM file or a KMS URI here, not a Kubernetes Secret", p.Key)
 	case p.Key != "":
@@ -134,21 +151,30 @@ func kyvernoAttestor(p webhook.ImagePolicy) (map[string]any, error) {
 		// A private CA logs no certificate in a CT log: no SCT to require.
 		cosign["ctlog"] = map[string]any{"rekorPubKey": string(rekor), "insecureIgnoreSCT": true}
 	}
-	return map[string]any{"name": attestorName(p), "cosign": cosign}, nil
+	return map[string]any{"name": name, "cosign": cosign}, nil
 }
 
-// attestorName is a policy's name as a CEL identifier.
-func attestorName(p webhook.ImagePolicy) string {
-	return "p_" + strings.NewReplacer("-", "_", ".", "_").Replace(p.Name)
+// onDockerHub: the repository's first part names no registry host (as
+// Docker reads it: a dot, a port, or localhost), or names Docker Hub.
+func onDockerHub(repository string) bool {
+	host, _, _ := strings.Cut(repository, "/")
+	return host == "docker.io" || host == "index.docker.io" ||
+		(host != "localhost" && !strings.ContainsAny(host, ".:"))
 }
+
+// attestorName names the attestor of the i-th policy (its place, not its
+// name, which need not be a CEL identifier).
+func attestorName(i int) string { return fmt.Sprintf("policy%d", i) }
 
 // repositoryMatch is CEL true when the image i is in the repository, or
-// under the prefix, a policy names.
+// under the prefix, a policy names: REPOSITORY@digest, or
+// REPOSITORY:tag@digest. (Config.Check holds repositories to the
+// characters of image references: no quote reaches the CEL.)
 func repositoryMatch(repository string) string {
 	if prefix, ok := strings.CutSuffix(repository, "*"); ok {
 		return fmt.Sprintf("i.startsWith('%s')", prefix)
 	}
-	return fmt.Sprintf("i.startsWith('%s@')", repository)
+	return fmt.Sprintf("(i.startsWith('%[1]s@') || i.startsWith('%[1]s:'))", repository)
 }
 
 // chosen is CEL true when the webhook would check image i with policy n:

@@ -7,6 +7,7 @@ package webhook
 import (
 	"fmt"
 	"os"
+	"regexp"
 	"strings"
 
 	"sigs.k8s.io/yaml"
@@ -82,6 +83,10 @@ func ParseConfig(data []byte) (Config, error) {
 	return c, nil
 }
 
+// repositoryChars are the characters of an image repository (registry host,
+// port, path), and a trailing /* for a prefix.
+var repositoryChars = regexp.MustCompile(`^[A-Za-z0-9._:/-]+(/\*)?$`)
+
 // Check refuses a config that would verify nothing or be ambiguous.
 func (c Config) Check() error {
 	if len(c.Policies) == 0 {
@@ -94,7 +99,7 @@ func (c Config) Check() error {
 			return fmt.Errorf("policies[%d].name: required", i)
 		case names[p.Name]:
 			return fmt.Errorf("policies[%d].name: %q used twice", i, p.Name)
-		case p.Repository == "" || strings.Contains(strings.TrimSuffix(p.Repository, "/*"), "*"):
+		case !repositoryChars.MatchString(p.Repository) || strings.Contains(strings.TrimSuffix(p.Repository, "/*"), "*"):
 			return fmt.Errorf("policies[%d].repository: %q must be a repository or a prefix ending in /*", i, p.Repository)
 		case strings.ContainsAny(p.Repository, "@:") && !strings.Contains(strings.SplitN(p.Repository, "/", 2)[0], ":"):
 			return fmt.Errorf("policies[%d].repository: %q names a tag or digest; name the repository only", i, p.Repository)

@@ -128,6 +128,9 @@ func TestPolicyRenderRefusesBadFlags(t *testing.T) {
 		{[]string{"--kyverno", "--webhook-policies", "/nonexistent/policies.yaml"}, "no such file"},
 		{[]string{"--kyverno", "--webhook-policies", writeFile(t, "policies:\n- {name: p, repository: r.example/x, key: \"k8s://ns/cosign\"}\n")}, "not a Kubernetes Secret"},
 		{[]string{"--kyverno", "--webhook-policies", writeFile(t, "policies:\n- {name: p, repository: r.example/x, keyless: {issuer: https://i, subject: s, trustedRoot: t.json}}\n")}, "give roots and rekorPublicKey"},
+		{[]string{"--kyverno", "--webhook-policies", writeFile(t, "policies:\n- {name: p, repository: \"docker.io/acme/*\", key: k.pub}\n")}, "is on Docker Hub"},
+		{[]string{"--kyverno", "--webhook-policies", writeFile(t, "policies:\n- {name: p, repository: \"acme/debug\", key: k.pub}\n")}, "is on Docker Hub"},
+		{[]string{"--kyverno", "--webhook-policies", writeFile(t, "policies:\n- {name: p, repository: \"r.example/x') || true || ('\", key: k.pub}\n")}, "must be a repository"},
 	} {
 		_, err := runCLI(append([]string{"policy", "render"}, tc.args...)...)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -176,9 +179,11 @@ func TestKyvernoRenderChoosesLikeTheWebhook(t *testing.T) {
 	}
 	joined := strings.Join(flat, "\n")
 	for _, want := range []string{
-		"images.debug.all(i, !(i.startsWith('r.example/') && !(i.startsWith('r.example/bg/') || i.startsWith('r.example/bg/debug@'))) || verifyImageSignatures(i, [attestors.p_all]) > 0)",
-		"images.debug.all(i, !(i.startsWith('r.example/bg/') && !(i.startsWith('r.example/bg/debug@'))) || verifyImageSignatures(i, [attestors.p_bg]) > 0)",
-		"images.debug.all(i, !(i.startsWith('r.example/bg/debug@')) || verifyImageSignatures(i, [attestors.p_exact]) > 0)",
+		"images.debug.all(i, !(i.startsWith('r.example/') && !((i.startsWith('r.example/bg/debug@') || i.startsWith('r.example/bg/debug:')) || i.startsWith('r.example/bg/'))) || verifyAttestationSignatures(i, attestations.signature, [attestors.policy0]) > 0)",
+		"images.debug.all(i, !(i.startsWith('r.example/bg/') && !((i.startsWith('r.example/bg/debug@') || i.startsWith('r.example/bg/debug:')))) || verifyAttestationSignatures(i, attestations.signature, [attestors.policy1]) > 0)",
+		"images.debug.all(i, !((i.startsWith('r.example/bg/debug@') || i.startsWith('r.example/bg/debug:'))) || verifyAttestationSignatures(i, attestations.signature, [attestors.policy2]) > 0)",
+		`"type":"https://sigstore.dev/cosign/sign/v1"`,
+		"v.name == 'breakglass-hold' && has(v.image)).map(v, v.image.reference)",
 		`"kms":"awskms:///alias/debug"`,
 		`"rbac.kyverno.io/aggregate-to-cleanup-controller":"true"`,
 		`"failurePolicy":"Fail"`,

@@ -39,10 +39,11 @@ spec:
 }
 
 // TestKyvernoRenderWithKyvernosCLI: the rendered ImageValidatingPolicy
-// admits debug containers whose images are signed by the policy's key, in
-// the Sigstore bundle layout or the older one, and refuses unsigned ones,
-// ones signed by another key, ones no policy covers and ones not pinned; it
-// never looks at the app's containers.
+// admits debug containers whose images are signed by the policy's key in
+// cosign v3's bundle layout, and refuses unsigned ones, ones signed by
+// another key, ones with only another attestation by the key, ones in the
+// older layout, ones no policy covers and ones not pinned, and an unsigned
+// hold volume; it never looks at the app's containers.
 func TestKyvernoRenderWithKyvernosCLI(t *testing.T) {
 	kyverno := filepath.Join(cluster.AssetsDir(), "kubectl-kyverno")
 	if _, err := os.Stat(kyverno); err != nil {
@@ -78,14 +79,18 @@ func TestKyvernoRenderWithKyvernosCLI(t *testing.T) {
 		return ref.String()
 	}
 	images := map[string]string{
-		"bundle":       push("breakglass/debug", "bundle", func(r name.Digest) error { return good.SignBundle(ctx, r, registry.BundleOptions{}) }),
-		"legacy":       push("breakglass/debug", "legacy", func(r name.Digest) error { return good.Sign(r) }),
-		"unsigned":     push("breakglass/debug", "unsigned", nil),
-		"wrong-key":    push("breakglass/debug", "wrong-key", func(r name.Digest) error { return bad.SignBundle(ctx, r, registry.BundleOptions{}) }),
-		"other-repo":   push("elsewhere/tools", "signed", func(r name.Digest) error { return good.SignBundle(ctx, r, registry.BundleOptions{}) }),
+		"bundle":     push("breakglass/debug", "bundle", func(r name.Digest) error { return good.SignBundle(ctx, r, registry.BundleOptions{}) }),
+		"legacy":     push("breakglass/debug", "legacy", func(r name.Digest) error { return good.Sign(r) }),
+		"unsigned":   push("breakglass/debug", "unsigned", nil),
+		"wrong-key":  push("breakglass/debug", "wrong-key", func(r name.Digest) error { return bad.SignBundle(ctx, r, registry.BundleOptions{}) }),
+		"other-repo": push("elsewhere/tools", "signed", func(r name.Digest) error { return good.SignBundle(ctx, r, registry.BundleOptions{}) }),
+		"sbom-only": push("breakglass/debug", "sbom-only", func(r name.Digest) error {
+			return good.SignBundle(ctx, r, registry.BundleOptions{PredicateType: "https://spdx.dev/Document"})
+		}),
 		"unsigned-app": push("shop/web", "v1", nil),
 	}
 	images["tag"] = reg.Host + "/breakglass/debug:bundle"
+	images["tag-and-digest"] = strings.Replace(images["bundle"], "@", ":bundle@", 1)
 	policies := filepath.Join(dir, "policies.yaml")
 	if err := os.WriteFile(policies, []byte(fmt.Sprintf("policies:\n- {name: debug-images, repository: %q, key: %s}\n",
 		reg.Host+"/breakglass/*", keyFile)), 0o600); err != nil {
@@ -105,17 +110,29 @@ func TestKyvernoRenderWithKyvernosCLI(t *testing.T) {
 		want  string
 	}{
 		{"bundle", true, ""},
-		{"legacy", true, ""},
+		{"tag-and-digest", true, ""},
+		// Kyverno reads the older layout's signatures and a bundle
+		// image's attestations alike: the policy asks for cosign's
+		// signature predicate, which only bundles carry.
+		{"legacy", false, "signed as policy debug-images says"},
+		{"sbom-only", false, "signed as policy debug-images says"},
 		{"unsigned", false, "signed as policy debug-images says"},
 		{"wrong-key", false, "signed as policy debug-images says"},
 		{"other-repo", false, "no signature policy covers"},
 		{"tag", false, "must be pinned by digest"},
 		// No debug container: the policy does not look at the pod at all.
 		{"none", true, "pass: 0, fail: 0"},
+		// A held copy's hold volume runs the debug image's sleep: checked too.
+		{"hold-unsigned", false, "signed as policy debug-images says"},
 	} {
 		t.Run(tc.image, func(t *testing.T) {
 			pod := filepath.Join(t.TempDir(), "pod.yaml")
-			if err := os.WriteFile(pod, []byte(podWith("web-1-copy", images[tc.image], images["unsigned-app"])), 0o600); err != nil {
+			manifest := podWith("web-1-copy", images[tc.image], images["unsigned-app"])
+			if tc.image == "hold-unsigned" {
+				manifest = podWith("web-1-copy", images["bundle"], images["unsigned-app"]) +
+					fmt.Sprintf("  volumes:\n  - {name: breakglass-hold, image: {reference: %q}}\n", images["unsigned"])
+			}
+			if err := os.WriteFile(pod, []byte(manifest), 0o600); err != nil {
 				t.Fatal(err)
 			}
 			cmd := exec.Command(kyverno, "apply", policyFile, "--resource", pod, "--remove-color", "--detailed-results")
