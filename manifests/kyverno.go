@@ -105,7 +105,7 @@ func kyvernoImagePolicy(cfg webhook.Config) (*unstructured.Unstructured, error) 
 			// signature once an image has Sigstore bundles; asking for this
 			// predicate keeps an SBOM or a scan result from passing for one.
 			"attestations": []any{map[string]any{"name": "signature", "intoto": map[string]any{"type": "https://sigstore.dev/cosign/sign/v1"}}},
-			"validations":              validations,
+			"validations":  validations,
 		},
 	}}
 	return u, nil
