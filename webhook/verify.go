@@ -106,15 +106,17 @@ func (v *Verifier) Verify(ctx context.Context, image string) (err error) {
 	defer cancel()
 	registry := append([]remote.Option{remote.WithContext(ctx), remote.WithAuthFromKeychain(authn.DefaultKeychain)}, v.opts.Registry...)
 	t := v.trust[policy.Name]
-	clientOpts := []ociremote.Option{ociremote.WithRemoteOptions(registry...)}
-	bundleErr := t.verifyBundles(ctx, ref, clientOpts, v.opts.NameOptions)
+	bundleErr := t.verifyBundles(ref, registry)
+	if ctx.Err() != nil {
+		return fmt.Errorf("%s: %w (%s)", image, ErrDeadline, v.opts.Deadline)
+	}
 	if bundleErr == nil {
 		v.cache.add(ref.DigestStr(), policy.Name)
 		return nil
 	}
 	co := t.legacy
 	co.ClaimVerifier = cosign.SimpleClaimVerifier
-	co.RegistryClientOpts = clientOpts
+	co.RegistryClientOpts = []ociremote.Option{ociremote.WithRemoteOptions(registry...)}
 	_, _, err = cosign.VerifyImageSignatures(ctx, ref, &co)
 	if ctx.Err() != nil {
 		return fmt.Errorf("%s: %w (%s)", image, ErrDeadline, v.opts.Deadline)

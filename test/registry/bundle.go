@@ -123,3 +123,10 @@ func tamper(bundleJSON []byte) ([]byte, error) {
 	env.Payload = payload
 	return protojson.Marshal(&b)
 }
+
+// AttachJunk attaches size bytes that are no bundle as a bundle referrer of
+// ref: what someone who can push, but does not hold the key, can add.
+func AttachJunk(ref name.Digest, size int, opts ...ociremote.Option) error {
+	junk := []byte(`{"mediaType":"application/vnd.dev.sigstore.bundle.v0.3+json","junk":"` + strings.Repeat("x", size) + `"}`)
+	return ociremote.WriteAttestationNewBundleFormat(ref, junk, types.CosignSignPredicateType, opts...)
+}

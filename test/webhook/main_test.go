@@ -51,6 +51,8 @@ var (
 	// by another key, tampered with after signing, and an attestation that
 	// is not a signature.
 	bundleSigned, bundleWrongKey, bundleTampered, bundleAttestation name.Digest
+	// A signed image, and an unsigned one, with a 2 MiB junk referrer.
+	bundleWithJunk, unsignedWithJunk name.Digest
 	// Keyless bundles, verified against a Sigstore trusted root file.
 	keylessBundleGood, keylessBundleOther, keylessBundleExpired, keylessBundleUnlogged name.Digest
 	trustedRootFile                                                                    string
@@ -300,6 +302,13 @@ func bundleImages(dir string, good, bad *registry.Signer) ([]string, error) {
 		{&bundleTampered, "breakglass/debug", "bundle-tampered", func(r name.Digest) error {
 			return good.SignBundle(ctx, r, registry.BundleOptions{RekorURL: rk.URL, Tamper: true})
 		}},
+		{&bundleWithJunk, "breakglass/debug", "bundle-junk", func(r name.Digest) error {
+			if err := registry.AttachJunk(r, 2<<20); err != nil {
+				return err
+			}
+			return good.SignBundle(ctx, r, logged)
+		}},
+		{&unsignedWithJunk, "breakglass/debug", "unsigned-junk", func(r name.Digest) error { return registry.AttachJunk(r, 2<<20) }},
 		{&bundleAttestation, "breakglass/debug", "bundle-sbom", func(r name.Digest) error {
 			return good.SignBundle(ctx, r, registry.BundleOptions{RekorURL: rk.URL, PredicateType: "https://spdx.dev/Document"})
 		}},

@@ -220,6 +220,7 @@ func TestBundles(t *testing.T) {
 		"the stock cosign CLI's bundle":                                                  cliBundle,
 		"the stock cosign CLI's older .sig signature":                                    cliLegacy,
 		"a keyless bundle logged in Rekor v2 and countersigned by a timestamp authority": keylessV2Timestamped,
+		"a bundle by the policy's key beside a 2 MiB junk referrer":                      bundleWithJunk,
 	} {
 		if err := addDebugContainer(t, portal, "bundles", image); err != nil {
 			t.Errorf("%s was refused: %v", what, err)
@@ -232,6 +233,7 @@ func TestBundles(t *testing.T) {
 	}{
 		{"another key", bundleWrongKey, "no valid signature for policy debug-images: bundle 1: failed to verify signature"},
 		{"a tampered statement", bundleTampered, "bundle 1: failed to verify signature"},
+		{"only a 2 MiB junk referrer", unsignedWithJunk, "a bundle of 2097"},
 		{"an attestation, not a signature", bundleAttestation, `not an image signature: an attestation of "https://spdx.dev/Document"`},
 		{"another identity", keylessBundleOther, "no matching CertificateIdentity"},
 		{"a certificate expired when logged", keylessBundleExpired, "integrated time outside certificate validity"},
