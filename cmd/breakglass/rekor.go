@@ -25,6 +25,9 @@ type logConfig struct {
 // k8s://namespace/secret, as cosign reads them.
 func loadAnchorer(ctx context.Context, c logConfig) (*tlog.Anchorer, error) {
 	url, keyRef, certFile := c.url, c.keyRef, c.certFile
+	if c.version != 0 && c.version != 1 && c.version != 2 {
+		return nil, fmt.Errorf("the transparency log's API version %d: 1 (Rekor v1) or 2 (Rekor v2)", c.version)
+	}
 	sv, err := sigs.SignerVerifierFromKeyRef(ctx, keyRef, func(bool) ([]byte, error) {
 		return []byte(os.Getenv("BREAKGLASS_REKOR_KEY_PASSWORD")), nil
 	}, nil)

@@ -33,6 +33,9 @@ func TestLoadAnchorer(t *testing.T) {
 	if err := a.Signer.VerifySignature(bytes.NewReader(sig), bytes.NewReader([]byte("manifest"))); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := loadAnchorer(context.Background(), logConfig{url: "http://127.0.0.1:1", keyRef: path, version: 3}); err == nil {
+		t.Fatal("an anchorer for a Rekor API version 3")
+	}
 	// Rekor v2 does not serve its key: without a pinned one, no anchorer.
 	if _, err := loadAnchorer(context.Background(), logConfig{url: "http://127.0.0.1:1", keyRef: path, version: 2}); err == nil {
 		t.Fatal("a Rekor v2 anchorer without the log's key")

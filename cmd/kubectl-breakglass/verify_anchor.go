@@ -195,6 +195,9 @@ func readBundleFile(path string) (*tlog.Bundle, error) {
 }
 
 func checkOnline(ctx context.Context, w io.Writer, b *tlog.Bundle) error {
+	if b.TlogEntry != nil {
+		return errors.New("--online: a Rekor v2 log serves no lookup of an entry; its inclusion proof and signed checkpoint were checked offline")
+	}
 	rc, err := client.GetRekorClient(b.RekorURL)
 	if err != nil {
 		return err

@@ -17,7 +17,7 @@ import (
 // bundle's key. Evidence is written once: when another file already holds
 // the name (written by someone with the store's keys before the relay
 // could), this one is kept beside it under a name of its own
-// (rekor-bundle-<entry>.json, manifest-<entry>.sigstore.json), and a
+// (rekor-bundle-<entry>.json, manifest.sigstore-<entry>.json), and a
 // verifier pinned to the relay's key finds the one that verifies.
 func KeepBundle(ctx context.Context, store Store, ref Ref, b *tlog.Bundle, manifest []byte, retainUntil time.Time) (string, error) {
 	raw, err := json.MarshalIndent(b, "", "  ")

@@ -109,7 +109,9 @@ func VerifySigstore(bundleJSON, manifest, rekorPublicKeyPEM []byte, s Signer) (s
 		key := root.NewExpiringKey(v, time.Time{}, time.Time{})
 		material = root.TrustedMaterialCollection{tr, root.NewTrustedPublicKeyMaterial(func(string) (root.TimeConstrainedVerifier, error) { return key, nil })}
 		opts, identity = []verify.VerifierOption{verify.WithTransparencyLog(1), verify.WithNoObserverTimestamps()}, verify.WithKey()
-	case s.Keyless != nil && s.RootsPEM != nil:
+	case s.Keyless != nil && s.RootsPEM == nil:
+		return "", errors.New("a pinned identity needs the roots its certificates chain to")
+	case s.Keyless != nil:
 		tr, err := TrustedRoot("", rekorPublicKeyPEM, s.RootsPEM, checkpointOrigin(&b))
 		if err != nil {
 			return "", err

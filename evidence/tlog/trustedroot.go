@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/sigstore/rekor-tiles/v2/pkg/note"
@@ -32,6 +33,9 @@ func RekorLog(baseURL string, publicKeyPEM []byte, origin string) (*root.Transpa
 	sum := sha256.Sum256(der)
 	id := sum[:]
 	if origin != "" {
+		if strings.ContainsAny(origin, ":/") {
+			return nil, fmt.Errorf("the v2 log's origin %q names a port or a path: verifiers check its checkpoints as signed by a URL's host alone", origin)
+		}
 		if _, id, err = note.KeyHash(origin, pub); err != nil {
 			return nil, err
 		}
@@ -59,18 +63,22 @@ func TrustedRoot(rekorURL string, rekorPEM, caPEM []byte, origin string) (*root.
 		if err != nil || len(certs) == 0 {
 			return nil, errors.New("the certificate authority's PEM holds no certificate")
 		}
-		ca := &root.FulcioCertificateAuthority{}
+		// One authority per self-signed root, each with every intermediate:
+		// a chain is built from whichever fit.
+		var intermediates []*x509.Certificate
 		for _, c := range certs {
-			if c.Subject.String() == c.Issuer.String() {
-				ca.Root = c
-			} else {
-				ca.Intermediates = append(ca.Intermediates, c)
+			if c.Subject.String() != c.Issuer.String() {
+				intermediates = append(intermediates, c)
 			}
 		}
-		if ca.Root == nil {
+		for _, c := range certs {
+			if c.Subject.String() == c.Issuer.String() {
+				cas = append(cas, &root.FulcioCertificateAuthority{Root: c, Intermediates: intermediates})
+			}
+		}
+		if len(cas) == 0 {
 			return nil, errors.New("the certificate authority's PEM holds no self-signed root")
 		}
-		cas = append(cas, ca)
 	}
 	return root.NewTrustedRoot(root.TrustedRootMediaType01, cas, nil, nil, map[string]*root.TransparencyLog{hex.EncodeToString(log.ID): log})
 }

@@ -2,10 +2,9 @@ package tlog
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -19,8 +18,9 @@ import (
 
 // Rekor v2 (rekor-tiles) is a tile-based log: it takes hashedrekord
 // entries and answers with the entry, its inclusion proof and a signed
-// checkpoint, but gives no signed entry timestamp, no time and no UUID, and
-// does not serve its public key (the operator pins it).
+// checkpoint, but gives no signed entry timestamp, no time and no UUID (an
+// anchor's entry is named by its proven index, v2-<index>), and does not
+// serve its public key (the operator pins it).
 
 // submitV2 writes the signed manifest to a Rekor v2 log through
 // sigstore-go's client, and verifies the entry it answers with.
@@ -47,7 +47,7 @@ func (a *Anchorer) submitV2(ctx context.Context, signed *Signed) (*Bundle, error
 		return nil, err
 	}
 	index := entry.GetLogIndex()
-	b := &Bundle{RekorURL: a.URL, UUID: leafHash(entry), Signature: signed.Signature, PublicKey: signed.PublicKey,
+	b := &Bundle{RekorURL: a.URL, UUID: v2EntryID(entry), Signature: signed.Signature, PublicKey: signed.PublicKey,
 		Entry: models.LogEntryAnon{LogIndex: &index}, RekorPublicKey: a.LogKey, TlogEntry: raw}
 	if err := b.Verify(ctx, signed.Manifest, a.LogKey); err != nil {
 		return nil, fmt.Errorf("the log's answer does not verify: %w", err)
@@ -55,11 +55,12 @@ func (a *Anchorer) submitV2(ctx context.Context, signed *Signed) (*Bundle, error
 	return b, nil
 }
 
-// leafHash names a v2 entry as v1 names its entries' leaves: the SHA-256
-// of 0x00 and the entry's body, its leaf in the log's Merkle tree.
-func leafHash(e *protorekor.TransparencyLogEntry) string {
-	sum := sha256.Sum256(append([]byte{0}, e.GetCanonicalizedBody()...))
-	return hex.EncodeToString(sum[:])
+// v2EntryID names a v2 entry by its index in the log, which its inclusion
+// proof proves. (Its body is not what verifiers check: they rebuild the
+// leaf from the signature, key and digest, so a name taken from the body
+// would be the bundle's word only.)
+func v2EntryID(e *protorekor.TransparencyLogEntry) string {
+	return "v2-" + strconv.FormatInt(e.GetInclusionProof().GetLogIndex(), 10)
 }
 
 // v2Entry is the bundle's Rekor v2 entry.
@@ -71,8 +72,9 @@ func (b *Bundle) v2Entry() (*protorekor.TransparencyLogEntry, error) {
 	if e.GetInclusionProof().GetCheckpoint() == nil {
 		return nil, errors.New("the log's entry has no inclusion proof")
 	}
-	if b.Entry.LogIndex == nil || *b.Entry.LogIndex != e.GetLogIndex() || b.UUID != leafHash(&e) {
-		return nil, errors.New("the bundle names another entry than the one it holds")
+	proven := e.GetInclusionProof().GetLogIndex()
+	if e.GetLogIndex() != proven || b.Entry.LogIndex == nil || *b.Entry.LogIndex != proven || b.UUID != v2EntryID(&e) {
+		return nil, errors.New("the bundle names another entry than the one its inclusion proof proves")
 	}
 	return &e, nil
 }

@@ -2,6 +2,7 @@ package tlog_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -48,7 +49,7 @@ func TestAnchorRekorV2(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if b.TlogEntry == nil || b.Entry.LogIndex == nil || len(b.UUID) != 64 {
+	if b.TlogEntry == nil || b.Entry.LogIndex == nil || b.UUID != fmt.Sprintf("v2-%d", *b.Entry.LogIndex) {
 		t.Fatalf("the v2 anchor: uuid %q, entry %s", b.UUID, b.TlogEntry)
 	}
 	relayPub := writePublicKey(t, relay.Signer)
@@ -73,6 +74,12 @@ func TestAnchorRekorV2(t *testing.T) {
 	}
 	if _, err := b.VerifySigned(ctx, m, v1Key, pinned); err == nil {
 		t.Fatal("the v2 anchor verified with another log's key")
+	}
+	// The entry's name is what its proof proves: another one is refused.
+	renamed := *b
+	renamed.UUID = fmt.Sprintf("v2-%d", *b.Entry.LogIndex+1)
+	if _, err := renamed.VerifySigned(ctx, m, v2.PublicKey, pinned); err == nil || !strings.Contains(err.Error(), "another entry than the one its inclusion proof proves") {
+		t.Fatalf("a v2 anchor renamed to another entry: %v", err)
 	}
 	flipped := append([]byte(nil), m...)
 	flipped[3] ^= 1
@@ -104,5 +111,8 @@ func TestAnchorRekorV2(t *testing.T) {
 	out, err := verifyCLI(filepath.Join(store.Root, ref.Prefix()), "--key", relayPub, "--rekor-public-key", logPub)
 	if err != nil || !strings.Contains(out, "a Sigstore bundle signed by the pinned relay key") {
 		t.Fatalf("recording verify of a v2 anchor: %v\n%s", err, out)
+	}
+	if out, err := verifyCLI(filepath.Join(store.Root, ref.Prefix()), "--key", relayPub, "--rekor-public-key", logPub, "--online"); err == nil || !strings.Contains(err.Error()+out, "serves no lookup") {
+		t.Fatalf("recording verify --online of a v2 anchor: %v\n%s", err, out)
 	}
 }
