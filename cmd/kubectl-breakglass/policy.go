@@ -49,8 +49,8 @@ The CRDs must be established before the PolicyParams object applies:
   kubectl breakglass policy render --profile flight --debug-image REPO@sha256:... > plane.yaml
   kubectl apply -f plane.yaml   # run again if PolicyParams raced its CRD
 
-With --kyverno it prints instead what a site that runs Kyverno (1.15 or
-later) installs to have Kyverno do the grants' TTL and the debug image's
+With --kyverno it prints instead what a site that runs Kyverno (tested with
+1.19.1; the policy is policies.kyverno.io/v1) installs to have Kyverno do the grants' TTL and the debug image's
 signature check: a ClusterRole aggregated to its cleanup controller, and an
 ImageValidatingPolicy equivalent to the webhook's policies file:
 
