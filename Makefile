@@ -186,7 +186,7 @@ test-faults: $(INTEGRATION_DEPS)
 FUZZTIME ?= 30s
 FUZZ_TARGETS := relay/terminal:FuzzParseControl relay/terminal:FuzzFrames \
 	evidence/recording:FuzzPlay evidence/recording:FuzzRecordThenPlay evidence/recording:FuzzReadTranscript evidence/recording:FuzzParseManifest \
-	evidence/audit:FuzzVerify evidence/tlog:FuzzBundle vap:FuzzCaseFile vap:FuzzCopyAndDebug \
+	evidence/audit:FuzzVerify evidence/tlog:FuzzBundle evidence/tlog:FuzzSigstoreBundle vap:FuzzCaseFile vap:FuzzCopyAndDebug \
 	relay:FuzzRequestBody relay:FuzzTokenClaims relay:FuzzConfig webhook:FuzzConfig
 fuzz: console
 	@set -e; for t in $(FUZZ_TARGETS); do \

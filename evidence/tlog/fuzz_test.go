@@ -11,6 +11,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"os"
 	"testing"
 
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
@@ -62,6 +63,13 @@ func FuzzBundle(f *testing.F) {
 		b, _ := json.Marshal(map[string]any{"uuid": "ab", "signature": sig, "publicKey": forgerPEM, "entry": entry})
 		f.Add(b)
 	}
+	// The Rekor v2 form: the entry as a Sigstore TransparencyLogEntry.
+	v2, _ := json.Marshal(map[string]any{"uuid": "v2-7", "signature": sig, "publicKey": forgerPEM, "entry": map[string]any{"logIndex": 7},
+		"tlogEntry": map[string]any{"logIndex": "7", "logId": map[string]any{"keyId": "wP/u"}, "kindVersion": map[string]any{"kind": "hashedrekord", "version": "0.0.2"},
+			"inclusionProof": map[string]any{"logIndex": "7", "rootHash": base64.StdEncoding.EncodeToString(sum[:]), "treeSize": "8",
+				"checkpoint": map[string]any{"envelope": "rekor.example\n8\nAAAA\n\n\u2014 rekor.example AAAA\n"}},
+			"canonicalizedBody": base64.StdEncoding.EncodeToString(body)}})
+	f.Add(v2)
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		var b Bundle
 		if json.Unmarshal(raw, &b) != nil {
@@ -72,6 +80,48 @@ func FuzzBundle(f *testing.F) {
 		}
 		if _, err := b.VerifySigned(context.Background(), manifest, logPEM, Signer{Key: &forger.PublicKey}); err == nil {
 			t.Fatalf("a bundle verified (pinned to a key) without the log's key: %s", raw)
+		}
+	})
+}
+
+// FuzzSigstoreBundle: a Sigstore bundle handed to a reviewer never
+// verifies without the log's signature, whatever it holds, and never
+// panics. The seed is a real anchor (testdata) checked against a log key
+// nobody here holds the private half of.
+func FuzzSigstoreBundle(f *testing.F) {
+	raw, err := os.ReadFile("testdata/" + BundleFile)
+	if err != nil {
+		f.Fatal(err)
+	}
+	var genuine Bundle
+	if err := json.Unmarshal(raw, &genuine); err != nil {
+		f.Fatal(err)
+	}
+	manifest, err := os.ReadFile("testdata/manifest.json")
+	if err != nil {
+		f.Fatal(err)
+	}
+	seed, err := genuine.Sigstore(manifest)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(seed)
+	f.Add([]byte(`{"mediaType":"application/vnd.dev.sigstore.bundle.v0.3+json"}`))
+	relayKey, err := cryptoutils.UnmarshalPEMToPublicKey(genuine.PublicKey)
+	if err != nil {
+		f.Fatal(err)
+	}
+	logKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		f.Fatal(err)
+	}
+	logPEM, err := cryptoutils.MarshalPublicKeyToPEM(&logKey.PublicKey)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		if _, err := VerifySigstore(raw, manifest, logPEM, Signer{Key: relayKey}); err == nil {
+			t.Fatalf("a Sigstore bundle verified without the log's key: %s", raw)
 		}
 	})
 }
