@@ -112,5 +112,7 @@ func rekorLine(i dev.Info) string {
 		return ""
 	}
 	return "\n  rekor        " + i.RekorURL + "   (every recording is anchored here)" +
-		"\n  keys         " + i.RelayKey + " (the relay's), " + i.RekorKey + " (the log's): recording verify DIR --key " + i.RelayKey + " --rekor-public-key " + i.RekorKey
+		"\n  keys         " + i.RelayKey + " (the relay's), " + i.RekorKey + " (the log's): recording verify DIR --key " + i.RelayKey + " --rekor-public-key " + i.RekorKey +
+		"\n  or cosign    cosign trusted-root create --rekor url=" + i.RekorURL + ",public-key=" + i.RekorKey + ",start-time=2020-01-01T00:00:00Z --out trusted-root.json" +
+		"\n               cosign verify-blob --key " + i.RelayKey + " --bundle DIR/manifest.sigstore.json --trusted-root trusted-root.json DIR/manifest.json"
 }
