@@ -96,7 +96,7 @@ func readCheckpoints(cmd *cobra.Command, dir, rekorKeyFile string, signer tlog.S
 	var cps []audit.Checkpoint
 	var failed error
 	for _, name := range names {
-		if strings.HasSuffix(name, audit.BundleSuffix) {
+		if !audit.IsCheckpoint(name) {
 			continue
 		}
 		cp, err := readCheckpoint(cmd, name, logKey, signer)

@@ -28,11 +28,22 @@ type Checkpoint struct {
 }
 
 // CheckpointPrefix is where a chain's checkpoints are kept in the store:
-// <seq>.json beside its <seq>.rekor-bundle.json.
+// <seq>.json beside its <seq>.rekor-bundle.json and, for stock tools
+// (cosign verify-blob), the same anchor as a Sigstore bundle,
+// <seq>.sigstore.json.
 func CheckpointPrefix(chain string) string { return "audit/" + chain + "/checkpoints/" }
 
-// BundleSuffix names a checkpoint's anchor beside it.
-const BundleSuffix = "." + tlog.BundleFile
+// BundleSuffix and SigstoreSuffix name a checkpoint's anchor beside it.
+const (
+	BundleSuffix   = "." + tlog.BundleFile
+	SigstoreSuffix = ".sigstore.json"
+)
+
+// IsCheckpoint says whether a file or key names a checkpoint rather than
+// one of its anchors.
+func IsCheckpoint(name string) bool {
+	return strings.HasSuffix(name, ".json") && !strings.HasSuffix(name, BundleSuffix) && !strings.HasSuffix(name, SigstoreSuffix)
+}
 
 // Checkpointer anchors a log's head, periodically and at shutdown.
 type Checkpointer struct {
@@ -69,11 +80,15 @@ func (c *Checkpointer) Checkpoint(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	sigstore, err := b.Sigstore(body)
+	if err != nil {
+		return err
+	}
 	// Named by the head's hash as well: nobody can plant a checkpoint
 	// under a name the relay will later need.
 	key := fmt.Sprintf("%s%020d-%s", CheckpointPrefix(c.Chain), seq, hash[:min(16, len(hash))])
 	retain := time.Now().Add(c.Retention)
-	for k, data := range map[string][]byte{key + ".json": body, key + BundleSuffix: raw} {
+	for k, data := range map[string][]byte{key + ".json": body, key + BundleSuffix: raw, key + SigstoreSuffix: sigstore} {
 		if _, err := c.Store.Put(ctx, k, data, retain); err != nil && !errors.Is(err, recording.ErrExists) {
 			return fmt.Errorf("keeping the audit checkpoint: %w", err)
 		}
@@ -120,7 +135,7 @@ func LatestCheckpoint(ctx context.Context, store recording.Store, chain string, 
 	}
 	var logKey []byte
 	for i := len(keys) - 1; i >= 0; i-- {
-		if !strings.HasSuffix(keys[i], ".json") || strings.HasSuffix(keys[i], BundleSuffix) {
+		if !IsCheckpoint(keys[i]) {
 			continue
 		}
 		body, err := store.Get(ctx, keys[i], "")

@@ -50,8 +50,27 @@ func TestAuditCheckpoints(t *testing.T) {
 		t.Fatal(err)
 	}
 	keys, _ := store.List(ctx, audit.CheckpointPrefix("relay"))
-	if len(keys) != 4 {
-		t.Fatalf("the store holds %v, want two checkpoints with their bundles", keys)
+	if len(keys) != 6 {
+		t.Fatalf("the store holds %v, want two checkpoints with their two bundles each", keys)
+	}
+	// Each checkpoint's anchor is a Sigstore bundle too: stock cosign
+	// checks it with the relay's key.
+	relayPub := writePublicKey(t, relay.Signer)
+	for _, k := range keys {
+		if !audit.IsCheckpoint(k) {
+			continue
+		}
+		body, err := store.Get(ctx, k, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		sb, err := store.Get(ctx, strings.TrimSuffix(k, ".json")+audit.SigstoreSuffix, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out, err := cosignVerifyBlob(t, v1Log(t), body, sb, nil, "--key", relayPub); err != nil {
+			t.Fatalf("cosign verify-blob of checkpoint %s: %v\n%s", k, err, out)
+		}
 	}
 	checkpoints := filepath.Join(dir, "checkpoints")
 	if err := os.CopyFS(checkpoints, os.DirFS(filepath.Join(store.Root, audit.CheckpointPrefix("relay")))); err != nil {
