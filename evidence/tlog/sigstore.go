@@ -37,10 +37,17 @@ func (b *Bundle) Sigstore(manifest []byte) ([]byte, error) {
 		return nil, err
 	}
 	var entry *protorekor.TransparencyLogEntry
-	if b.TlogEntry != nil {
+	switch e := b.Entry; {
+	case b.TlogEntry != nil:
 		entry, err = b.v2Entry()
-	} else {
-		entry, err = tle.GenerateTransparencyLogEntry(b.Entry)
+	case e.LogID == nil || e.LogIndex == nil || e.IntegratedTime == nil || e.Verification == nil || e.Verification.InclusionProof == nil ||
+		e.Verification.InclusionProof.RootHash == nil || e.Verification.InclusionProof.LogIndex == nil ||
+		e.Verification.InclusionProof.TreeSize == nil || e.Verification.InclusionProof.Checkpoint == nil:
+		// Every Rekor v1 answer has these; a bundle without them was not
+		// one (and rekor's converter would dereference them).
+		err = errors.New("the entry lacks its log ID, index, time or inclusion proof")
+	default:
+		entry, err = tle.GenerateTransparencyLogEntry(e)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("the log's entry: %w", err)

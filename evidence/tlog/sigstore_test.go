@@ -86,3 +86,13 @@ func TestSigstoreBundle(t *testing.T) {
 		}
 	}
 }
+
+// TestSigstoreOfAnIncompleteBundle: a rekor-bundle.json without its proof
+// (handed to recording bundle) is refused with a message, never a panic.
+func TestSigstoreOfAnIncompleteBundle(t *testing.T) {
+	b, manifest := fixture(t)
+	b.Entry.Verification = nil
+	if _, err := b.Sigstore(manifest); err == nil || !strings.Contains(err.Error(), "lacks its log ID, index, time or inclusion proof") {
+		t.Fatalf("an entry without its proof: %v", err)
+	}
+}

@@ -149,6 +149,19 @@ func TestFaultSessionAnchoredAfterRekorComesBack(t *testing.T) {
 	if out, err := stockTools(t, dir, got, relayPub); err != nil {
 		t.Fatalf("the stock-tools check of docs/evidence.md on the genuine recording: %v\n%s", err, out)
 	}
+	// What recording bundle makes of rekor-bundle.json alone (an anchor
+	// from before relays kept Sigstore bundles) passes stock cosign too.
+	converted, err := cli("recording", "bundle", dir)
+	if err != nil {
+		t.Fatalf("recording bundle: %v\n%s", err, converted)
+	}
+	manifestBody, err := os.ReadFile(filepath.Join(dir, recording.ManifestFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := cosignVerifyBlob(t, v1Log(t), manifestBody, []byte(converted), nil, "--key", relayPub); err != nil {
+		t.Fatalf("cosign verify-blob of what recording bundle printed: %v\n%s", err, out)
+	}
 	t.Run("re-signed by another key and anchored anew", func(t *testing.T) {
 		forged := forgeAnchor(t, dir)
 		if out, err := stockTools(t, forged, got, relayPub); err == nil || !strings.Contains(out, "failed to verify") {
