@@ -154,12 +154,10 @@ func kyvernoAttestor(p webhook.ImagePolicy, name string) (map[string]any, error)
 	return map[string]any{"name": name, "cosign": cosign}, nil
 }
 
-// onDockerHub: the repository's first part names no registry host (as
-// Docker reads it: a dot, a port, or localhost), or names Docker Hub.
+// onDockerHub: the repository is Docker Hub's (Config.Check has made sure
+// it names a host, and spells Docker Hub index.docker.io).
 func onDockerHub(repository string) bool {
-	host, _, _ := strings.Cut(repository, "/")
-	return host == "docker.io" || host == "index.docker.io" ||
-		(host != "localhost" && !strings.ContainsAny(host, ".:"))
+	return strings.HasPrefix(repository, "index.docker.io/")
 }
 
 // attestorName names the attestor of the i-th policy (its place, not its

@@ -101,6 +101,10 @@ func (c Config) Check() error {
 			return fmt.Errorf("policies[%d].name: %q used twice", i, p.Name)
 		case !repositoryChars.MatchString(p.Repository) || strings.Contains(strings.TrimSuffix(p.Repository, "/*"), "*"):
 			return fmt.Errorf("policies[%d].repository: %q must be a repository or a prefix ending in /*", i, p.Repository)
+		case registryHost(p.Repository) == "docker.io":
+			return fmt.Errorf("policies[%d].repository: %q: write Docker Hub as index.docker.io/..., as image references name it once parsed", i, p.Repository)
+		case !strings.Contains(p.Repository, "/") || !strings.ContainsAny(registryHost(p.Repository), ".:") && registryHost(p.Repository) != "localhost":
+			return fmt.Errorf("policies[%d].repository: %q names no registry host: write it as HOST/PATH (index.docker.io/... for Docker Hub)", i, p.Repository)
 		case strings.ContainsAny(p.Repository, "@:") && !strings.Contains(strings.SplitN(p.Repository, "/", 2)[0], ":"):
 			return fmt.Errorf("policies[%d].repository: %q names a tag or digest; name the repository only", i, p.Repository)
 		case (p.Key == "") == (p.Keyless == nil):
@@ -115,6 +119,12 @@ func (c Config) Check() error {
 		names[p.Name] = true
 	}
 	return nil
+}
+
+// registryHost is the first part of a repository: its registry.
+func registryHost(repository string) string {
+	host, _, _ := strings.Cut(repository, "/")
+	return host
 }
 
 // For returns the policy that covers repository: an exact match first, then

@@ -30,15 +30,18 @@ func TestConfigCheck(t *testing.T) {
 		want string
 	}{
 		{"none", Config{}, "policies: none"},
-		{"no name", Config{Policies: []ImagePolicy{{Repository: "r", Key: "k"}}}, "policies[0].name: required"},
+		{"no name", Config{Policies: []ImagePolicy{{Repository: "r.example/x", Key: "k"}}}, "policies[0].name: required"},
 		{"twice", Config{Policies: []ImagePolicy{ok, ok}}, `"p" used twice`},
 		{"wildcard inside", Config{Policies: []ImagePolicy{{Name: "p", Repository: "registry.example/*/debug", Key: "k"}}}, "must be a repository or a prefix"},
 		{"a tag", Config{Policies: []ImagePolicy{{Name: "p", Repository: "registry.example/debug:1", Key: "k"}}}, "names a tag or digest"},
-		{"no key", Config{Policies: []ImagePolicy{{Name: "p", Repository: "r"}}}, "exactly one of key"},
-		{"key and keyless", Config{Policies: []ImagePolicy{{Name: "p", Repository: "r", Key: "k", Keyless: &Keyless{}}}}, "exactly one of key"},
-		{"keyless without identity", Config{Policies: []ImagePolicy{{Name: "p", Repository: "r", Keyless: &Keyless{Issuer: "https://i"}}}}, "exactly one of subject"},
-		{"keyless without roots", Config{Policies: []ImagePolicy{{Name: "p", Repository: "r", Keyless: &Keyless{Issuer: "https://i", Subject: "a@b"}}}}, "roots and rekorPublicKey"},
-		{"keyless with a trusted root and roots", Config{Policies: []ImagePolicy{{Name: "p", Repository: "r", Keyless: &Keyless{Issuer: "https://i", Subject: "a@b", TrustedRoot: "t.json", Roots: "r.pem"}}}}, "drop roots and rekorPublicKey"},
+		{"no registry", Config{Policies: []ImagePolicy{{Name: "p", Repository: "acme/debug", Key: "k"}}}, "names no registry host"},
+		{"docker.io", Config{Policies: []ImagePolicy{{Name: "p", Repository: "docker.io/acme/*", Key: "k"}}}, "write Docker Hub as index.docker.io"},
+		{"a quote", Config{Policies: []ImagePolicy{{Name: "p", Repository: "r.example/x')", Key: "k"}}}, "must be a repository"},
+		{"no key", Config{Policies: []ImagePolicy{{Name: "p", Repository: "r.example/x"}}}, "exactly one of key"},
+		{"key and keyless", Config{Policies: []ImagePolicy{{Name: "p", Repository: "r.example/x", Key: "k", Keyless: &Keyless{}}}}, "exactly one of key"},
+		{"keyless without identity", Config{Policies: []ImagePolicy{{Name: "p", Repository: "r.example/x", Keyless: &Keyless{Issuer: "https://i"}}}}, "exactly one of subject"},
+		{"keyless without roots", Config{Policies: []ImagePolicy{{Name: "p", Repository: "r.example/x", Keyless: &Keyless{Issuer: "https://i", Subject: "a@b"}}}}, "roots and rekorPublicKey"},
+		{"keyless with a trusted root and roots", Config{Policies: []ImagePolicy{{Name: "p", Repository: "r.example/x", Keyless: &Keyless{Issuer: "https://i", Subject: "a@b", TrustedRoot: "t.json", Roots: "r.pem"}}}}, "drop roots and rekorPublicKey"},
 	} {
 		if err := tc.c.Check(); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: Check = %v, want %q", tc.name, err, tc.want)

@@ -128,8 +128,8 @@ func TestPolicyRenderRefusesBadFlags(t *testing.T) {
 		{[]string{"--kyverno", "--webhook-policies", "/nonexistent/policies.yaml"}, "no such file"},
 		{[]string{"--kyverno", "--webhook-policies", writeFile(t, "policies:\n- {name: p, repository: r.example/x, key: \"k8s://ns/cosign\"}\n")}, "not a Kubernetes Secret"},
 		{[]string{"--kyverno", "--webhook-policies", writeFile(t, "policies:\n- {name: p, repository: r.example/x, keyless: {issuer: https://i, subject: s, trustedRoot: t.json}}\n")}, "give roots and rekorPublicKey"},
-		{[]string{"--kyverno", "--webhook-policies", writeFile(t, "policies:\n- {name: p, repository: \"docker.io/acme/*\", key: k.pub}\n")}, "is on Docker Hub"},
-		{[]string{"--kyverno", "--webhook-policies", writeFile(t, "policies:\n- {name: p, repository: \"acme/debug\", key: k.pub}\n")}, "is on Docker Hub"},
+		{[]string{"--kyverno", "--webhook-policies", writeFile(t, "policies:\n- {name: p, repository: \"index.docker.io/acme/*\", key: k.pub}\n")}, "is on Docker Hub"},
+		{[]string{"--kyverno", "--webhook-policies", writeFile(t, "policies:\n- {name: p, repository: \"acme/debug\", key: k.pub}\n")}, "names no registry host"},
 		{[]string{"--kyverno", "--webhook-policies", writeFile(t, "policies:\n- {name: p, repository: \"r.example/x') || true || ('\", key: k.pub}\n")}, "must be a repository"},
 	} {
 		_, err := runCLI(append([]string{"policy", "render"}, tc.args...)...)
