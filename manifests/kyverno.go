@@ -59,28 +59,20 @@ func kyvernoImagePolicy(cfg webhook.Config) (*unstructured.Unstructured, error) 
 	}
 	covered := make([]string, 0, len(cfg.Policies))
 	validations := []any{
-		map[string]any{"expression": `images.debug.all(i, i.matches('^[^@]+@sha256:[a-f0-9]{64}$'))`,
+		map[string]any{"expression": debugList + `.all(i, i.matches('^[^@]+@sha256:[a-f0-9]{64}$'))`,
 			"message": "[kyverno.signature] a debug image must be pinned by digest: REPOSITORY@sha256:<digest>"},
 	}
 	for i, p := range cfg.Policies {
 		covered = append(covered, repositoryMatch(p.Repository))
 		validations = append(validations, map[string]any{
-			"expression": fmt.Sprintf("images.debug.all(i, !(%s) || verifyAttestationSignatures(i, attestations.signature, [attestors.%s]) > 0)", chosen(cfg, i), attestorName(i)),
+			"expression": fmt.Sprintf("%s.all(i, !(%s) || verifyAttestationSignatures(i, attestations.signature, [attestors.%s]) > 0)", debugList, chosen(cfg, i), attestorName(i)),
 			"message":    fmt.Sprintf("[kyverno.signature] the debug image must be signed as policy %s says", p.Name),
 		})
 	}
 	validations = append(validations[:1], append([]any{map[string]any{
-		"expression": fmt.Sprintf("images.debug.all(i, %s)", strings.Join(covered, " || ")),
+		"expression": fmt.Sprintf("%s.all(i, %s)", debugList, strings.Join(covered, " || ")),
 		"message":    "[kyverno.signature] no signature policy covers the debug image's repository",
 	}}, validations[1:]...)...)
-	// The debug containers' images, and a held copy's hold volume's (it
-	// runs the debug image's sleep in every app container), as the
-	// webhook checks them.
-	debugImages := fmt.Sprintf(`object.spec.containers.filter(c, c.name.startsWith('%[1]s')).map(c, c.image) +
-(has(object.spec.initContainers) ? object.spec.initContainers.filter(c, c.name.startsWith('%[1]s')).map(c, c.image) : []) +
-(has(object.spec.ephemeralContainers) ? object.spec.ephemeralContainers.filter(c, c.name.startsWith('%[1]s')).map(c, c.image) : []) +
-(has(object.spec.volumes) ? object.spec.volumes.filter(v, v.name == '%[2]s' && has(v.image)).map(v, v.image.reference) : [])`,
-		v1alpha1.DebugContainerPrefix, v1alpha1.HoldVolume)
 	u := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "policies.kyverno.io/v1",
 		"kind":       "ImageValidatingPolicy",
@@ -98,7 +90,7 @@ func kyvernoImagePolicy(cfg webhook.Config) (*unstructured.Unstructured, error) 
 			// ones are checked, and how, is the validations' choice.
 			"matchImageReferences":     []any{map[string]any{"glob": "*"}},
 			"validationConfigurations": map[string]any{"mutateDigest": false, "verifyDigest": false, "required": false},
-			"images":                   []any{map[string]any{"name": "debug", "expression": debugImages}},
+			"images":                   debugImageExtractors(),
 			"attestors":                attestors,
 			// What `cosign sign` makes: a statement with cosign's signature
 			// predicate. Kyverno reads any attestation by the key as a
@@ -109,6 +101,35 @@ func kyvernoImagePolicy(cfg webhook.Config) (*unstructured.Unstructured, error) 
 		},
 	}}
 	return u, nil
+}
+
+// debugList is every image the webhook would check, as the policy's
+// extractors list them.
+const debugList = "(images.containers + images.initContainers + images.ephemeralContainers + images.hold)"
+
+// debugImageExtractors list the images the webhook checks, as it does:
+// breakglass- containers on a create, the ephemeral ones an update adds,
+// and a held copy's hold volume (it runs the debug image's sleep in every
+// app container). They take the names of Kyverno's own pod extractors,
+// which they replace, so Kyverno never fetches the app's images (from
+// registries it may not reach), and an image is listed once where it can
+// be: Kyverno 1.19.1's image loader leaks a read lock on an image it has
+// already loaded, and deadlocks when a new one follows.
+func debugImageExtractors() []any {
+	debug := func(list string) string {
+		return fmt.Sprintf("has(object.spec.%[1]s) ? object.spec.%[1]s.filter(c, c.name.startsWith('%[2]s')).map(c, c.image) : []",
+			list, v1alpha1.DebugContainerPrefix)
+	}
+	added := fmt.Sprintf(`has(object.spec.ephemeralContainers) ? object.spec.ephemeralContainers.filter(c, c.name.startsWith('%s') &&
+  !(oldObject != null && has(oldObject.spec.ephemeralContainers) && oldObject.spec.ephemeralContainers.exists(o, o.name == c.name))).map(c, c.image) : []`,
+		v1alpha1.DebugContainerPrefix)
+	hold := fmt.Sprintf("has(object.spec.volumes) ? object.spec.volumes.filter(v, v.name == '%s' && has(v.image)).map(v, v.image.reference) : []", v1alpha1.HoldVolume)
+	return []any{
+		map[string]any{"name": "containers", "expression": debug("containers")},
+		map[string]any{"name": "initContainers", "expression": debug("initContainers")},
+		map[string]any{"name": "ephemeralContainers", "expression": added},
+		map[string]any{"name": "hold", "expression": hold},
+	}
 }
 
 // kyvernoAttestor is a webhook policy's key or identity as a cosign

@@ -179,11 +179,12 @@ func TestKyvernoRenderChoosesLikeTheWebhook(t *testing.T) {
 	}
 	joined := strings.Join(flat, "\n")
 	for _, want := range []string{
-		"images.debug.all(i, !(i.startsWith('r.example/') && !((i.startsWith('r.example/bg/debug@') || i.startsWith('r.example/bg/debug:')) || i.startsWith('r.example/bg/'))) || verifyAttestationSignatures(i, attestations.signature, [attestors.policy0]) > 0)",
-		"images.debug.all(i, !(i.startsWith('r.example/bg/') && !((i.startsWith('r.example/bg/debug@') || i.startsWith('r.example/bg/debug:')))) || verifyAttestationSignatures(i, attestations.signature, [attestors.policy1]) > 0)",
-		"images.debug.all(i, !((i.startsWith('r.example/bg/debug@') || i.startsWith('r.example/bg/debug:'))) || verifyAttestationSignatures(i, attestations.signature, [attestors.policy2]) > 0)",
+		"(images.containers + images.initContainers + images.ephemeralContainers + images.hold).all(i, !(i.startsWith('r.example/') && !((i.startsWith('r.example/bg/debug@') || i.startsWith('r.example/bg/debug:')) || i.startsWith('r.example/bg/'))) || verifyAttestationSignatures(i, attestations.signature, [attestors.policy0]) > 0)",
+		"(images.containers + images.initContainers + images.ephemeralContainers + images.hold).all(i, !(i.startsWith('r.example/bg/') && !((i.startsWith('r.example/bg/debug@') || i.startsWith('r.example/bg/debug:')))) || verifyAttestationSignatures(i, attestations.signature, [attestors.policy1]) > 0)",
+		"(images.containers + images.initContainers + images.ephemeralContainers + images.hold).all(i, !((i.startsWith('r.example/bg/debug@') || i.startsWith('r.example/bg/debug:'))) || verifyAttestationSignatures(i, attestations.signature, [attestors.policy2]) > 0)",
 		`"type":"https://sigstore.dev/cosign/sign/v1"`,
 		"v.name == 'breakglass-hold' && has(v.image)).map(v, v.image.reference)",
+		"!(oldObject != null && has(oldObject.spec.ephemeralContainers) && oldObject.spec.ephemeralContainers.exists(o, o.name == c.name))",
 		`"kms":"awskms:///alias/debug"`,
 		`"rbac.kyverno.io/aggregate-to-cleanup-controller":"true"`,
 		`"failurePolicy":"Fail"`,

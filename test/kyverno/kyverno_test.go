@@ -14,6 +14,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
 
@@ -135,9 +136,15 @@ func TestKyvernoRenderWithKyvernosCLI(t *testing.T) {
 			if err := os.WriteFile(pod, []byte(manifest), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			cmd := exec.Command(kyverno, "apply", policyFile, "--resource", pod, "--remove-color", "--detailed-results")
+			// Bounded: a CLI that hangs fails this case, saying so, instead of the package.
+			actx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+			defer cancel()
+			cmd := exec.CommandContext(actx, kyverno, "apply", policyFile, "--resource", pod, "--remove-color", "--detailed-results")
 			cmd.Env = append(os.Environ(), "HOME="+t.TempDir())
 			out, err := cmd.CombinedOutput()
+			if actx.Err() != nil {
+				t.Fatalf("kyverno apply did not finish in 2 minutes:\n%s", out)
+			}
 			summary := string(out)
 			passed := err == nil && strings.Contains(summary, "fail: 0") && (tc.image == "none" || strings.Contains(summary, "pass: 1"))
 			if passed != tc.pass || (tc.want != "" && !strings.Contains(summary, tc.want)) {
