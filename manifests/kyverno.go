@@ -27,8 +27,10 @@ const KyvernoImagePolicyName = "breakglass-debug-image-signatures"
 //     at breakglass- containers (and a held copy's hold volume), failing
 //     closed, with one attestor per webhook policy and the webhook's choice
 //     of policy for each repository (an exact repository first, then the
-//     longest prefix). It takes cosign v3's Sigstore bundles only: Kyverno
-//     cannot tell a signature in the older .sig layout from an attestation.
+//     longest prefix). It takes cosign v3's Sigstore bundles only: it asks
+//     for cosign's signature predicate, which Kyverno needs to tell a
+//     signature from any other attestation by the key, and which the older
+//     .sig layout does not carry.
 func Kyverno(cfg webhook.Config) ([]runtime.Object, error) {
 	if err := cfg.Check(); err != nil {
 		return nil, err
@@ -58,21 +60,21 @@ func kyvernoImagePolicy(cfg webhook.Config) (*unstructured.Unstructured, error) 
 		attestors = append(attestors, a)
 	}
 	covered := make([]string, 0, len(cfg.Policies))
+	for _, p := range cfg.Policies {
+		covered = append(covered, repositoryMatch(p.Repository))
+	}
 	validations := []any{
 		map[string]any{"expression": debugList + `.all(i, i.matches('^[^@]+@sha256:[a-f0-9]{64}$'))`,
 			"message": "[kyverno.signature] a debug image must be pinned by digest: REPOSITORY@sha256:<digest>"},
+		map[string]any{"expression": fmt.Sprintf("%s.all(i, %s)", debugList, strings.Join(covered, " || ")),
+			"message": "[kyverno.signature] no signature policy covers the debug image's repository"},
 	}
 	for i, p := range cfg.Policies {
-		covered = append(covered, repositoryMatch(p.Repository))
 		validations = append(validations, map[string]any{
 			"expression": fmt.Sprintf("%s.all(i, !(%s) || verifyAttestationSignatures(i, attestations.signature, [attestors.%s]) > 0)", debugList, chosen(cfg, i), attestorName(i)),
 			"message":    fmt.Sprintf("[kyverno.signature] the debug image must be signed as policy %s says", p.Name),
 		})
 	}
-	validations = append(validations[:1], append([]any{map[string]any{
-		"expression": fmt.Sprintf("%s.all(i, %s)", debugList, strings.Join(covered, " || ")),
-		"message":    "[kyverno.signature] no signature policy covers the debug image's repository",
-	}}, validations[1:]...)...)
 	u := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "policies.kyverno.io/v1",
 		"kind":       "ImageValidatingPolicy",
