@@ -9,6 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/tower-dev/breakglass/api/v1alpha1"
 	"github.com/tower-dev/breakglass/evidence/recording"
 	"github.com/tower-dev/breakglass/evidence/tlog"
 	"github.com/tower-dev/breakglass/test/rekor"
@@ -114,5 +117,63 @@ func TestAnchorRekorV2(t *testing.T) {
 	}
 	if out, err := verifyCLI(filepath.Join(store.Root, ref.Prefix()), "--key", relayPub, "--rekor-public-key", logPub, "--online"); err == nil || !strings.Contains(err.Error()+out, "serves no lookup") {
 		t.Fatalf("recording verify --online of a v2 anchor: %v\n%s", err, out)
+	}
+}
+
+// TestSessionAnchoredInRekorV2: a whole session on the real API server and
+// the virtual node, its relay anchoring in a real Rekor v2: the Session
+// names the entry by its proven index, and the recording passes recording
+// verify against the exported Session, with the relay's and the log's keys.
+func TestSessionAnchoredInRekorV2(t *testing.T) {
+	ctx := context.Background()
+	v2, err := rekor.StartV2(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := v2.Stop(); err != nil {
+			t.Error(err)
+		}
+	})
+	b := newBed(t, "anchored-v2")
+	store := &recording.Dir{Root: t.TempDir()}
+	r := b.runner(store)
+	r.Anchorer = &tlog.Anchorer{URL: v2.URL, Signer: b.sv, Version: 2, LogKey: v2.PublicKey, Backoff: 200 * time.Millisecond}
+	live, err := r.Start(ctx, b.s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := live.Write([]byte("echo anchored in v2\n")); err != nil {
+		t.Fatal(err)
+	}
+	if err := live.End(ctx, "alice", v1alpha1.EndUser); err != nil {
+		t.Fatal(err)
+	}
+	got := &v1alpha1.Session{}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		if err := b.c.Client.Get(ctx, client.ObjectKeyFromObject(b.s), got); err != nil {
+			t.Fatal(err)
+		}
+		if ev := got.Status.Evidence; ev != nil && ev.EntryID != "" && !ev.AnchorPending {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not anchored in Rekor v2 within a minute: %+v", got.Status.Evidence)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	ev := got.Status.Evidence
+	if ev.LogIndex == nil || ev.EntryID != fmt.Sprintf("v2-%d", *ev.LogIndex) {
+		t.Fatalf("the Session names the v2 entry %q at index %v", ev.EntryID, ev.LogIndex)
+	}
+	logPub := filepath.Join(t.TempDir(), "rekor-v2.pub")
+	if err := os.WriteFile(logPub, v2.PublicKey, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(store.Root, recording.RefOf("test", got).Prefix())
+	out, err := verifyCLI(dir, "--key", writePublicKey(t, b.sv), "--rekor-public-key", logPub, "--session", exportSession(t, got))
+	if err != nil || !strings.Contains(out, "a Sigstore bundle signed by the pinned relay key") || !strings.Contains(out, "ok        session") {
+		t.Fatalf("recording verify of a session anchored in Rekor v2: %v\n%s", err, out)
 	}
 }
