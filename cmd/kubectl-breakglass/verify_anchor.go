@@ -33,7 +33,7 @@ type anchorCheck struct {
 // name by someone with the store's keys (the relay then keeps its own
 // beside it) is reported and passed over, never trusted.
 func checkAnchor(ctx context.Context, w io.Writer, c anchorCheck) error {
-	names, err := bundleFiles(c.dir)
+	names, err := anchorFiles(c.dir, tlog.BundleFile)
 	if err != nil {
 		return err
 	}
@@ -85,17 +85,9 @@ func checkAnchor(ctx context.Context, w io.Writer, c anchorCheck) error {
 // as cosign verify-blob does: one must verify with the pinned signer and the
 // log's key. Recordings anchored before relays wrote them have none.
 func checkSigstore(w io.Writer, c anchorCheck, logKey []byte) error {
-	others, err := filepath.Glob(filepath.Join(c.dir, recording.AltName(tlog.SigstoreBundleFile, "*")))
+	names, err := anchorFiles(c.dir, tlog.SigstoreBundleFile)
 	if err != nil {
 		return err
-	}
-	var names []string
-	if _, err := os.Stat(filepath.Join(c.dir, tlog.SigstoreBundleFile)); err == nil {
-		names = append(names, tlog.SigstoreBundleFile)
-	}
-	sort.Strings(others)
-	for _, o := range others {
-		names = append(names, filepath.Base(o))
 	}
 	if len(names) == 0 {
 		fmt.Fprintf(w, "note      no %s beside the recording (anchored before relays wrote one)\n", tlog.SigstoreBundleFile)
@@ -136,16 +128,17 @@ func verifyBundle(ctx context.Context, w io.Writer, b *tlog.Bundle, c anchorChec
 	return nil
 }
 
-// bundleFiles are the anchors beside a recording: rekor-bundle.json first,
-// then any kept under a name of their own.
-func bundleFiles(dir string) ([]string, error) {
-	others, err := filepath.Glob(filepath.Join(dir, "rekor-bundle-*.json"))
+// anchorFiles are the anchors of one kind beside a recording: the usual
+// name (rekor-bundle.json, manifest.sigstore.json) first, then any kept
+// under a name of their own (recording.AltName's).
+func anchorFiles(dir, usual string) ([]string, error) {
+	others, err := filepath.Glob(filepath.Join(dir, recording.AltName(usual, "*")))
 	if err != nil {
 		return nil, err
 	}
 	var names []string
-	if _, err := os.Stat(filepath.Join(dir, tlog.BundleFile)); err == nil {
-		names = append(names, tlog.BundleFile)
+	if _, err := os.Stat(filepath.Join(dir, usual)); err == nil {
+		names = append(names, usual)
 	}
 	sort.Strings(others)
 	for _, o := range others {

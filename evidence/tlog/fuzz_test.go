@@ -11,7 +11,6 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
-	"os"
 	"testing"
 
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
@@ -24,14 +23,7 @@ import (
 // here holds the log's private key.)
 func FuzzBundle(f *testing.F) {
 	manifest := []byte(`{"version":2,"files":{"recording.cast":{"sha256":"00","size":1}}}`)
-	logKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		f.Fatal(err)
-	}
-	logPEM, err := cryptoutils.MarshalPublicKeyToPEM(&logKey.PublicKey)
-	if err != nil {
-		f.Fatal(err)
-	}
+	logPEM := unheldLogKey(f)
 	// A seed that gets as far as the log's proof: the right hash, signed by
 	// a key of the forger's own.
 	forger, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
@@ -91,18 +83,7 @@ func FuzzBundle(f *testing.F) {
 // panics. The seed is a real anchor (testdata) checked against a log key
 // nobody here holds the private half of.
 func FuzzSigstoreBundle(f *testing.F) {
-	raw, err := os.ReadFile("testdata/" + BundleFile)
-	if err != nil {
-		f.Fatal(err)
-	}
-	var genuine Bundle
-	if err := json.Unmarshal(raw, &genuine); err != nil {
-		f.Fatal(err)
-	}
-	manifest, err := os.ReadFile("testdata/manifest.json")
-	if err != nil {
-		f.Fatal(err)
-	}
+	genuine, manifest := fixture(f)
 	seed, err := genuine.Sigstore(manifest)
 	if err != nil {
 		f.Fatal(err)
@@ -113,17 +94,25 @@ func FuzzSigstoreBundle(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	logKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		f.Fatal(err)
-	}
-	logPEM, err := cryptoutils.MarshalPublicKeyToPEM(&logKey.PublicKey)
-	if err != nil {
-		f.Fatal(err)
-	}
+	logPEM := unheldLogKey(f)
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		if _, err := VerifySigstore(raw, manifest, logPEM, Signer{Key: relayKey}); err == nil {
 			t.Fatalf("a Sigstore bundle verified without the log's key: %s", raw)
 		}
 	})
+}
+
+// unheldLogKey is a log's public key (PEM) whose private half is thrown
+// away: nothing can be signed by it.
+func unheldLogKey(tb testing.TB) []byte {
+	tb.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	pemBytes, err := cryptoutils.MarshalPublicKeyToPEM(&key.PublicKey)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return pemBytes
 }

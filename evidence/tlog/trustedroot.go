@@ -50,9 +50,10 @@ func RekorLog(baseURL string, publicKeyPEM []byte, origin string) (*root.Transpa
 
 // TrustedRoot is a Sigstore trusted root (what `cosign verify-blob
 // --trusted-root` and sigstore-go read) naming one Rekor log (v2 when its
-// checkpoints' origin is given) and, when caPEM is given, one certificate
-// authority: its self-signed root and any intermediates.
-func TrustedRoot(rekorURL string, rekorPEM, caPEM []byte, origin string) (*root.TrustedRoot, error) {
+// checkpoints' origin is given), when caPEM is given one certificate
+// authority (its self-signed root and any intermediates), and any
+// timestamp authorities.
+func TrustedRoot(rekorURL string, rekorPEM, caPEM []byte, origin string, tsas ...root.TimestampingAuthority) (*root.TrustedRoot, error) {
 	log, err := RekorLog(rekorURL, rekorPEM, origin)
 	if err != nil {
 		return nil, fmt.Errorf("the log's key: %w", err)
@@ -80,5 +81,5 @@ func TrustedRoot(rekorURL string, rekorPEM, caPEM []byte, origin string) (*root.
 			return nil, errors.New("the certificate authority's PEM holds no self-signed root")
 		}
 	}
-	return root.NewTrustedRoot(root.TrustedRootMediaType01, cas, nil, nil, map[string]*root.TransparencyLog{hex.EncodeToString(log.ID): log})
+	return root.NewTrustedRoot(root.TrustedRootMediaType01, cas, nil, tsas, map[string]*root.TransparencyLog{hex.EncodeToString(log.ID): log})
 }

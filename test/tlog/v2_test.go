@@ -23,15 +23,7 @@ import (
 // recording verify; another key, another log or a flipped byte does not.
 func TestAnchorRekorV2(t *testing.T) {
 	ctx := context.Background()
-	v2, err := rekor.StartV2(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := v2.Stop(); err != nil {
-			t.Error(err)
-		}
-	})
+	v2, logPub := startV2(t)
 	relay := &tlog.Anchorer{URL: v2.URL, Signer: relayKey(t), Version: 2, LogKey: v2.PublicKey, Backoff: 100 * time.Millisecond}
 	// A recording, to anchor its manifest.
 	store := &recording.Dir{Root: t.TempDir()}
@@ -107,10 +99,6 @@ func TestAnchorRekorV2(t *testing.T) {
 	if _, err := recording.KeepBundle(ctx, store, ref, b, m, time.Now().Add(time.Hour)); err != nil {
 		t.Fatal(err)
 	}
-	logPub := filepath.Join(t.TempDir(), "rekor-v2.pub")
-	if err := os.WriteFile(logPub, v2.PublicKey, 0o600); err != nil {
-		t.Fatal(err)
-	}
 	out, err := verifyCLI(filepath.Join(store.Root, ref.Prefix()), "--key", relayPub, "--rekor-public-key", logPub)
 	if err != nil || !strings.Contains(out, "a Sigstore bundle signed by the pinned relay key") {
 		t.Fatalf("recording verify of a v2 anchor: %v\n%s", err, out)
@@ -126,15 +114,7 @@ func TestAnchorRekorV2(t *testing.T) {
 // verify against the exported Session, with the relay's and the log's keys.
 func TestSessionAnchoredInRekorV2(t *testing.T) {
 	ctx := context.Background()
-	v2, err := rekor.StartV2(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := v2.Stop(); err != nil {
-			t.Error(err)
-		}
-	})
+	v2, logPub := startV2(t)
 	b := newBed(t, "anchored-v2")
 	store := &recording.Dir{Root: t.TempDir()}
 	r := b.runner(store)
@@ -167,13 +147,29 @@ func TestSessionAnchoredInRekorV2(t *testing.T) {
 	if ev.LogIndex == nil || ev.EntryID != fmt.Sprintf("v2-%d", *ev.LogIndex) {
 		t.Fatalf("the Session names the v2 entry %q at index %v", ev.EntryID, ev.LogIndex)
 	}
-	logPub := filepath.Join(t.TempDir(), "rekor-v2.pub")
-	if err := os.WriteFile(logPub, v2.PublicKey, 0o600); err != nil {
-		t.Fatal(err)
-	}
 	dir := filepath.Join(store.Root, recording.RefOf("test", got).Prefix())
 	out, err := verifyCLI(dir, "--key", writePublicKey(t, b.sv), "--rekor-public-key", logPub, "--session", exportSession(t, got))
 	if err != nil || !strings.Contains(out, "a Sigstore bundle signed by the pinned relay key") || !strings.Contains(out, "ok        session") {
 		t.Fatalf("recording verify of a session anchored in Rekor v2: %v\n%s", err, out)
 	}
+}
+
+// startV2 starts a Rekor v2 for the test and writes its key where a
+// reviewer pins it (logPub); the test stops it.
+func startV2(t *testing.T) (_ *rekor.V2, logPub string) {
+	t.Helper()
+	v2, err := rekor.StartV2(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := v2.Stop(); err != nil {
+			t.Error(err)
+		}
+	})
+	logPub = filepath.Join(t.TempDir(), "rekor-v2.pub")
+	if err := os.WriteFile(logPub, v2.PublicKey, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return v2, logPub
 }

@@ -5,7 +5,6 @@ package webhook_test
 
 import (
 	"context"
-	"encoding/hex"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -17,7 +16,6 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	ociremote "github.com/sigstore/cosign/v3/pkg/oci/remote"
 	"github.com/sigstore/sigstore-go/pkg/root"
-	"github.com/sigstore/sigstore/pkg/cryptoutils"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -274,12 +272,7 @@ func bundleImages(dir string, good, bad *registry.Signer) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	trJSON, err := tr.MarshalJSON()
-	if err != nil {
-		return nil, err
-	}
-	trustedRootFile = filepath.Join(dir, "trusted_root.json")
-	if err := os.WriteFile(trustedRootFile, trJSON, 0o600); err != nil {
+	if trustedRootFile, err = writeTrustedRoot(dir, "trusted_root.json", tr); err != nil {
 		return nil, err
 	}
 	cliDir := filepath.Join(dir, "cli")
@@ -356,26 +349,11 @@ func rekorV2Images(dir string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	caCerts, err := cryptoutils.UnmarshalCertificatesFromPEM(ca.PEM)
+	tr, err := tlog.TrustedRoot("", rk2.PublicKey, ca.PEM, rk2.Origin, tsa.Authority())
 	if err != nil {
 		return nil, err
 	}
-	log, err := tlog.RekorLog("", rk2.PublicKey, rk2.Origin)
-	if err != nil {
-		return nil, err
-	}
-	tr, err := root.NewTrustedRoot(root.TrustedRootMediaType01,
-		[]root.CertificateAuthority{&root.FulcioCertificateAuthority{Root: caCerts[0]}}, nil,
-		[]root.TimestampingAuthority{tsa.Authority()}, map[string]*root.TransparencyLog{hex.EncodeToString(log.ID): log})
-	if err != nil {
-		return nil, err
-	}
-	trJSON, err := tr.MarshalJSON()
-	if err != nil {
-		return nil, err
-	}
-	trustedRootV2File = filepath.Join(dir, "trusted_root_v2.json")
-	if err := os.WriteFile(trustedRootV2File, trJSON, 0o600); err != nil {
+	if trustedRootV2File, err = writeTrustedRoot(dir, "trusted_root_v2.json", tr); err != nil {
 		return nil, err
 	}
 	var allow []string
@@ -396,4 +374,14 @@ func rekorV2Images(dir string) ([]string, error) {
 		allow = append(allow, img.ref.String())
 	}
 	return allow, nil
+}
+
+// writeTrustedRoot writes tr as dir/file, as a keyless policy names it.
+func writeTrustedRoot(dir, file string, tr *root.TrustedRoot) (string, error) {
+	raw, err := tr.MarshalJSON()
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, file)
+	return path, os.WriteFile(path, raw, 0o600)
 }
