@@ -52,18 +52,20 @@ func (s *Server) adoptOnce(ctx context.Context, stale time.Duration) {
 			s.mu.Lock()
 			_, held := s.live[key]
 			waiting := s.clock.Now().Before(s.adoptAfter[key])
+			var claim *liveSession
 			if !held && !waiting {
-				s.live[key] = &liveSession{}
+				claim = newLiveSession()
+				s.live[key] = claim
 			}
 			s.mu.Unlock()
-			if held || waiting {
+			if claim == nil {
 				continue
 			}
 			slots <- struct{}{}
 			wg.Add(1)
 			go func() {
 				defer func() { <-slots; wg.Done() }()
-				s.adopt(ctx, name, t, key, sess, stale)
+				s.adopt(ctx, name, t, key, claim, sess, stale)
 			}()
 		}
 	}
@@ -71,7 +73,7 @@ func (s *Server) adoptOnce(ctx context.Context, stale time.Duration) {
 }
 
 // adopt resumes one session this relay has marked as its own to try.
-func (s *Server) adopt(ctx context.Context, name string, t *target, key sessionKey, sess *v1alpha1.Session, stale time.Duration) {
+func (s *Server) adopt(ctx context.Context, name string, t *target, key sessionKey, claim *liveSession, sess *v1alpha1.Session, stale time.Duration) {
 	// Once claimed, a resume runs to its end even if the relay is told to
 	// stop meanwhile: Close then hands it over, rather than leaving it
 	// claimed by nobody until its heartbeat goes stale.
@@ -79,8 +81,8 @@ func (s *Server) adopt(ctx context.Context, name string, t *target, key sessionK
 	defer cancel()
 	live, err := t.runner.Resume(rctx, sess, stale)
 	if err != nil {
+		s.settle(key, claim, nil)
 		s.mu.Lock()
-		delete(s.live, key)
 		if !errors.Is(err, session.ErrNotResumable) {
 			// Every try is audited (and refused ones undone): a cluster
 			// refusing them (an API server that just restarted) is tried
@@ -97,8 +99,8 @@ func (s *Server) adopt(ctx context.Context, name string, t *target, key sessionK
 	s.mu.Lock()
 	delete(s.adoptWait, key)
 	delete(s.adoptAfter, key)
-	s.live[key].live = live
 	s.mu.Unlock()
+	s.settle(key, claim, live)
 	s.metrics.live.Inc()
 	s.log.Info("resumed a session its relay left", "session", key.String(), "resumes", live.Session.Status.Resumes)
 	s.watch(key, live)

@@ -6,11 +6,11 @@ import (
 	"net/url"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
 	"github.com/tower-dev/breakglass/lifecycle"
@@ -19,13 +19,73 @@ import (
 	"github.com/tower-dev/breakglass/relay/terminal"
 )
 
-// liveSession is a session whose terminal this relay holds.
+// liveSession is a session whose terminal this relay holds, or is starting
+// or taking up.
 type liveSession struct {
-	// live is nil while the session is starting.
+	// live is nil while the session is starting; read it under Server.mu,
+	// or once ready is closed.
 	live *session.Live
-	// typing is whether the requester has a terminal open: one at a time.
-	typing atomic.Bool
+	// ready is closed once the start or take-up has settled: live is set,
+	// or the entry is gone from Server.live.
+	ready chan struct{}
+	// typing holds the requester's one terminal: one at a time.
+	typing chan struct{}
 }
+
+func newLiveSession() *liveSession {
+	return &liveSession{ready: make(chan struct{}), typing: make(chan struct{}, 1)}
+}
+
+// settle ends a start or take-up of key: held runs live, or (live nil) the
+// session is not this relay's after all. Requests waiting on it go on.
+func (s *Server) settle(key sessionKey, held *liveSession, live *session.Live) {
+	s.mu.Lock()
+	if live == nil {
+		delete(s.live, key)
+	} else {
+		held.live = live
+	}
+	s.mu.Unlock()
+	close(held.ready)
+}
+
+// running is the session sess as this relay runs it. A session this relay
+// is starting or taking up is waited for: its Session is Active in the
+// cluster a moment before its terminal is attached, and a page that reads
+// it Active connects at once. A session another replica runs is passed on
+// to it (passed); one nobody here runs is NotHeld.
+func (s *Server) running(w http.ResponseWriter, r *http.Request, t *target, sess *v1alpha1.Session) (live *session.Live, held *liveSession, passed bool, err error) {
+	key := sessionKey{t.Name, sess.Namespace, sess.Name}
+	s.mu.Lock()
+	held = s.live[key]
+	s.mu.Unlock()
+	if held != nil {
+		select {
+		case <-held.ready:
+		case <-r.Context().Done():
+			return nil, nil, false, r.Context().Err()
+		}
+		if held.live != nil {
+			return held.live, held, false, nil
+		}
+		// The start or take-up here failed: what the Session says now.
+		if err := t.Client.Get(r.Context(), client.ObjectKeyFromObject(sess), sess); err != nil {
+			return nil, nil, false, err
+		}
+		if sess.Status.Phase != v1alpha1.PhaseActive {
+			return nil, nil, false, conflict("the session is %s, not Active", sess.Status.Phase)
+		}
+	}
+	if s.passOn(w, r, sess) {
+		return nil, nil, true, nil
+	}
+	return nil, nil, false, &apiError{http.StatusConflict, "NotHeld", errNotHere.Error()}
+}
+
+// typeSlotWait is how long a requester's new terminal waits for the one
+// before it to close: a reloaded page or a reconnect opens the new one
+// while the relay is still reading the old one's close.
+const typeSlotWait = 5 * time.Second
 
 func (s *Server) start(w http.ResponseWriter, r *http.Request, c Caller) error {
 	ctx := r.Context()
@@ -54,7 +114,7 @@ func (s *Server) start(w http.ResponseWriter, r *http.Request, c Caller) error {
 		s.mu.Unlock()
 		return conflict("the session is starting or started already")
 	}
-	held := &liveSession{}
+	held := newLiveSession()
 	s.live[key] = held
 	s.mu.Unlock()
 	// A caller that hangs up mid-start must not leave a half-started
@@ -62,18 +122,13 @@ func (s *Server) start(w http.ResponseWriter, r *http.Request, c Caller) error {
 	startCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 3*time.Minute)
 	defer cancel()
 	live, err := t.runner.Start(startCtx, sess)
+	s.settle(key, held, live)
 	if err != nil {
-		s.mu.Lock()
-		delete(s.live, key)
-		s.mu.Unlock()
 		if apierrors.IsInvalid(err) || apierrors.IsForbidden(err) {
 			return clusterError(err)
 		}
 		return &apiError{http.StatusServiceUnavailable, "StartFailed", err.Error()}
 	}
-	s.mu.Lock()
-	held.live = live
-	s.mu.Unlock()
 	s.metrics.live.Inc()
 	// What the answer and the notification show is taken before the
 	// watcher may write the Session.
@@ -153,12 +208,9 @@ func (s *Server) end(w http.ResponseWriter, r *http.Request, c Caller) error {
 	default:
 		return conflict("the session is %s already", sess.Status.Phase)
 	}
-	held := s.held(sessionKey{t.Name, ns, sess.Name})
-	if held == nil {
-		if s.passOn(w, r, sess) {
-			return nil
-		}
-		return &apiError{http.StatusConflict, "NotHeld", errNotHere.Error()}
+	held, _, passed, err := s.running(w, r, t, sess)
+	if passed || err != nil {
+		return err
 	}
 	if err := held.End(context.WithoutCancel(ctx), c.Name, reason); err != nil {
 		return err
@@ -195,20 +247,19 @@ func (s *Server) terminal(w http.ResponseWriter, r *http.Request, c Caller) erro
 		return conflict("the session is %s, not Active", sess.Status.Phase)
 	}
 	key := sessionKey{t.Name, ns, sess.Name}
-	s.mu.Lock()
-	held := s.live[key]
-	s.mu.Unlock()
-	if held == nil || held.live == nil {
-		if held == nil && s.passOn(w, r, sess) {
-			return nil
-		}
-		return &apiError{http.StatusConflict, "NotHeld", errNotHere.Error()}
+	live, held, passed, err := s.running(w, r, t, sess)
+	if passed || err != nil {
+		return err
 	}
 	if !readOnly {
-		if !held.typing.CompareAndSwap(false, true) {
+		select {
+		case held.typing <- struct{}{}:
+			defer func() { <-held.typing }()
+		case <-time.After(typeSlotWait):
 			return conflict("the requester's terminal is open elsewhere: close it first")
+		case <-r.Context().Done():
+			return r.Context().Err()
 		}
-		defer held.typing.Store(false)
 	}
 	if err := t.runner.Lifecycle().Note(r.Context(), "attach", c.Name, sess, map[bool]string{true: "watching", false: "typing"}[readOnly]); err != nil {
 		return err
@@ -217,7 +268,7 @@ func (s *Server) terminal(w http.ResponseWriter, r *http.Request, c Caller) erro
 	role := map[bool]string{true: "watcher", false: "requester"}[readOnly]
 	s.metrics.terminals.WithLabelValues(role).Inc()
 	defer s.metrics.terminals.WithLabelValues(role).Dec()
-	err = terminal.Serve(w, r, held.live, terminal.Options{
+	err = terminal.Serve(w, r, live, terminal.Options{
 		ReadOnly: readOnly, Subprotocol: TerminalProtocol,
 		CheckOrigin: func(*http.Request) bool { return true }, // checked above, before the upgrade
 		Count:       func(dir string, n int) { s.metrics.bytes.WithLabelValues(dir).Add(float64(n)) },

@@ -76,9 +76,12 @@ func run(m *testing.M) int {
 
 // testRelay is a relay serving on loopback, with what it wrote.
 type testRelay struct {
-	url    string
-	store  *recording.Dir
-	audit  *cluster.SyncBuffer
+	url   string
+	store *recording.Dir
+	audit *cluster.SyncBuffer
+	// gate stands between the audit log and audit: a test holds the relay
+	// at one audited step.
+	gate   *auditGate
 	notes  *notes
 	server *relay.Server
 }
@@ -128,6 +131,7 @@ func startReplica(t testing.TB, cfg *relay.Config, clk clock.Clock, peers *relay
 		store.Root = cfg.Recording.Dir
 	}
 	tr := &testRelay{store: store, audit: &cluster.SyncBuffer{}, notes: &notes{}}
+	tr.gate = &auditGate{w: tr.audit}
 	// Every cluster of the config is the test cluster, reached as the portal.
 	targets := map[string]relay.Target{}
 	for _, c := range cfg.Clusters {
@@ -137,7 +141,7 @@ func startReplica(t testing.TB, cfg *relay.Config, clk clock.Clock, peers *relay
 	srv, err := relay.NewServer(relay.Options{
 		Config: cfg, Auth: auth, Store: tr.store, Clock: clk,
 		Targets:  targets,
-		Audit:    audit.NewLog(audit.Event{}, nil, &audit.Writer{W: tr.audit}),
+		Audit:    audit.NewLog(audit.Event{}, nil, &audit.Writer{W: tr.gate}),
 		Notifier: &notify.Webhook{URL: hook.URL, PortalURL: cfg.PortalURL},
 		Peers:    peers,
 	})
@@ -318,6 +322,43 @@ func (tm *term) waitFor(t testing.TB, want string) {
 }
 
 func (tm *term) output() string { return tm.out.String() }
+
+// auditGate writes the audit log's lines to w. Told to hold, it keeps the
+// first write holding a given text until released, so that whatever
+// audited it waits there: the relay stopped between two steps.
+type auditGate struct {
+	w  io.Writer
+	mu sync.Mutex
+	// match, reached and release are the hold asked for, if any.
+	match   string
+	reached chan struct{}
+	release chan struct{}
+}
+
+// hold holds the next write that contains match: reached is closed when it
+// arrives; release lets it (and everything after it) through.
+func (g *auditGate) hold(match string) (reached <-chan struct{}, release func()) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.match, g.reached, g.release = match, make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	rel := g.release
+	return g.reached, func() { once.Do(func() { close(rel) }) }
+}
+
+func (g *auditGate) Write(p []byte) (int, error) {
+	g.mu.Lock()
+	var wait chan struct{}
+	if g.match != "" && strings.Contains(string(p), g.match) {
+		close(g.reached)
+		wait, g.match = g.release, ""
+	}
+	g.mu.Unlock()
+	if wait != nil {
+		<-wait
+	}
+	return g.w.Write(p)
+}
 
 // notes collects the notification webhook's events.
 type notes struct {
