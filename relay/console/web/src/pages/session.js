@@ -28,14 +28,27 @@ export async function sessionPage(main, me, cluster, ns, name, focus) {
   let shown = '';
   const timers = h('p', { class: 'timers', 'aria-live': 'off' });
 
+  // Answers are shown in the order they were asked for: a read sent before
+  // an action and answered after it would otherwise show the session as it
+  // was (a start not yet made), and close and reopen its terminal.
+  let asked = 0;
+  let shownAnswer = 0;
+  const fresh = async (f) => {
+    const mine = ++asked;
+    const got = await f();
+    if (mine > shownAnswer) {
+      shownAnswer = mine;
+      s = got;
+      draw();
+    }
+  };
+
   const act = async (f) => {
     out.replaceChildren();
     try {
-      s = await f();
-      draw();
+      await fresh(f);
       // An action answers with the Session; its live limits come with a read.
-      s = await api.get(cluster, ns, name);
-      draw();
+      await fresh(() => api.get(cluster, ns, name));
     } catch (e) {
       out.replaceChildren(notice('error', e.message));
     }
@@ -139,8 +152,7 @@ export async function sessionPage(main, me, cluster, ns, name, focus) {
   draw();
   const poll = setInterval(async () => {
     try {
-      s = await api.get(cluster, ns, name);
-      draw();
+      await fresh(() => api.get(cluster, ns, name));
     } catch (e) {
       out.replaceChildren(notice('error', e.message));
     }
