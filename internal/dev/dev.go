@@ -20,6 +20,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -61,6 +62,20 @@ type Options struct {
 	// ReviewWithin is when a glass-broken session's review falls due
 	// (default 24h); after it, the fallback reviewer is told.
 	ReviewWithin time.Duration
+	// Progress, if set, is told each step as it begins: a caller waiting
+	// for Ready knows the plane is still coming up, and which step it is at.
+	Progress func(Step)
+}
+
+// Step is one step of bringing the plane up.
+type Step struct {
+	What string
+	// Waiting is a step that waits on another process, which ends it on its
+	// own (another test's real node on this machine): no hang of the plane.
+	Waiting bool
+	// At is when it began, after Up was called; Took is how long it took
+	// (zero until the next step begins).
+	At, Took time.Duration
 }
 
 // Info is what a newcomer needs to use the plane.
@@ -74,6 +89,8 @@ type Info struct {
 	DebugImage                string
 	Tokens                    map[string]string // person's email -> token file
 	Started                   time.Duration
+	// Steps are the steps Up took, each with how long it took.
+	Steps []Step
 	// RekorURL is the transparency log, when it runs; RelayKey and RekorKey
 	// are the relay's and the log's public keys (PEM files) to verify with.
 	RekorURL, RelayKey, RekorKey string
@@ -106,7 +123,18 @@ func Up(ctx context.Context, o Options, logs io.Writer) (err error) {
 		}
 		err = errors.Join(err, os.RemoveAll(o.Dir))
 	}()
-	step := func(what string) { fmt.Fprintf(logs, ">> %s (%.1fs)\n", what, time.Since(begin).Seconds()) }
+	var steps []Step
+	step := func(what string) {
+		at := time.Since(begin)
+		if n := len(steps); n > 0 {
+			steps[n-1].Took = at - steps[n-1].At
+		}
+		steps = append(steps, Step{What: what, At: at, Waiting: strings.Contains(what, cluster.WaitingPrefix)})
+		fmt.Fprintf(logs, ">> %s (%.1fs)\n", what, at.Seconds())
+		if o.Progress != nil {
+			o.Progress(steps[len(steps)-1])
+		}
+	}
 
 	// The relay's address first: the console's sign-in, the issuer's
 	// client and every deep link name it.
@@ -122,7 +150,8 @@ func Up(ctx context.Context, o Options, logs io.Writer) (err error) {
 	if o.RealNode {
 		// The node's own registry: on the pods' bridge, which it pulls from.
 		step("kube-apiserver, etcd and a real node (kubelet, containerd, runc), with the " + string(o.Profile) + " plane")
-		if first, err = cluster.Start(ctx, cluster.Options{Profile: o.Profile, RealNode: true}); err != nil {
+		if first, err = cluster.Start(ctx, cluster.Options{Profile: o.Profile, RealNode: true,
+			Progress: func(what string) { step("the real node's cluster: " + what) }}); err != nil {
 			return err
 		}
 		stops = append(stops, first.Stop)
@@ -207,9 +236,10 @@ func Up(ctx context.Context, o Options, logs io.Writer) (err error) {
 	stops = append(stops, stopRelay)
 
 	if o.Ready != nil {
+		steps[len(steps)-1].Took = time.Since(begin) - steps[len(steps)-1].At
 		info := Info{Kubeconfig: planes[0].kubeconfig, RelayURL: relayURL, Cluster: planes[0].name, Namespace: demoNamespace, Pod: planes[0].pod,
 			ConsoleURL: relayURL + "/console/", Notifications: filepath.Join(o.Dir, "notifications.jsonl"),
-			DebugImage: image.String(), Tokens: tokens, Started: time.Since(begin)}
+			DebugImage: image.String(), Tokens: tokens, Started: time.Since(begin), Steps: steps}
 		for _, pl := range planes {
 			info.Clusters = append(info.Clusters, ClusterInfo{Name: pl.name, Profile: pl.profile, Kubeconfig: pl.kubeconfig, Pod: pl.pod})
 		}

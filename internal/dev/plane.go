@@ -67,7 +67,8 @@ func (p *plane) start(ctx context.Context, step func(string), stops *[]func() er
 	var err error
 	if p.c == nil {
 		step("cluster " + p.name + ": kube-apiserver, etcd and the virtual node, with the " + string(p.profile) + " plane")
-		if p.c, err = cluster.Start(ctx, cluster.Options{Profile: p.profile, DebugImages: []string{image}, VirtualNode: true}); err != nil {
+		if p.c, err = cluster.Start(ctx, cluster.Options{Profile: p.profile, DebugImages: []string{image}, VirtualNode: true,
+			Progress: func(what string) { step("cluster " + p.name + ": " + what) }}); err != nil {
 			return err
 		}
 		*stops = append(*stops, p.c.Stop)

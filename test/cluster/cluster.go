@@ -57,7 +57,15 @@ type Options struct {
 	// and the scheduler (make node; the packages of hack/debian-packages.sh):
 	// Deployments become pods with real containers. See realnode.go.
 	RealNode bool
+	// Progress, if set, is told each step of bringing the cluster up as it
+	// begins, so that a caller can tell a slow step from a hung one. A step
+	// that starts with WaitingPrefix waits on something outside the cluster
+	// that ends on its own (another test's real node).
+	Progress func(step string)
 }
+
+// WaitingPrefix starts a Progress step that waits on another process.
+const WaitingPrefix = "waiting for "
 
 // Cluster is a running control plane.
 type Cluster struct {
@@ -90,6 +98,10 @@ func AssetsDir() string {
 // Start starts a control plane and installs the plane for opts.Profile. The
 // caller stops it with Stop, also when a test fails.
 func Start(ctx context.Context, opts Options) (*Cluster, error) {
+	progress := opts.Progress
+	if progress == nil {
+		progress = func(string) {}
+	}
 	assets := AssetsDir()
 	for _, b := range []string{"kube-apiserver", "etcd"} {
 		if _, err := os.Stat(filepath.Join(assets, b)); err != nil {
@@ -133,7 +145,7 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	var rn *realNode
 	if opts.RealNode {
 		var err error
-		if rn, err = newRealNode(); err != nil {
+		if rn, err = newRealNode(progress); err != nil {
 			return nil, err
 		}
 		for k, v := range rn.apiServerFlags {
@@ -147,6 +159,7 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 			return nil, err
 		}
 	}
+	progress("kube-apiserver and etcd")
 	cfg, err := env.Start()
 	if err != nil {
 		if certDir != "" {
@@ -167,7 +180,7 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 		return nil, err
 	}
 	if rn != nil {
-		if err := rn.start(ctx, c, env); err != nil {
+		if err := rn.start(ctx, c, env, progress); err != nil {
 			_ = c.Stop()
 			return nil, err
 		}
@@ -182,6 +195,7 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 		}
 	}
 	if opts.Profile != "" {
+		progress("the " + string(opts.Profile) + " plane's manifests")
 		if err := c.install(ctx, opts); err != nil {
 			_ = c.Stop()
 			return nil, err

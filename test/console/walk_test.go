@@ -84,26 +84,16 @@ func TestConsoleWalk(t *testing.T) {
 	if err := os.Mkdir(state, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	ctx, stop := context.WithCancel(context.Background())
-	defer stop()
-	ready := make(chan dev.Info, 1)
-	done := make(chan error, 1)
 	var logs cluster.SyncBuffer
-	go func() {
-		done <- dev.Up(ctx, dev.Options{Profile: policies.Flight, Both: true, Rekor: true, ReviewWithin: 20 * time.Second,
-			RelayAddr: "127.0.0.1:0", Dir: state, Ready: func(i dev.Info) { ready <- i }}, &logs)
-	}()
-	var info dev.Info
-	select {
-	case info = <-ready:
-	case err := <-done:
-		t.Fatalf("dev up: %v\n%s", err, logs.String())
-	case <-time.After(3 * time.Minute):
-		t.Fatalf("not up within 3 minutes:\n%s", logs.String())
+	running, err := dev.Background(context.Background(), dev.Options{Profile: policies.Flight, Both: true, Rekor: true, ReviewWithin: 20 * time.Second,
+		RelayAddr: "127.0.0.1:0", Dir: state}, &logs)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, logs.String())
 	}
+	t.Log(running.Report())
+	info := running.Info
 	defer func() {
-		stop()
-		if err := <-done; err != nil {
+		if err := running.Stop(); err != nil {
 			t.Errorf("stopping: %v", err)
 		}
 		if _, err := os.Stat(state); !os.IsNotExist(err) {

@@ -40,24 +40,11 @@ func walkthrough(t *testing.T, o dev.Options) {
 	if err := os.Mkdir(state, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	ctx, stop := context.WithCancel(context.Background())
-	defer stop()
-	ready := make(chan dev.Info, 1)
+	ctx := context.Background()
 	var logs cluster.SyncBuffer
-	done := make(chan error, 1)
-	go func() {
-		o.RelayAddr, o.Dir, o.Ready = "127.0.0.1:0", state, func(i dev.Info) { ready <- i }
-		done <- dev.Up(ctx, o, &logs)
-	}()
-	var info dev.Info
-	select {
-	case info = <-ready:
-	case err := <-done:
-		t.Fatalf("dev up: %v\n%s", err, logs.String())
-	case <-time.After(2 * time.Minute):
-		t.Fatalf("not up within 2 minutes:\n%s", logs.String())
-	}
-	t.Logf("up in %s", info.Started)
+	o.RelayAddr, o.Dir = "127.0.0.1:0", state
+	running := up(ctx, t, o, &logs)
+	info := running.Info
 
 	as := func(who string) *client.Client {
 		tok, err := os.ReadFile(info.Tokens[who])
@@ -103,9 +90,10 @@ func walkthrough(t *testing.T, o dev.Options) {
 	if o.Rekor {
 		requireAnchored(ctx, t, bob, target, info)
 	}
-	stop()
+	stopped := make(chan error, 1)
+	go func() { stopped <- running.Stop() }()
 	select {
-	case err := <-done:
+	case err := <-stopped:
 		if err != nil {
 			t.Fatalf("stopping: %v", err)
 		}
@@ -119,6 +107,20 @@ func walkthrough(t *testing.T, o dev.Options) {
 		_ = c.Close()
 		t.Fatal("the relay still listens")
 	}
+}
+
+// up brings the plane up for the test, saying how long each step took.
+func up(ctx context.Context, t *testing.T, o dev.Options, logs *cluster.SyncBuffer) *dev.Running {
+	t.Helper()
+	r, err := dev.Background(ctx, o, logs)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, logs.String())
+	}
+	// Stopped also when the test fails: the real node's changes to the
+	// machine are undone.
+	t.Cleanup(func() { _ = r.Stop() })
+	t.Log(r.Report())
+	return r
 }
 
 // requireAnchored: with --rekor, the recording is anchored a moment after
