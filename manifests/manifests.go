@@ -51,7 +51,11 @@ func Generated(profile policies.Profile) ([]runtime.Object, error) {
 		out = append(out, p.Policy)
 	}
 	for _, p := range pairs {
-		out = append(out, p.Binding)
+		// A ChartBound policy's binding is the chart's template's
+		// (templates/namespaces.yaml), rendered from its values.
+		if p.Binding != nil {
+			out = append(out, p.Binding)
+		}
 	}
 	return out, nil
 }
@@ -144,4 +148,30 @@ func Decode(stream []byte) ([]*unstructured.Unstructured, error) {
 		}
 		out = append(out, u)
 	}
+}
+
+// ChartBindings are the bindings the chart renders from its values for the
+// chart-bound grant policies of profile (templates/namespaces.yaml): none
+// for values that ask for nothing.
+func ChartBindings(profile policies.Profile, v vap.ChartValues) ([]runtime.Object, error) {
+	pairs, err := vap.BuildAll(profile)
+	if err != nil {
+		return nil, err
+	}
+	var out []runtime.Object
+	for _, p := range vap.Bind(pairs, v) {
+		if p.Binding != nil && isChartBound(p.Policy.Name) {
+			out = append(out, p.Binding)
+		}
+	}
+	return out, nil
+}
+
+func isChartBound(name string) bool {
+	for _, p := range policies.All() {
+		if p.Name == name {
+			return p.ChartBound
+		}
+	}
+	return false
 }

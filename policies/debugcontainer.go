@@ -78,7 +78,7 @@ func debugShape(prefix, list string) []Validation {
 func DebugContainer() Policy {
 	validations := []Validation{{
 		Name:       "debug.portal-only",
-		Expression: `size(variables.added) == 0 || request.userInfo.username == variables.portalUser`,
+		Expression: `size(variables.added) == 0 || ` + isPortalExpr,
 		Message:    "[debug.portal-only] on this cluster only the break-glass portal adds debug containers: request a session in the portal.",
 		Profiles:   []Profile{Flight},
 	}}
@@ -117,7 +117,6 @@ func DebugContainer() Policy {
 			Operations:  []Operation{Update},
 		}},
 		Variables: []Variable{
-			{Name: "portalUser", Expression: portalUserExpr},
 			{Name: "oldNames", Expression: `has(oldObject.spec.ephemeralContainers) ? oldObject.spec.ephemeralContainers.map(c, c.name) : []`},
 			{Name: "added", Expression: `has(object.spec.ephemeralContainers) ? object.spec.ephemeralContainers.filter(c, !(c.name in variables.oldNames)) : []`},
 			{Name: "sensitiveVolumes", Expression: sensitiveVolumesExpr},

@@ -24,15 +24,10 @@ func GrantGuard() Policy {
 	ttl := q(v1alpha1.TTLLabel)
 	session := q(v1alpha1.SessionLabel)
 	return Policy{
-		Name:     "breakglass-grant-guard",
-		Summary:  "RoleBindings to the debug roles: one plane ServiceAccount, a session label, a TTL label, neither ever changed.",
-		Profiles: Profiles,
-		Rules: []Rule{{
-			APIGroups:   []string{"rbac.authorization.k8s.io"},
-			APIVersions: []string{"v1"},
-			Resources:   []string{"rolebindings"},
-			Operations:  []Operation{Create, Update},
-		}},
+		Name:            "breakglass-grant-guard",
+		Summary:         "RoleBindings to the debug roles: one plane ServiceAccount, a session label, a TTL label, neither ever changed.",
+		Profiles:        Profiles,
+		Rules:           []Rule{debugRoleBindingWrites},
 		MatchConditions: []Condition{bindsDebugRole},
 		Variables: []Variable{
 			{Name: "labels", Expression: `has(object.metadata.labels) ? object.metadata.labels : {}`},
@@ -44,13 +39,13 @@ func GrantGuard() Policy {
 				Name:       "grant.system-namespace",
 				Expression: fmt.Sprintf(`!(request.namespace in %s)`, systemNamespacesExpr),
 				MessageExpression: `'[grant.system-namespace] namespace ' + request.namespace +
-					' is one of the cluster\'s own: break-glass grants are never made here, whatever PolicyParams says.'`,
+					' is one of the cluster\'s own: break-glass grants are never made here, whatever the chart\'s values say.'`,
 			},
 			{
 				Name: "grant.subject",
 				Expression: fmt.Sprintf(`has(object.subjects) && size(object.subjects) == 1 &&
-					object.subjects[0].kind == 'ServiceAccount' &&
-					has(object.subjects[0].namespace) && object.subjects[0].namespace == '%s'`, v1alpha1.Namespace),
+					object.subjects[0].kind == 'ServiceAccount' && object.subjects[0].name == '%s' &&
+					has(object.subjects[0].namespace) && object.subjects[0].namespace == '%s'`, v1alpha1.PortalServiceAccount, v1alpha1.Namespace),
 				Message: fmt.Sprintf("[grant.subject] a debug role is bound only to the portal: exactly one subject, ServiceAccount %s/%s. Request a session through the portal instead of binding a person.",
 					v1alpha1.Namespace, v1alpha1.PortalServiceAccount),
 			},
@@ -78,21 +73,19 @@ func GrantGuard() Policy {
 	}
 }
 
-// GrantShape checks a session grant against the params: its subject is the
-// portal, its TTL is within the bounds, its namespace is not protected.
+// GrantShape checks a session grant's TTL against the params. Who the
+// grant names (the portal, fixed: GrantGuard) and where it may be made (the
+// system namespaces, GrantGuard; the chart's protected namespaces and
+// opt-in, ProtectedNamespaces and NamespaceOptIn) are not parameters: no
+// PolicyParams edit moves them.
 func GrantShape() Policy {
 	return Policy{
-		Name:        "breakglass-grant-shape",
-		Summary:     "Session grants: only the portal, only briefly, never in a protected namespace.",
-		Profiles:    Profiles,
-		UsesParams:  true,
-		SelectLabel: v1alpha1.SessionLabel,
-		Rules: []Rule{{
-			APIGroups:   []string{"rbac.authorization.k8s.io"},
-			APIVersions: []string{"v1"},
-			Resources:   []string{"rolebindings"},
-			Operations:  []Operation{Create, Update},
-		}},
+		Name:            "breakglass-grant-shape",
+		Summary:         "Session grants: only briefly.",
+		Profiles:        Profiles,
+		UsesParams:      true,
+		SelectLabel:     v1alpha1.SessionLabel,
+		Rules:           []Rule{debugRoleBindingWrites},
 		MatchConditions: []Condition{bindsDebugRole},
 		Variables: []Variable{
 			{Name: "ttl", Expression: fmt.Sprintf(`%[1]s in object.metadata.labels ? object.metadata.labels[%[1]s] : ''`, q(v1alpha1.TTLLabel))},
@@ -100,29 +93,6 @@ func GrantShape() Policy {
 			{Name: "ttlWellFormed", Expression: fmt.Sprintf(`size(variables.ttl) <= 16 && variables.ttl.matches('%s') && variables.ttl != ''`, durationPattern)},
 		},
 		Validations: []Validation{
-			{
-				Name:       "grant.namespace",
-				Expression: `!(request.namespace in params.spec.protectedNamespaces)`,
-				MessageExpression: `'[grant.namespace] namespace ' + request.namespace +
-					' is protected: break-glass grants are never made here. Debug the workload in its own namespace.'`,
-			},
-			{
-				Name: "grant.namespace-opt-in",
-				Expression: fmt.Sprintf(`!has(params.spec.requireNamespaceOptIn) || !params.spec.requireNamespaceOptIn ||
-					(has(namespaceObject.metadata.labels) && %[1]s in namespaceObject.metadata.labels &&
-					 namespaceObject.metadata.labels[%[1]s] == 'true')`, q(v1alpha1.NamespaceOptInLabel)),
-				MessageExpression: fmt.Sprintf(`'[grant.namespace-opt-in] namespace ' + request.namespace +
-					' has not opted in to break-glass grants: a cluster admin labels it %s=true.'`, v1alpha1.NamespaceOptInLabel),
-			},
-			{
-				Name: "grant.portal",
-				// GrantGuard refuses any other number of subjects, in its own words.
-				Expression: `!has(object.subjects) || size(object.subjects) != 1 ||
-					(object.subjects[0].name == params.spec.portal.name && has(object.subjects[0].namespace) &&
-					 object.subjects[0].namespace == params.spec.portal.namespace)`,
-				MessageExpression: `'[grant.portal] a debug role is bound only to the portal, ServiceAccount ' +
-					params.spec.portal.namespace + '/' + params.spec.portal.name + '.'`,
-			},
 			{
 				Name: "grant.ttl",
 				Expression: `!variables.ttlWellFormed ||
@@ -132,6 +102,56 @@ func GrantShape() Policy {
 					params.spec.grantTTL.max + ' (label %s); it asks for ' + variables.ttl + '.'`, v1alpha1.TTLLabel),
 			},
 		},
+	}
+}
+
+// debugRoleBindingWrites are the RoleBinding writes the grant policies see.
+var debugRoleBindingWrites = Rule{
+	APIGroups:   []string{"rbac.authorization.k8s.io"},
+	APIVersions: []string{"v1"},
+	Resources:   []string{"rolebindings"},
+	Operations:  []Operation{Create, Update},
+}
+
+// ProtectedNamespaces refuses every grant in the namespaces the chart's
+// values protect (params.protectedNamespaces), beyond the system ones
+// GrantGuard names: its binding, which the chart renders at install,
+// selects them by name (kubernetes.io/metadata.name, which the API server
+// sets and nobody can change), so no PolicyParams edit unprotects one.
+func ProtectedNamespaces() Policy {
+	return Policy{
+		Name:            "breakglass-grant-protected-namespaces",
+		Summary:         "No grant in a namespace the chart protects.",
+		Profiles:        Profiles,
+		ChartBound:      true,
+		Rules:           []Rule{debugRoleBindingWrites},
+		MatchConditions: []Condition{bindsDebugRole},
+		Validations: []Validation{{
+			Name:       "grant.namespace",
+			Expression: `false`,
+			MessageExpression: `'[grant.namespace] namespace ' + request.namespace +
+				' is protected: break-glass grants are never made here. Debug the workload in its own namespace.'`,
+		}},
+	}
+}
+
+// NamespaceOptIn, when the chart requires namespaces to opt in
+// (params.requireNamespaceOptIn), refuses grants in every namespace not
+// labelled breakglass.tower.dev/enabled=true: its binding selects them.
+func NamespaceOptIn() Policy {
+	return Policy{
+		Name:            "breakglass-grant-namespace-opt-in",
+		Summary:         "Grants only in namespaces that opted in, when the chart requires it.",
+		Profiles:        Profiles,
+		ChartBound:      true,
+		Rules:           []Rule{debugRoleBindingWrites},
+		MatchConditions: []Condition{bindsDebugRole},
+		Validations: []Validation{{
+			Name:       "grant.namespace-opt-in",
+			Expression: `false`,
+			MessageExpression: fmt.Sprintf(`'[grant.namespace-opt-in] namespace ' + request.namespace +
+				' has not opted in to break-glass grants: a cluster admin labels it %s=true.'`, v1alpha1.NamespaceOptInLabel),
+		}},
 	}
 }
 
@@ -173,52 +193,6 @@ func PlaneBindsOnlyDebugRoles() Policy {
 				object.roleRef.kind == 'ClusterRole' && object.roleRef.name in %s`, debugRolesExpr),
 			Message: fmt.Sprintf("[portal.binds-only-debug-roles] the portal may only create RoleBindings to %s or %s.",
 				v1alpha1.DebugRole, v1alpha1.DebugProcessRole),
-		}},
-	}
-}
-
-// planeBindings are the at-rest bindings the chart makes to the plane's own
-// accounts, each named for the role it binds: the ClusterRoleBindings, and
-// the RoleBindings in the plane's namespace.
-var (
-	planeClusterBindings   = []string{v1alpha1.PortalRole, v1alpha1.SweeperRole, "breakglass:webhook"}
-	planeNamespaceBindings = []string{"breakglass:sweeper-leader-election", "breakglass:webhook"}
-)
-
-// planeSubjectExpr is true when a binding names one of the plane's three
-// accounts, directly or through the group of the plane's namespace. Other
-// ServiceAccounts of that namespace are nobody special.
-var planeSubjectExpr = fmt.Sprintf(`has(object.subjects) && object.subjects.exists(s,
-	(s.kind == 'ServiceAccount' && has(s.namespace) && s.namespace == '%[1]s' && s.name in ['%[2]s', '%[3]s', '%[4]s']) ||
-	(s.kind == 'Group' && s.name == 'system:serviceaccounts:%[1]s'))`,
-	v1alpha1.Namespace, v1alpha1.PortalServiceAccount, v1alpha1.SweeperServiceAccount, v1alpha1.WebhookServiceAccount)
-
-// NoStandingPlaneBindings keeps standing rights away from the plane's
-// accounts: a binding that names one of them is either a session grant (a
-// RoleBinding to a debug role, which GrantGuard and GrantShape hold to
-// shape) or one of the chart's own at-rest bindings. Otherwise a namespace
-// admin could bind the portal to admin, and the portal would hold, for good,
-// what grants give for minutes (a wildcard role even answers yes to the
-// process-access check). It reads no params.
-func NoStandingPlaneBindings() Policy {
-	return Policy{
-		Name:            "breakglass-no-standing-plane-bindings",
-		Summary:         "The plane's accounts are bound only by session grants and the chart's own at-rest bindings.",
-		Profiles:        Profiles,
-		Rules:           []Rule{bindingWrites},
-		MatchConditions: []Condition{{Name: "names-a-plane-account", Expression: planeSubjectExpr}},
-		Validations: []Validation{{
-			Name: "grant.no-standing",
-			Expression: fmt.Sprintf(`(request.resource.resource == 'rolebindings' && object.roleRef.kind == 'ClusterRole' &&
-				object.roleRef.name in %[1]s) ||
-				(object.roleRef.name == object.metadata.name &&
-				 ((request.resource.resource == 'clusterrolebindings' && object.roleRef.kind == 'ClusterRole' && object.metadata.name in %[2]s) ||
-				  (request.resource.resource == 'rolebindings' && request.namespace == '%[4]s' && object.roleRef.kind == 'Role' &&
-				   object.metadata.name in %[3]s)))`,
-				debugRolesExpr, celList(planeClusterBindings), celList(planeNamespaceBindings), v1alpha1.Namespace),
-			Message: fmt.Sprintf("[grant.no-standing] the plane's accounts (%s, %s and %s in %s) hold no standing rights: they are bound only by "+
-				"session grants and the chart's own bindings. Request a break-glass session instead.",
-				v1alpha1.PortalServiceAccount, v1alpha1.SweeperServiceAccount, v1alpha1.WebhookServiceAccount, v1alpha1.Namespace),
 		}},
 	}
 }

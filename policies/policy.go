@@ -86,7 +86,13 @@ type Policy struct {
 	// conditions, so a policy that reads params denies every request it
 	// matches while the params object is missing: a selector keeps that
 	// failure to the plane's own objects.
-	SelectLabel     string
+	SelectLabel string
+	// ChartBound says the policy's binding is the chart's, rendered from
+	// its values at install (which namespaces it covers, by
+	// NamespaceSelector), not a generated file: a PolicyParams edit cannot
+	// move it. Without those values the policy is installed unbound and
+	// refuses nothing.
+	ChartBound      bool
 	Rules           []Rule
 	MatchConditions []Condition
 	Variables       []Variable
@@ -129,6 +135,8 @@ func All() []Policy {
 	return []Policy{
 		GrantGuard(),
 		GrantShape(),
+		ProtectedNamespaces(),
+		NamespaceOptIn(),
 		NoDebugClusterRoleBinding(),
 		PlaneBindsOnlyDebugRoles(),
 		NoStandingPlaneBindings(),

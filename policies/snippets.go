@@ -10,8 +10,6 @@ import (
 // CEL snippets several policies share. They read params, so only
 // validations and variables may use them, never match conditions.
 const (
-	// portalUserExpr is the portal's username as the API server names it.
-	portalUserExpr = `'system:serviceaccount:' + params.spec.portal.namespace + ':' + params.spec.portal.name`
 	// durationPattern is the Go duration subset the TTL label and bounds use.
 	durationPattern = `^([0-9]+h)?([0-9]+m)?([0-9]+s)?$`
 	// digestPattern is an image reference pinned by digest.

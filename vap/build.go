@@ -7,6 +7,7 @@ package vap
 
 import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
@@ -129,5 +130,57 @@ func Build(p policies.Policy, profile policies.Profile) Pair {
 			ParameterNotFoundAction: &deny,
 		}
 	}
+	if p.ChartBound {
+		// The chart renders it from its values (Bind).
+		binding = nil
+	}
 	return Pair{Policy: policy, Binding: binding}
+}
+
+// ChartValues are the chart's values that bind its ChartBound policies,
+// fixed at install: no PolicyParams edit moves them.
+type ChartValues struct {
+	// ProtectedNamespaces never receive a grant, beyond the system ones.
+	ProtectedNamespaces []string
+	// RequireNamespaceOptIn lets grants only into namespaces labelled
+	// breakglass.tower.dev/enabled=true.
+	RequireNamespaceOptIn bool
+}
+
+// Bind gives the ChartBound policies among pairs the bindings the chart
+// renders from v (templates/namespaces.yaml renders the same); a policy v
+// leaves unbound keeps no binding and refuses nothing.
+func Bind(pairs []Pair, v ChartValues) []Pair {
+	out := make([]Pair, len(pairs))
+	for i, pr := range pairs {
+		out[i] = pr
+		var sel *metav1.LabelSelector
+		switch pr.Policy.Name {
+		case policies.ProtectedNamespaces().Name:
+			if len(v.ProtectedNamespaces) > 0 {
+				sel = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
+					Key: corev1.LabelMetadataName, Operator: metav1.LabelSelectorOpIn, Values: v.ProtectedNamespaces}}}
+			}
+		case policies.NamespaceOptIn().Name:
+			if v.RequireNamespaceOptIn {
+				sel = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
+					Key: v1alpha1.NamespaceOptInLabel, Operator: metav1.LabelSelectorOpNotIn, Values: []string{"true"}}}}
+			}
+		default:
+			continue
+		}
+		if sel == nil {
+			continue
+		}
+		out[i].Binding = &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "ValidatingAdmissionPolicyBinding"},
+			ObjectMeta: *pr.Policy.ObjectMeta.DeepCopy(),
+			Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
+				PolicyName:        pr.Policy.Name,
+				ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
+				MatchResources:    &admissionregistrationv1.MatchResources{NamespaceSelector: sel},
+			},
+		}
+	}
+	return out
 }

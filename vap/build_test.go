@@ -34,6 +34,8 @@ func TestBuiltPoliciesFailClosed(t *testing.T) {
 			t.Fatal(err)
 		}
 		names := map[string]bool{}
+		// The chart-bound policies as the chart binds them for these values.
+		pairs = Bind(pairs, ChartValues{ProtectedNamespaces: []string{"payments"}, RequireNamespaceOptIn: true})
 		for _, pr := range pairs {
 			names[pr.Policy.Name] = true
 			if fp := pr.Policy.Spec.FailurePolicy; fp == nil || *fp != admissionregistrationv1.Fail {

@@ -32,7 +32,16 @@ type CaseFile struct {
 	Profiles []policies.Profile `json:"profiles,omitempty"`
 	// Params is merged over the default PolicyParams spec for every case.
 	Params map[string]any `json:"params,omitempty"`
-	Cases  []Case         `json:"cases"`
+	// Values are the chart's values that bind its ChartBound policies, as
+	// the chart renders them at install.
+	Values *CaseValues `json:"values,omitempty"`
+	Cases  []Case      `json:"cases"`
+}
+
+// CaseValues are the chart values a case file installs the policies with.
+type CaseValues struct {
+	ProtectedNamespaces   []string `json:"protectedNamespaces,omitempty"`
+	RequireNamespaceOptIn bool     `json:"requireNamespaceOptIn,omitempty"`
 }
 
 // Case is one request and the expected answer.
@@ -208,18 +217,19 @@ type CaseResult struct {
 
 // Runner runs case files through the built policies of each profile.
 type Runner struct {
+	pairs      map[policies.Profile][]Pair
 	evaluators map[policies.Profile]*Evaluator
 }
 
 // NewRunner builds and compiles the policies of both profiles.
 func NewRunner() (*Runner, error) {
-	r := &Runner{evaluators: map[policies.Profile]*Evaluator{}}
+	r := &Runner{pairs: map[policies.Profile][]Pair{}, evaluators: map[policies.Profile]*Evaluator{}}
 	for _, p := range policies.Profiles {
 		pairs, err := BuildAll(p)
 		if err != nil {
 			return nil, err
 		}
-		r.evaluators[p] = NewEvaluator(pairs)
+		r.pairs[p], r.evaluators[p] = pairs, NewEvaluator(pairs)
 	}
 	return r, nil
 }
@@ -229,6 +239,13 @@ func (r *Runner) Run(ctx context.Context, cf CaseFile) ([]CaseResult, error) {
 	params, err := paramsFor(cf.Params)
 	if err != nil {
 		return nil, fmt.Errorf("%s: params: %w", cf.Path, err)
+	}
+	evaluators := r.evaluators
+	if v := cf.Values; v != nil {
+		evaluators = map[policies.Profile]*Evaluator{}
+		for p, pairs := range r.pairs {
+			evaluators[p] = NewEvaluator(Bind(pairs, ChartValues{ProtectedNamespaces: v.ProtectedNamespaces, RequireNamespaceOptIn: v.RequireNamespaceOptIn}))
+		}
 	}
 	var out []CaseResult
 	for _, c := range cf.Cases {
@@ -244,7 +261,7 @@ func (r *Runner) Run(ctx context.Context, cf CaseFile) ([]CaseResult, error) {
 			if c.NoParams {
 				p = nil
 			}
-			res := r.evaluators[profile].Evaluate(ctx, c.request(), p)
+			res := evaluators[profile].Evaluate(ctx, c.request(), p)
 			out = append(out, judge(cf.Path, c, profile, res))
 		}
 	}

@@ -51,7 +51,8 @@ func (e *Evaluator) Costs(ctx context.Context, req Request, params *unstructured
 	attr, versioned, ns, authz := req.attributes()
 	var out []ExpressionCost
 	for _, p := range e.policies {
-		if !matchesRules(p.pair.Policy, attr) || !matchesObjectSelector(p.pair.Binding, req) {
+		if p.pair.Binding == nil || !matchesRules(p.pair.Policy, attr) || !matchesObjectSelector(p.pair.Binding, req) ||
+			!matchesNamespaceSelector(p.pair.Binding, req) {
 			continue
 		}
 		var versionedParams runtime.Object

@@ -157,7 +157,8 @@ func (e *Evaluator) Evaluate(ctx context.Context, req Request, params *unstructu
 	attr, versioned, ns, authz := req.attributes()
 	var result Result
 	for _, p := range e.policies {
-		if !matchesRules(p.pair.Policy, attr) || !matchesObjectSelector(p.pair.Binding, req) {
+		if p.pair.Binding == nil || !matchesRules(p.pair.Policy, attr) || !matchesObjectSelector(p.pair.Binding, req) ||
+			!matchesNamespaceSelector(p.pair.Binding, req) {
 			continue
 		}
 		deny := func(msg string) {
@@ -213,6 +214,27 @@ func matchesObjectSelector(b *admissionregistrationv1.ValidatingAdmissionPolicyB
 		}
 	}
 	return false
+}
+
+// matchesNamespaceSelector reports whether the binding's namespace selector
+// selects the request's namespace, whose labels include its name
+// (kubernetes.io/metadata.name), as the API server sets it. A cluster-wide
+// request is selected, as the API server selects one.
+func matchesNamespaceSelector(b *admissionregistrationv1.ValidatingAdmissionPolicyBinding, req Request) bool {
+	if b.Spec.MatchResources == nil || b.Spec.MatchResources.NamespaceSelector == nil || req.Namespace == "" {
+		return true
+	}
+	sel, err := metav1.LabelSelectorAsSelector(b.Spec.MatchResources.NamespaceSelector)
+	if err != nil {
+		return true // fails closed, as above
+	}
+	set := labels.Set{corev1.LabelMetadataName: req.Namespace}
+	for k, v := range req.NamespaceLabels {
+		if k != corev1.LabelMetadataName {
+			set[k] = v
+		}
+	}
+	return sel.Matches(set)
 }
 
 // permissions is an authorizer that answers from a fixed list, for offline

@@ -2,13 +2,9 @@ package v1alpha1
 
 import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-// SystemNamespaces never receive a grant, whatever PolicyParams says: the
-// grant policy names them itself.
+// SystemNamespaces never receive a grant, whatever the chart's values say:
+// the grant policy names them itself.
 var SystemNamespaces = []string{"kube-system", "kube-public", "kube-node-lease", Namespace}
-
-// DefaultProtectedNamespaces are the protected namespaces PolicyParams lists
-// by default: the system namespaces, which are protected anyway.
-var DefaultProtectedNamespaces = SystemNamespaces
 
 // DefaultPolicyParams is the PolicyParams object the chart installs when its
 // values are left alone, with the given debug images allowed.
@@ -20,12 +16,10 @@ func DefaultPolicyParams(debugImages ...string) *PolicyParams {
 		TypeMeta:   metav1.TypeMeta{APIVersion: GroupVersion.String(), Kind: "PolicyParams"},
 		ObjectMeta: metav1.ObjectMeta{Name: ParamsName},
 		Spec: PolicyParamsSpec{
-			DebugImages:         debugImages,
-			Portal:              ServiceAccountRef{Namespace: Namespace, Name: PortalServiceAccount},
-			GrantTTL:            DurationBounds{Min: "15m", Max: "75m"},
-			SessionDuration:     DurationBounds{Min: "15m", Max: "75m"},
-			ProtectedNamespaces: append([]string(nil), DefaultProtectedNamespaces...),
-			DebugUserID:         DebugUserID,
+			DebugImages:     debugImages,
+			GrantTTL:        DurationBounds{Min: "15m", Max: "75m"},
+			SessionDuration: DurationBounds{Min: "15m", Max: "75m"},
+			DebugUserID:     DebugUserID,
 		},
 	}
 }

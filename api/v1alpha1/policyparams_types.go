@@ -2,21 +2,6 @@ package v1alpha1
 
 import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-// ServiceAccountRef names a ServiceAccount.
-type ServiceAccountRef struct {
-	// +kubebuilder:validation:MinLength=1
-	// +kubebuilder:validation:MaxLength=63
-	Namespace string `json:"namespace"`
-	// +kubebuilder:validation:MinLength=1
-	// +kubebuilder:validation:MaxLength=253
-	Name string `json:"name"`
-}
-
-// Username is the name the API server gives requests made as this ServiceAccount.
-func (r ServiceAccountRef) Username() string {
-	return "system:serviceaccount:" + r.Namespace + ":" + r.Name
-}
-
 // DurationBounds is an inclusive range of Go durations such as "15m" and "75m".
 type DurationBounds struct {
 	// +kubebuilder:validation:Pattern=`^([0-9]+h)?([0-9]+m)?([0-9]+s)?$`
@@ -27,8 +12,12 @@ type DurationBounds struct {
 	Max string `json:"max"`
 }
 
-// PolicyParamsSpec is what the admission policies read at every request.
-// The list bounds are part of the contract: they keep every CEL expression's
+// PolicyParamsSpec is what the admission policies read at every request:
+// the allowlist and bounds an operator tunes. Who the portal is, which
+// accounts are the plane's and which namespaces never receive a grant are
+// not here: the policies name them, or the chart renders them into the
+// policies' bindings at install, so no edit of this object moves them. The
+// list bounds are part of the contract: they keep every CEL expression's
 // cost estimate small.
 type PolicyParamsSpec struct {
 	// DebugImages are the debug images a debug container may run, each pinned
@@ -39,28 +28,11 @@ type PolicyParamsSpec struct {
 	// +listType=set
 	DebugImages []string `json:"debugImages"`
 
-	// Portal is the portal's (the relay's) ServiceAccount: the only subject a
-	// grant may name.
-	Portal ServiceAccountRef `json:"portal"`
-
 	// GrantTTL bounds the TTL label on a grant.
 	GrantTTL DurationBounds `json:"grantTTL"`
 
 	// SessionDuration bounds a Session's spec.duration.
 	SessionDuration DurationBounds `json:"sessionDuration"`
-
-	// ProtectedNamespaces never receive a grant, in addition to the system
-	// namespaces (SystemNamespaces), which the policies protect whatever
-	// this list says.
-	// +kubebuilder:validation:MaxItems=64
-	// +kubebuilder:validation:items:MaxLength=63
-	// +listType=set
-	ProtectedNamespaces []string `json:"protectedNamespaces"`
-
-	// RequireNamespaceOptIn, when true, lets grants only into namespaces
-	// labelled breakglass.tower.dev/enabled=true (NamespaceOptInLabel).
-	// +optional
-	RequireNamespaceOptIn bool `json:"requireNamespaceOptIn,omitempty"`
 
 	// DebugUserID is the user id every debug container runs as.
 	// +kubebuilder:validation:Minimum=1

@@ -12,13 +12,16 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
 	"github.com/tower-dev/breakglass/manifests"
 	"github.com/tower-dev/breakglass/policies"
 	"github.com/tower-dev/breakglass/test/cluster"
+	"github.com/tower-dev/breakglass/vap"
 )
 
 // TestGrantShape makes grants on the real API server, as the portal and as
@@ -98,43 +101,57 @@ func ttl(d string) func(*rbacv1.RoleBinding) {
 	return func(rb *rbacv1.RoleBinding) { rb.Labels[v1alpha1.TTLLabel] = d }
 }
 
-// TestProtectedNamespaces edits the PolicyParams as an admin would: emptying
-// the protected list leaves the system namespaces protected, a namespace
-// added to it is protected, and the opt-in mode admits grants only into
-// namespaces labelled for them. The params are restored after.
+// TestProtectedNamespaces installs the chart's protected namespaces and
+// opt-in as the chart renders them (bindings fixed at install): a protected
+// namespace refuses grants, the system namespaces refuse them whatever the
+// values say, no PolicyParams edit unprotects one (the fields are gone:
+// the API server refuses them), and the opt-in mode admits grants only into
+// namespaces labelled for them. The bindings are removed after.
 func TestProtectedNamespaces(t *testing.T) {
-	eachProfile(t, func(t *testing.T, _ policies.Profile, c *cluster.Cluster) {
+	eachProfile(t, func(t *testing.T, profile policies.Profile, c *cluster.Cluster) {
 		ctx := testContext(t)
 		portal := mustUser(t)(c.Portal())
 		payments := namespace(t, c, "payments")
 		shop := namespace(t, c, "shop-optin")
-		params := &v1alpha1.PolicyParams{}
-		if err := c.Client.Get(ctx, client.ObjectKey{Name: v1alpha1.ParamsName}, params); err != nil {
-			t.Fatal(err)
+		apply := func(v vap.ChartValues) []client.Object {
+			objs, err := manifests.ChartBindings(profile, v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out []client.Object
+			for _, o := range objs {
+				obj := o.(client.Object)
+				wantAdmitted(t, c.Apply(ctx, obj))
+				out = append(out, obj)
+			}
+			t.Cleanup(func() {
+				for _, o := range out {
+					if err := c.Client.Delete(context.Background(), o); err != nil && !apierrors.IsNotFound(err) {
+						t.Errorf("removing %s: %v", o.GetName(), err)
+					}
+				}
+				// The next test must see them gone before it runs.
+				waitRefusal(t, portal, payments, "")
+			})
+			return out
 		}
-		saved := params.Spec.DeepCopy()
-		t.Cleanup(func() {
-			cur := &v1alpha1.PolicyParams{}
-			if err := c.Client.Get(context.Background(), client.ObjectKey{Name: v1alpha1.ParamsName}, cur); err != nil {
-				t.Errorf("restoring the params: %v", err)
-				return
-			}
-			cur.Spec = *saved
-			if err := c.Client.Update(context.Background(), cur); err != nil {
-				t.Errorf("restoring the params: %v", err)
-			}
-			// The next test must see them back before it runs.
-			waitRefusal(t, portal, payments, "")
-		})
-		// The list replaced by one that names none of the system namespaces.
-		params.Spec.ProtectedNamespaces = []string{payments}
-		wantAdmitted(t, c.Client.Update(ctx, params))
+		apply(vap.ChartValues{ProtectedNamespaces: []string{payments}})
 		waitRefusal(t, portal, payments, "[grant.namespace] namespace "+payments+" is protected")
 		waitRefusal(t, portal, "kube-system", "[grant.system-namespace] namespace kube-system is one of the cluster's own")
 		waitRefusal(t, portal, shop, "")
 
-		params.Spec.RequireNamespaceOptIn = true
-		wantAdmitted(t, c.Client.Update(ctx, params))
+		// An admin's PolicyParams edit cannot take the protection back.
+		params := &unstructured.Unstructured{}
+		params.SetGroupVersionKind(v1alpha1.GroupVersion.WithKind("PolicyParams"))
+		wantAdmitted(t, c.Client.Get(ctx, client.ObjectKey{Name: v1alpha1.ParamsName}, params))
+		_ = unstructured.SetNestedStringSlice(params.Object, []string{}, "spec", "protectedNamespaces")
+		if err := c.Client.Update(ctx, params, dryRun, client.FieldValidation("Strict")); err == nil ||
+			!strings.Contains(err.Error(), `unknown field "spec.protectedNamespaces"`) {
+			t.Fatalf("a PolicyParams edit naming protected namespaces: %v, want it refused as an unknown field", err)
+		}
+		waitRefusal(t, portal, payments, "[grant.namespace]")
+
+		apply(vap.ChartValues{ProtectedNamespaces: []string{payments}, RequireNamespaceOptIn: true})
 		waitRefusal(t, portal, shop, "[grant.namespace-opt-in] namespace "+shop+" has not opted in")
 
 		ns := &corev1.Namespace{}
@@ -142,6 +159,11 @@ func TestProtectedNamespaces(t *testing.T) {
 		ns.Labels[v1alpha1.NamespaceOptInLabel] = "true"
 		wantAdmitted(t, c.Client.Update(ctx, ns))
 		waitRefusal(t, portal, shop, "")
+		// A protected namespace stays protected, labelled or not.
+		wantAdmitted(t, c.Client.Get(ctx, client.ObjectKey{Name: payments}, ns))
+		ns.Labels[v1alpha1.NamespaceOptInLabel] = "true"
+		wantAdmitted(t, c.Client.Update(ctx, ns))
+		waitRefusal(t, portal, payments, "[grant.namespace]")
 	})
 }
 
@@ -184,6 +206,30 @@ func TestNoStandingPlaneBindings(t *testing.T) {
 			Subjects:   []rbacv1.Subject{{Kind: "Group", APIGroup: rbacv1.GroupName, Name: "system:serviceaccounts:" + v1alpha1.Namespace}},
 		}
 		wantDenied(t, admin.Client.Create(ctx, group, dryRun), "[grant.no-standing]")
+		// Every other spelling RBAC applies to the portal, and the broad groups.
+		for _, tc := range []struct {
+			name, ns, want string
+			subject        rbacv1.Subject
+		}{
+			{"a User named like the portal", ns, "[grant.no-standing]",
+				rbacv1.Subject{Kind: "User", APIGroup: rbacv1.GroupName, Name: v1alpha1.PortalUsername}},
+			{"the portal without its namespace", v1alpha1.Namespace, "[grant.no-standing]",
+				rbacv1.Subject{Kind: "ServiceAccount", Name: v1alpha1.PortalServiceAccount}},
+			{"every authenticated user", ns, "[grant.no-broad-groups]",
+				rbacv1.Subject{Kind: "Group", APIGroup: rbacv1.GroupName, Name: "system:authenticated"}},
+			{"every ServiceAccount", ns, "[grant.no-broad-groups]",
+				rbacv1.Subject{Kind: "Group", APIGroup: rbacv1.GroupName, Name: "system:serviceaccounts"}},
+			{"an app's own account of the same name", ns, "",
+				rbacv1.Subject{Kind: "ServiceAccount", Name: v1alpha1.PortalServiceAccount}},
+		} {
+			rb := standing.DeepCopy()
+			rb.Namespace, rb.Subjects = tc.ns, []rbacv1.Subject{tc.subject}
+			if tc.want == "" {
+				wantAdmitted(t, admin.Client.Create(ctx, rb, dryRun))
+			} else {
+				wantDenied(t, admin.Client.Create(ctx, rb, dryRun), tc.want)
+			}
+		}
 
 		// Every at-rest binding the chart ships, applied again as an upgrade does.
 		objs, err := manifests.Generated(policies.Flight)
