@@ -14,10 +14,16 @@ import (
 
 // carriesDebugContainer is the match condition that keeps every other
 // request away from the webhook: only a pod create with a breakglass-
-// container, or an ephemeral-container update with one, is sent to it. The
-// rules send UPDATE only for pods/ephemeralcontainers and CREATE only for pods.
-const carriesDebugContainer = `(request.operation == 'UPDATE' && has(object.spec.ephemeralContainers) &&
+// container, an ephemeral-container update that adds one, or a pod update
+// that changes a breakglass- container's image (only a copy has such
+// containers) is sent to it. The rules send UPDATE only for pods and
+// pods/ephemeralcontainers and CREATE only for pods.
+const carriesDebugContainer = `(request.operation == 'UPDATE' && request.?subResource.orValue('') == 'ephemeralcontainers' &&
+  has(object.spec.ephemeralContainers) &&
   object.spec.ephemeralContainers.exists(c, c.name.startsWith('` + v1alpha1.DebugContainerPrefix + `'))) ||
+(request.operation == 'UPDATE' && request.?subResource.orValue('') == '' &&
+  (object.spec.containers + object.spec.?initContainers.orValue([])).exists(c, c.name.startsWith('` + v1alpha1.DebugContainerPrefix + `') &&
+    !(oldObject.spec.containers + oldObject.spec.?initContainers.orValue([])).exists(o, o.name == c.name && o.image == c.image))) ||
 (request.operation == 'CREATE' &&
   (object.spec.containers.exists(c, c.name.startsWith('` + v1alpha1.DebugContainerPrefix + `')) ||
    (has(object.spec.initContainers) && object.spec.initContainers.exists(c, c.name.startsWith('` + v1alpha1.DebugContainerPrefix + `')))))`
@@ -40,7 +46,7 @@ func WebhookConfiguration(clientConfig admissionregistrationv1.WebhookClientConf
 				{Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
 					Rule: admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"}, Scope: &scope}},
 				{Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Update},
-					Rule: admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods/ephemeralcontainers"}, Scope: &scope}},
+					Rule: admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods/ephemeralcontainers", "pods"}, Scope: &scope}},
 			},
 			MatchConditions:         []admissionregistrationv1.MatchCondition{{Name: "carries-a-debug-container", Expression: carriesDebugContainer}},
 			FailurePolicy:           &fail,

@@ -127,14 +127,15 @@ func CopyPodShape() Policy {
 		},
 		Validation{
 			Name: "copy.placement",
-			Expression: `(!has(object.spec.tolerations) || object.spec.tolerations.all(t, has(t.key) && t.key != '')) &&
+			Expression: `object.spec.?nodeName.orValue('') != '' &&
+				(!has(object.spec.tolerations) || object.spec.tolerations.all(t, has(t.key) && t.key != '')) &&
 				(!has(object.spec.priorityClassName) || !object.spec.priorityClassName.startsWith('system-')) &&
 				(!has(object.spec.os) || object.spec.os.name == 'linux')`,
 			// A copy is bound to its node by name, so the scheduler never
 			// pre-empts for it; on the node only system- (critical) pods make
 			// the kubelet evict others. Any other class may be the cluster's
 			// default, which the priority admission plugin sets on every pod.
-			Message: "[copy.placement] a copy neither tolerates every taint nor takes a system- priority class (it never displaces the node's own workloads), and runs on Linux.",
+			Message: "[copy.placement] a copy names the node it runs on (as the pod it copies does: no scheduler or binding places it), neither tolerates every taint nor takes a system- priority class (it never displaces the node's own workloads), and runs on Linux.",
 		},
 		Validation{
 			Name: "copy.devices",
@@ -169,6 +170,58 @@ func CopyPodShape() Policy {
 			{Name: "sensitiveVolumes", Expression: sensitiveVolumesExpr},
 		},
 		Validations: validations,
+	}
+}
+
+// CopyPodUpdates keeps every session-labelled pod (a copy) what the plane
+// admitted until it is deleted: CopyPodShape checks a copy when it is
+// created, and an update could otherwise change what it runs (container
+// images are mutable), give it the app's labels (and so the app's traffic),
+// annotations (a cloud role, another network) or owners, resize it, or
+// rewrite its status. Its binding selects the old object or the new, so
+// dropping the session label is seen too. The kubelet of the copy's node
+// (and the cluster's own controllers, in kube-system) write its status;
+// new debug containers are DebugContainer's; a binding to a node is moot
+// (a copy names its node). It reads no params.
+func CopyPodUpdates() Policy {
+	return Policy{
+		Name:        "breakglass-copy-pod-updates",
+		Summary:     "Copy pods stay as admitted: no spec, label, annotation or owner change, no resize, status only from their node.",
+		Profiles:    Profiles,
+		SelectLabel: v1alpha1.SessionLabel,
+		Rules: []Rule{{
+			APIGroups: []string{""}, APIVersions: []string{"v1"},
+			Resources: []string{"pods", "pods/status", "pods/resize"}, Operations: []Operation{Update},
+		}},
+		Variables: []Variable{
+			// An update of the pod itself has no subresource, which CEL then lacks.
+			{Name: "sub", Expression: `request.?subResource.orValue('')`},
+		},
+		Validations: []Validation{
+			{
+				Name: "copy.unchanged",
+				Expression: `variables.sub != '' ||
+					(object.spec == oldObject.spec && object.metadata.?labels == oldObject.metadata.?labels &&
+					 object.metadata.?annotations == oldObject.metadata.?annotations &&
+					 object.metadata.?ownerReferences == oldObject.metadata.?ownerReferences)`,
+				Message: "[copy.unchanged] a copy pod stays as it was admitted: its containers, images, labels, annotations and owners never change. " +
+					"End the session and start another.",
+			},
+			{
+				Name:       "copy.no-resize",
+				Expression: `variables.sub != 'resize'`,
+				Message:    "[copy.no-resize] a copy pod is not resized: it runs with the resources it was admitted with.",
+			},
+			{
+				Name: "copy.status-by-its-node",
+				Expression: `variables.sub != 'status' ||
+					request.userInfo.username == 'system:node:' + oldObject.spec.?nodeName.orValue('') ||
+					request.userInfo.username == 'system:kube-controller-manager' ||
+					request.userInfo.username.startsWith('system:serviceaccount:kube-system:')`,
+				Message: "[copy.status-by-its-node] a copy pod's status is written by the kubelet of its node (and the cluster's controllers): " +
+					"what it reports about the copy is the plane's to read, nobody's to write.",
+			},
+		},
 	}
 }
 

@@ -114,8 +114,8 @@ func SessionRules() Policy {
 			{
 				Name: "session.sweeper-ends",
 				Expression: update + `!variables.isSweeper || oldObject.?status.?end.hasValue() || !object.?status.?end.hasValue() ||
-				(object.status.end.reason == 'swept' && object.status.end.?abnormal.orValue(false))`,
-				Message: "[session.sweeper-ends] the sweeper ends a session only as swept and abnormal: it never speaks for a person.",
+				(object.status.end.reason == 'swept' && object.status.end.?abnormal.orValue(false) && object.status.end.by == request.userInfo.username)`,
+				Message: "[session.sweeper-ends] the sweeper ends a session only as swept and abnormal, in its own name: it never speaks for a person.",
 			},
 			{
 				Name: "session.owners",
@@ -217,15 +217,28 @@ func SessionRules() Policy {
 // terminalPhasesExpr are the phases a Session never leaves.
 var terminalPhasesExpr = "['Ended', 'Denied', 'Expired']"
 
-// SessionDelete keeps a Session, the cluster's record of a session, until it
-// is over, and a glass-broken one until someone reviewed it. The portal may
-// take back a request it could not finish writing (no phase yet), and a
-// namespace that is going away takes its Sessions with it. It reads no
-// params. A delete-collection has no old object to judge, and is refused.
+// sessionOverExpr is true when the Session being deleted is over and its
+// record complete: ended (or never started), its recording finalized and
+// anchored if it ran (an anchor still pending keeps it), and no review
+// open (one that falls due and is not yet made: a glass-broken session's).
+var sessionOverExpr = fmt.Sprintf(`oldObject.?status.?phase.orValue('') in %s &&
+	(!oldObject.?status.?startedAt.hasValue() ||
+	 (oldObject.?status.?evidence.?manifestSHA256.orValue('') != '' && !oldObject.?status.?evidence.?anchorPending.orValue(false))) &&
+	(!oldObject.spec.?glassBroken.orValue(false) || oldObject.?status.?review.?by.hasValue()) &&
+	(!oldObject.?status.?review.?dueAt.hasValue() || oldObject.?status.?review.?by.hasValue())`, terminalPhasesExpr)
+
+// SessionDelete keeps a Session, the cluster's record of a session, until
+// its evidence exists: over, its recording finalized and anchored, its
+// review made. Nobody deletes it sooner, the portal, the sweeper, an app
+// team and cluster admins included, and deleting its namespace waits for
+// it too (the namespace stays Terminating until the sweeper has finished
+// the record). The portal may take back a request it could not finish
+// writing (no phase yet). It reads no params. A delete-collection has no
+// old object to judge, and is refused.
 func SessionDelete() Policy {
 	return Policy{
 		Name:     "breakglass-session-delete",
-		Summary:  "Sessions are deleted only when over, and glass-broken ones only once reviewed.",
+		Summary:  "Sessions are deleted only once over, their recording finalized and anchored and their review made.",
 		Profiles: Profiles,
 		Rules: []Rule{{
 			APIGroups:   []string{"breakglass.tower.dev"},
@@ -234,12 +247,41 @@ func SessionDelete() Policy {
 			Operations:  []Operation{Delete},
 		}},
 		Validations: []Validation{{
-			Name: "session.delete",
-			Expression: fmt.Sprintf(`(oldObject.?status.?phase.orValue('') in %s &&
-				(!oldObject.spec.?glassBroken.orValue(false) || oldObject.?status.?review.?by.hasValue())) ||
-				(oldObject.?status.?phase.orValue('') == '' && %s) ||
-				namespaceObject.?status.?phase.orValue('') == 'Terminating'`, terminalPhasesExpr, isPortalExpr),
-			Message: "[session.delete] a Session is kept until it is over (Ended, Denied or Expired), and a glass-broken one until it is reviewed: it is the cluster's record of who did what.",
+			Name:       "session.delete",
+			Expression: fmt.Sprintf(`(%s) || (oldObject.?status.?phase.orValue('') == '' && %s)`, sessionOverExpr, isPortalExpr),
+			Message: "[session.delete] a Session is kept until it is over (Ended, Denied or Expired), its recording finalized and anchored, " +
+				"and its review (a glass-broken session's) made: it is the cluster's record of who did what. Deleting its namespace waits for it too.",
+		}},
+	}
+}
+
+// SessionCRDs keeps the Session and PolicyParams CRDs on Flight: deleting
+// the Session CRD deletes every Session with it, records of unfinished
+// evidence and open reviews included, and deleting PolicyParams' makes the
+// policies that read it refuse everything they match. Helm never deletes
+// a chart's crds/; an operator who really means to remove them deletes
+// this policy first, which the API server's audit log records. It reads no
+// params.
+func SessionCRDs() Policy {
+	return Policy{
+		Name:     "breakglass-crds",
+		Summary:  "On production, the plane's CRDs (and so every Session with them) are not deleted.",
+		Profiles: []Profile{Flight},
+		Rules: []Rule{{
+			APIGroups:   []string{"apiextensions.k8s.io"},
+			APIVersions: []string{"v1"},
+			Resources:   []string{"customresourcedefinitions"},
+			Operations:  []Operation{Delete},
+		}},
+		MatchConditions: []Condition{{
+			Name:       "the-planes-crds",
+			Expression: fmt.Sprintf(`request.name in ['sessions.%[1]s', 'policyparams.%[1]s']`, v1alpha1.GroupVersion.Group),
+		}},
+		Validations: []Validation{{
+			Name:       "crds.kept",
+			Expression: `false`,
+			Message: "[crds.kept] on this cluster the break-glass CRDs are kept: deleting the Session CRD deletes every Session, the cluster's record of " +
+				"who did what, with it. To remove the plane, delete the policy breakglass-crds first (the audit log records it).",
 		}},
 	}
 }

@@ -65,8 +65,6 @@ type Options struct {
 	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
 	// MetricsAddr and HealthAddr are listen addresses; "0" turns one off.
 	MetricsAddr, HealthAddr string
-	// Identity is who the sweeper is, as written in a Session's end.
-	Identity string
 	// Audit receives every step the sweeper takes (default: a chain on
 	// stdout, as the relay's).
 	Audit *audit.Log
@@ -105,9 +103,6 @@ func (o *Options) defaults() {
 	}
 	if o.HealthAddr == "" {
 		o.HealthAddr = "0"
-	}
-	if o.Identity == "" {
-		o.Identity = "system:serviceaccount:" + v1alpha1.Namespace + ":" + v1alpha1.SweeperServiceAccount
 	}
 	if o.Audit == nil {
 		o.Audit = audit.NewLog(audit.Event{}, nil, &audit.Writer{W: os.Stdout})
@@ -168,7 +163,7 @@ func New(cfg *rest.Config, opts Options) (manager.Manager, error) {
 	newQueue := func(name string, rl workqueue.TypedRateLimiter[reconcile.Request]) workqueue.TypedRateLimitingInterface[reconcile.Request] {
 		return workqueue.NewTypedRateLimitingQueueWithConfig(rl, workqueue.TypedRateLimitingQueueConfig[reconcile.Request]{Name: name, Clock: opts.Clock})
 	}
-	grants := &GrantSweeper{Client: mgr.GetClient(), Clock: opts.Clock, Expired: opts.Expired, Audit: opts.Audit, Identity: opts.Identity}
+	grants := &GrantSweeper{Client: mgr.GetClient(), Clock: opts.Clock, Expired: opts.Expired, Audit: opts.Audit, Identity: v1alpha1.SweeperUsername}
 	if err := ctrl.NewControllerManagedBy(mgr).Named("grants").For(&rbacv1.RoleBinding{}).
 		WithOptions(controller.Options{NewQueue: newQueue, MaxConcurrentReconciles: 4}).Complete(grants); err != nil {
 		return nil, err
@@ -178,7 +173,7 @@ func New(cfg *rest.Config, opts Options) (manager.Manager, error) {
 		return nil, err
 	}
 	sessions := &SessionSweeper{
-		Client: mgr.GetClient(), Kube: kube, Reader: mgr.GetAPIReader(), Clock: opts.Clock, Identity: opts.Identity, Audit: opts.Audit,
+		Client: mgr.GetClient(), Kube: kube, Reader: mgr.GetAPIReader(), Clock: opts.Clock, Identity: v1alpha1.SweeperUsername, Audit: opts.Audit,
 		HeartbeatTimeout: opts.HeartbeatTimeout, Grace: opts.Grace, ReviewWithin: opts.ReviewWithin,
 		PendingFor: opts.PendingFor, ApprovedFor: opts.ApprovedFor,
 		Notifier: opts.Notifier, Evidence: opts.Evidence, Anchors: opts.Anchors, AnchorAfter: opts.AnchorAfter,
@@ -191,7 +186,7 @@ func New(cfg *rest.Config, opts Options) (manager.Manager, error) {
 		return nil, fmt.Errorf("indexing pods by session: %w", err)
 	}
 	pods := &PodSweeper{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Clock: opts.Clock, Grace: opts.Grace, NewPodGrace: opts.NewPodGrace,
-		Audit: opts.Audit, Identity: opts.Identity}
+		Audit: opts.Audit, Identity: v1alpha1.SweeperUsername}
 	// A Session or grant that changes (or goes) sends its pods to be judged
 	// again; the pods' own requeues cover the passing of time.
 	if err := ctrl.NewControllerManagedBy(mgr).Named("pods").

@@ -26,7 +26,8 @@ type Handler struct {
 }
 
 // Handle is called by the API server for pod creates and ephemeral-container
-// updates that carry a breakglass- container.
+// updates that carry a breakglass- container, and pod updates that change
+// one's image.
 func (h *Handler) Handle(ctx context.Context, req admission.Request) admission.Response {
 	images, err := h.debugImages(req)
 	if err != nil {
@@ -48,8 +49,9 @@ func (h *Handler) Handle(ctx context.Context, req admission.Request) admission.R
 }
 
 // debugImages lists the images of the debug containers a request adds: the
-// new breakglass- ephemeral containers of an update, or the breakglass-
-// containers and the hold volume of a created pod.
+// new breakglass- ephemeral containers of an update, the new images of a
+// pod update's breakglass- containers, or the breakglass- containers and the
+// hold volume of a created pod.
 func (h *Handler) debugImages(req admission.Request) ([]string, error) {
 	pod := &corev1.Pod{}
 	if err := h.Decoder.DecodeRaw(req.Object, pod); err != nil {
@@ -68,6 +70,21 @@ func (h *Handler) debugImages(req admission.Request) ([]string, error) {
 		}
 		for _, c := range pod.Spec.EphemeralContainers {
 			if !existing[c.Name] && strings.HasPrefix(c.Name, v1alpha1.DebugContainerPrefix) {
+				images = append(images, c.Image)
+			}
+		}
+	case req.Operation == admissionv1.Update && req.SubResource == "":
+		// A copy's breakglass- container given another image.
+		old := &corev1.Pod{}
+		if err := h.Decoder.DecodeRaw(req.OldObject, old); err != nil {
+			return nil, fmt.Errorf("decoding the old pod: %w", err)
+		}
+		before := map[string]string{}
+		for _, c := range append(append([]corev1.Container(nil), old.Spec.InitContainers...), old.Spec.Containers...) {
+			before[c.Name] = c.Image
+		}
+		for _, c := range append(append([]corev1.Container(nil), pod.Spec.InitContainers...), pod.Spec.Containers...) {
+			if img, ok := before[c.Name]; strings.HasPrefix(c.Name, v1alpha1.DebugContainerPrefix) && (!ok || img != c.Image) {
 				images = append(images, c.Image)
 			}
 		}

@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -109,7 +110,10 @@ func TestSessionRules(t *testing.T) {
 			wantAdmitted(t, portal.Client.Status().Update(testContext(t), active))
 			ended := active.DeepCopy()
 			ended.Status.Phase = v1alpha1.PhaseEnded
-			ended.Status.End = &v1alpha1.End{By: "breakglass-sweeper", Reason: v1alpha1.EndSwept, At: metav1.Now(), Abnormal: true}
+			inMyName := ended.DeepCopy()
+			inMyName.Status.End = &v1alpha1.End{By: "bob", Reason: v1alpha1.EndSwept, At: metav1.Now(), Abnormal: true}
+			wantDenied(t, sweeper.Client.Status().Update(testContext(t), inMyName), "[session.sweeper-ends]")
+			ended.Status.End = &v1alpha1.End{By: v1alpha1.SweeperUsername, Reason: v1alpha1.EndSwept, At: metav1.Now(), Abnormal: true}
 			wantAdmitted(t, sweeper.Client.Status().Update(testContext(t), ended))
 			again := ended.DeepCopy()
 			again.Status.Phase = v1alpha1.PhaseActive
@@ -126,6 +130,28 @@ func TestSessionRules(t *testing.T) {
 			wantDenied(t, admin.Client.Delete(testContext(t), running), "[session.delete] a Session is kept until it is over")
 			// An ended session that needs no review is the team's to clean up.
 			wantAdmitted(t, team.Client.Delete(testContext(t), s, client.DryRunAll))
+
+			// One that ran keeps its record until its recording is finalized.
+			ran := session(ns, "s-ran", "30m")
+			wantAdmitted(t, portal.Client.Create(testContext(t), ran))
+			ran.Status = v1alpha1.SessionStatus{Phase: v1alpha1.PhaseApproved,
+				Approval: &v1alpha1.Approval{By: "bob", At: metav1.Now(), Mode: v1alpha1.ModeLive}}
+			wantAdmitted(t, portal.Client.Status().Update(testContext(t), ran))
+			started := metav1.Now()
+			ran.Status.Phase, ran.Status.StartedAt, ran.Status.Deadline = v1alpha1.PhaseActive, &started, &started
+			ran.Status.Grant = &v1alpha1.Grant{RoleBinding: "breakglass-s-ran", Role: v1alpha1.DebugRole, ExpiresAt: started}
+			wantAdmitted(t, portal.Client.Status().Update(testContext(t), ran))
+			ran.Status.Phase = v1alpha1.PhaseEnded
+			ran.Status.End = &v1alpha1.End{By: v1alpha1.SweeperUsername, Reason: v1alpha1.EndSwept, At: metav1.Now(), Abnormal: true}
+			wantAdmitted(t, sweeper.Client.Status().Update(testContext(t), ran))
+			for who, u := range map[string]*cluster.User{"the app team": team, "a cluster admin": admin, "the portal": portal} {
+				if err := u.Client.Delete(testContext(t), ran, client.DryRunAll); err == nil || !strings.Contains(err.Error(), "[session.delete]") {
+					t.Errorf("%s deleting an ended session with no recording yet: %v, want [session.delete]", who, err)
+				}
+			}
+			ran.Status.Evidence = &v1alpha1.Evidence{ManifestSHA256: strings.Repeat("a", 64), URIs: []string{"file:///r/s-ran/manifest.json"}}
+			wantAdmitted(t, sweeper.Client.Status().Update(testContext(t), ran))
+			wantAdmitted(t, team.Client.Delete(testContext(t), ran, client.DryRunAll))
 
 			// What the relay does when it could not write a new request's status.
 			unwritten := session(ns, "s-unwritten", "30m")

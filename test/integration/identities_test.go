@@ -109,12 +109,13 @@ func widen(t *testing.T, c *cluster.Cluster, name, user string, rules ...rbacv1.
 	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
 		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name},
 		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "User", Name: user}}}
-	for _, o := range []client.Object{role, binding} {
-		if err := c.Client.Create(ctx, o); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = c.Client.Delete(context.Background(), o) })
+	if err := c.Client.Create(ctx, role); err != nil {
+		t.Fatal(err)
 	}
+	t.Cleanup(func() { _ = c.Client.Delete(context.Background(), role) })
+	// A binding of a plane account is itself refused now: this one stands
+	// as one made before the plane was installed would.
+	createUnfenced(t, c, binding)
 	r := rules[0]
 	waitAllowed(t, c, user, authorizationv1.ResourceAttributes{Namespace: v1alpha1.Namespace, Verb: r.Verbs[0], Group: r.APIGroups[0], Resource: r.Resources[0]})
 }

@@ -32,15 +32,13 @@ func TestSelfCheck(t *testing.T) {
 		if !strings.Contains(out.String(), "a two-hour grant in "+ns+" is refused") || !strings.Contains(out.String(), "[grant.ttl]") {
 			t.Fatalf("the check's report: %s", out.String())
 		}
-		// A standing binding an admin left behind, to everyone signed in (the
-		// policies keep the plane's own accounts out of bindings by name): the
+		// A standing binding an admin left behind, to everyone signed in, made
+		// before the plane was installed (the policies refuse new ones): the
 		// check must say so.
 		standing := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "left-behind", Namespace: ns},
 			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"},
 			Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "Group", Name: "system:authenticated"}}}
-		if err := c.Client.Create(ctx, standing); err != nil {
-			t.Fatal(err)
-		}
+		createUnfenced(t, c, standing)
 		if err := portal.WaitAllowed(ctx, ns, "create", "pods", "exec"); err != nil {
 			t.Fatal(err)
 		}

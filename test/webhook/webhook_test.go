@@ -16,13 +16,16 @@ import (
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
 	"github.com/tower-dev/breakglass/manifests"
+	"github.com/tower-dev/breakglass/policies"
 	"github.com/tower-dev/breakglass/test/cluster"
 	"github.com/tower-dev/breakglass/webhook"
 )
@@ -176,7 +179,7 @@ func TestSignatures(t *testing.T) {
 		// A copy in the shape the copy policies admit, as the relay builds it.
 		pod := &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Name: "web-1-copy", Namespace: "signatures", Labels: map[string]string{v1alpha1.SessionLabel: "s1"}},
-			Spec: corev1.PodSpec{AutomountServiceAccountToken: ptr.To(false), Containers: []corev1.Container{
+			Spec: corev1.PodSpec{NodeName: "node-1", AutomountServiceAccountToken: ptr.To(false), Containers: []corev1.Container{
 				{Name: "web", Image: "registry.example/shop/web@sha256:" + strings.Repeat("a", 64), SecurityContext: manifests.RestrictedSecurityContext(1000)},
 				{Name: "breakglass-s1", Image: unsigned.String(), SecurityContext: sc},
 			}},
@@ -186,6 +189,41 @@ func TestSignatures(t *testing.T) {
 		if err := portal.Client.Create(context.Background(), pod); err != nil {
 			t.Fatalf("a copy with a signed debug image was refused: %v", err)
 		}
+
+		// A cluster admin gives the admitted copy's debug container an
+		// unsigned image: the policies refuse it, and with their binding
+		// deleted (an admin can) the webhook still sees the new image.
+		ctx := context.Background()
+		swap := func() error {
+			cur := &corev1.Pod{}
+			if err := cl.Client.Get(ctx, client.ObjectKeyFromObject(pod), cur); err != nil {
+				return err
+			}
+			cur.Spec.Containers[1].Image = unsigned.String()
+			return cl.Client.Update(ctx, cur)
+		}
+		wantRefused(t, swap(), "[copy.unchanged]")
+		binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{}
+		if err := cl.Client.Get(ctx, client.ObjectKey{Name: policies.CopyPodUpdates().Name}, binding); err != nil {
+			t.Fatal(err)
+		}
+		if err := cl.Client.Delete(ctx, binding); err != nil {
+			t.Fatal(err)
+		}
+		defer func() {
+			binding.ResourceVersion = ""
+			if err := cl.Client.Create(ctx, binding); err != nil {
+				t.Errorf("restoring the binding: %v", err)
+			}
+		}()
+		// The API server drops the binding from its informer a moment later.
+		var err error
+		for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+			if err = swap(); err == nil || strings.Contains(err.Error(), "[webhook.signature]") {
+				break
+			}
+		}
+		wantRefused(t, err, "[webhook.signature]")
 	})
 }
 
