@@ -1,20 +1,67 @@
 package manifests
 
 import (
+	"fmt"
+	"slices"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
+	"github.com/tower-dev/breakglass/policies"
 )
 
 // DebugSecurityContext is the one security context the policies let a debug
-// container have: the debug user, non-root, read-only root, no privilege
-// escalation, every capability dropped, the runtime's default seccomp
-// profile: the restricted Pod Security Standard and more.
+// container have: the debug user and group, non-root, read-only root, no
+// privilege escalation, every capability dropped, the runtime's default
+// seccomp profile: the restricted Pod Security Standard and more. Each is
+// set on the container itself, so no pod's setting reaches it (the group
+// too: a user without one runs in group 0).
 func DebugSecurityContext() *corev1.SecurityContext {
 	sc := RestrictedSecurityContext(v1alpha1.DebugUserID)
+	sc.RunAsGroup = ptr.To(v1alpha1.DebugUserID)
 	sc.ReadOnlyRootFilesystem = ptr.To(true)
 	return sc
+}
+
+// ConfinedIn sets on sc what pod would otherwise hand a debug container
+// that the policies refuse: SELinux options with another type, a user or a
+// role are replaced by the container type at the pod's level (so the
+// container still reads the pod's volumes), and an AppArmor profile the
+// pod, or an annotation for the container, sets to anything but the
+// runtime's default becomes that default. A pod that sets neither changes
+// nothing, so a node without SELinux or AppArmor is asked for neither.
+func ConfinedIn(sc *corev1.SecurityContext, pod *corev1.Pod, container string) {
+	psc := pod.Spec.SecurityContext
+	if psc != nil && psc.SELinuxOptions != nil {
+		o := psc.SELinuxOptions
+		if (o.Type != "" && !policies.AllowedSELinuxType(o.Type)) || o.User != "" || o.Role != "" {
+			sc.SELinuxOptions = &corev1.SELinuxOptions{Type: "container_t", Level: o.Level}
+		}
+	}
+	annotated, byAnnotation := pod.Annotations[policies.AppArmorAnnotationPrefix+container]
+	podProfile := psc != nil && psc.AppArmorProfile != nil && psc.AppArmorProfile.Type != corev1.AppArmorProfileTypeRuntimeDefault
+	if (byAnnotation && annotated != "runtime/default") || (!byAnnotation && podProfile) {
+		sc.AppArmorProfile = &corev1.AppArmorProfile{Type: corev1.AppArmorProfileTypeRuntimeDefault}
+	}
+}
+
+// LiveDebuggable says why pod cannot take a debug container the policies
+// admit, whatever the container sets: what the pod gives every container
+// (the node's namespaces, group 0) cannot be taken back by one. A copy
+// leaves those out.
+func LiveDebuggable(pod *corev1.Pod) error {
+	s := pod.Spec
+	if s.HostNetwork || s.HostPID || s.HostIPC {
+		return fmt.Errorf("pod %s shares the node's network, PID or IPC namespace, and a debug container in it would too: use a copy", pod.Name)
+	}
+	if sc := s.SecurityContext; sc != nil && (ptr.Deref(sc.FSGroup, -1) == 0 || slices.Contains(sc.SupplementalGroups, 0)) {
+		return fmt.Errorf("pod %s puts every container in group 0 (fsGroup or supplementalGroups), a debug container too: use a copy", pod.Name)
+	}
+	if sc := s.SecurityContext; sc != nil && sc.WindowsOptions != nil && ptr.Deref(sc.WindowsOptions.HostProcess, false) {
+		return fmt.Errorf("pod %s makes every container a Windows host process: it cannot be debugged", pod.Name)
+	}
+	return nil
 }
 
 // RestrictedSecurityContext meets the restricted Pod Security Standard on

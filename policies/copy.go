@@ -83,13 +83,14 @@ func CopyPodShape() Policy {
 		Validation{
 			Name:       "copy.app.non-root",
 			Expression: `variables.app.all(c, ` + restrictedNonRoot + `)`,
-			Message:    "[copy.app.non-root] every container of a copy sets runAsNonRoot: true and never runs as user 0.",
+			Message:    "[copy.app.non-root] every container of a copy runs with runAsNonRoot: true (its own or the pod's), never as user or group 0.",
 		},
 		Validation{
 			Name:       "copy.pod-security",
 			Expression: restrictedPodExpr,
-			Message: "[copy.pod-security] a copy shares no host namespace (hostNetwork, hostPID, hostIPC), sets no sysctl, never runs as user 0, " +
-				"and is not seccomp, AppArmor or SELinux unconfined.",
+			Message: "[copy.pod-security] a copy shares no host namespace (hostNetwork, hostPID, hostIPC), sets no sysctl, never runs as user or " +
+				"group 0 (fsGroup and supplementalGroups included), keeps the runtime's default seccomp and AppArmor profiles and SELinux confined, " +
+				"and runs in the node's default runtime (no runtimeClassName).",
 		},
 		Validation{
 			Name:       "copy.no-init-containers",
@@ -117,8 +118,9 @@ func CopyPodShape() Policy {
 		Validation{
 			Name: "copy.app.env",
 			Expression: `variables.all.all(c, (!has(c.envFrom) || c.envFrom.all(f, !has(f.secretRef))) &&
-				(!has(c.env) || c.env.all(e, !has(e.valueFrom) || !has(e.valueFrom.secretKeyRef))))`,
-			Message: "[copy.app.env] no container of a copy reads a secret through env valueFrom or envFrom.",
+				(!has(c.env) || c.env.all(e, (!has(e.valueFrom) || !has(e.valueFrom.secretKeyRef)) && !` + deviceEnvExpr + `)))`,
+			Message: "[copy.app.env] no container of a copy reads a secret through env valueFrom or envFrom, or sets a variable a container " +
+				"runtime reads as a request for the node's devices (NVIDIA_*, AMD_VISIBLE_DEVICES, ...).",
 		},
 		Validation{
 			Name:       "copy.app.host-ports",

@@ -37,11 +37,20 @@ func debugShape(prefix, list string) []Validation {
 			Message:    fmt.Sprintf("[%s.image-allowed] the debug image is not in the allowlist (PolicyParams default, spec.debugImages): use an approved debug image.", prefix),
 		},
 		{
+			// The user and group as the container will run: its own, else
+			// the pod's; and the groups every container of the pod is in.
 			Name: prefix + ".user",
-			Expression: all(fmt.Sprintf(`has(%[1]s) && has(%[1]s.runAsUser) && %[1]s.runAsUser == params.spec.debugUserID &&
-				has(%[1]s.runAsNonRoot) && %[1]s.runAsNonRoot && (!has(%[1]s.runAsGroup) || %[1]s.runAsGroup != 0)`, sc)),
-			MessageExpression: fmt.Sprintf(`'[%s.user] a debug container runs as user ' + string(params.spec.debugUserID) +
-				' with runAsNonRoot: true in its securityContext, and never in group 0.'`, prefix),
+			Expression: all(fmt.Sprintf(`%s.orValue(-1) == params.spec.debugUserID &&
+				%s.orValue(-1) == params.spec.debugUserID && %s.orValue(false)`,
+				effectiveExpr("runAsUser"), effectiveExpr("runAsGroup"), effectiveExpr("runAsNonRoot"))),
+			MessageExpression: fmt.Sprintf(`'[%s.user] a debug container runs as user and group ' + string(params.spec.debugUserID) +
+				' with runAsNonRoot: true (in its securityContext, or the pod\'s).'`, prefix),
+		},
+		{
+			Name:       prefix + ".groups",
+			Expression: `!(0 in ` + podGroupsExpr + `)`,
+			Message: fmt.Sprintf("[%s.groups] the pod puts every container in group 0 (fsGroup or supplementalGroups 0): a debug container "+
+				"would run in the root group. Use a copy, which leaves those out.", prefix),
 		},
 		{
 			Name:       prefix + ".read-only-root",
@@ -65,8 +74,9 @@ func debugShape(prefix, list string) []Validation {
 		Validation{
 			Name: prefix + ".env",
 			Expression: all(`(!has(c.envFrom) || size(c.envFrom) == 0) &&
-				(!has(c.env) || c.env.all(e, !has(e.valueFrom) || !has(e.valueFrom.secretKeyRef)))`),
-			Message: fmt.Sprintf("[%s.env] a debug container reads no secret through env valueFrom and uses no envFrom.", prefix),
+				(!has(c.env) || c.env.all(e, (!has(e.valueFrom) || !has(e.valueFrom.secretKeyRef)) && !` + deviceEnvExpr + `))`),
+			Message: fmt.Sprintf("[%s.env] a debug container reads no secret through env valueFrom, uses no envFrom, and sets no variable a "+
+				"container runtime reads as a request for the node's devices (NVIDIA_*, AMD_VISIBLE_DEVICES, ...).", prefix),
 		},
 	)
 }
@@ -91,11 +101,25 @@ func DebugContainer() Policy {
 	validations = append(validations, debugShape("debug", "added")...)
 	validations = append(validations,
 		Validation{
+			// An ephemeral container joins the pod's namespaces as they are.
+			Name: "debug.host-namespaces",
+			Expression: `size(variables.added) == 0 ||
+				!(object.spec.?hostNetwork.orValue(false) || object.spec.?hostPID.orValue(false) || object.spec.?hostIPC.orValue(false))`,
+			Message: "[debug.host-namespaces] this pod shares the node's network, PID or IPC namespace, and a debug container in it would too: " +
+				"use a copy, which runs in namespaces of its own.",
+		},
+		Validation{
+			Name:       "debug.host-path",
+			Expression: `variables.added.all(c, !has(c.volumeMounts) || c.volumeMounts.all(m, !(m.name in variables.hostPathVolumes)))`,
+			Message:    "[debug.host-path] a debug container mounts none of the node's paths (hostPath volumes): use a copy, which leaves them behind.",
+		},
+	)
+	validations = append(validations,
+		Validation{
 			Name:       "debug.process-access",
 			Expression: `!variables.processReach || ` + processAccessAllowedExpr,
-			Message: fmt.Sprintf("[debug.process-access] this debug container would see the app's processes (targetContainerName, a pod that shares "+
-				"its process namespace or the host's PID, IPC or network namespace, or a hostPath mount): that needs a session approved "+
-				"with process access (%s in this namespace).", v1alpha1.DebugProcessRole),
+			Message: fmt.Sprintf("[debug.process-access] this debug container would see the app's processes (targetContainerName, or a pod that shares "+
+				"its process namespace): that needs a session approved with process access (%s in this namespace).", v1alpha1.DebugProcessRole),
 		},
 		Validation{
 			Name:       "debug.same-user",
@@ -122,12 +146,10 @@ func DebugContainer() Policy {
 			{Name: "sensitiveVolumes", Expression: sensitiveVolumesExpr},
 			{Name: "hostPathVolumes", Expression: `has(object.spec.volumes) ? object.spec.volumes.filter(v, has(v.hostPath)).map(v, v.name) : []`},
 			// Every way an added container could see or reach the app's processes.
+			// (The host's namespaces and paths are refused outright.)
 			{Name: "processReach", Expression: `size(variables.added) > 0 && (
 				variables.added.exists(c, has(c.targetContainerName) && c.targetContainerName != '') ||
-				(has(object.spec.shareProcessNamespace) && object.spec.shareProcessNamespace) ||
-				(has(object.spec.hostPID) && object.spec.hostPID) || (has(object.spec.hostIPC) && object.spec.hostIPC) ||
-				(has(object.spec.hostNetwork) && object.spec.hostNetwork) ||
-				variables.added.exists(c, has(c.volumeMounts) && c.volumeMounts.exists(m, m.name in variables.hostPathVolumes)))`},
+				(has(object.spec.shareProcessNamespace) && object.spec.shareProcessNamespace))`},
 			// The user ids the pod's containers declare (pod-wide or their own):
 			// app containers, init containers (sidecars among them) and other
 			// ephemeral containers already there, whose processes an added one

@@ -48,7 +48,7 @@ func bigPod(ephemeral int) map[string]any {
 		eph = append(eph, map[string]any{
 			"name": fmt.Sprintf("breakglass-e%d", i), "image": testImage, "env": env(), "volumeMounts": mounts(),
 			"securityContext": map[string]any{
-				"runAsUser": int64(65532), "runAsNonRoot": true, "readOnlyRootFilesystem": true,
+				"runAsUser": int64(65532), "runAsGroup": int64(65532), "runAsNonRoot": true, "readOnlyRootFilesystem": true,
 				"allowPrivilegeEscalation": false, "capabilities": map[string]any{"drop": []any{"ALL"}},
 				"seccompProfile": map[string]any{"type": "RuntimeDefault"},
 			},

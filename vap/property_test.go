@@ -2,6 +2,7 @@ package vap_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sort"
@@ -37,11 +38,28 @@ type propertyPlane struct {
 	portal user.Info
 }
 
-func newPropertyPlane(t testing.TB) *propertyPlane {
+func newPropertyPlane(t testing.TB) *propertyPlane { return newWeakenedPlane(t, "") }
+
+// newWeakenedPlane is the Flight plane with the rule named weakened (its
+// expression always true): what the property tests must then catch.
+func newWeakenedPlane(t testing.TB, weakened string) *propertyPlane {
 	t.Helper()
 	pairs, err := vap.BuildAll(policies.Flight)
 	if err != nil {
 		t.Fatal(err)
+	}
+	found := weakened == ""
+	for i := range pairs {
+		for j, v := range pairs[i].Policy.Spec.Validations {
+			if weakened != "" && (strings.HasPrefix(v.Message, "["+weakened+"]") || strings.HasPrefix(v.MessageExpression, "'["+weakened+"]")) {
+				pairs[i] = vap.Pair{Policy: pairs[i].Policy.DeepCopy(), Binding: pairs[i].Binding}
+				pairs[i].Policy.Spec.Validations[j].Expression = "true"
+				found = true
+			}
+		}
+	}
+	if !found {
+		t.Fatalf("no rule %s to weaken", weakened)
 	}
 	p, err := runtime.DefaultUnstructuredConverter.ToUnstructured(v1alpha1.DefaultPolicyParams(propertyDebugImage))
 	if err != nil {
@@ -102,10 +120,13 @@ func randomTarget(r *rand.Rand) *corev1.Pod {
 	}
 	users := []*int64{nil, ptr.To[int64](0), ptr.To[int64](1000), ptr.To(v1alpha1.DebugUserID)}
 	if pick(2) {
-		s.SecurityContext = &corev1.PodSecurityContext{RunAsUser: users[r.IntN(len(users))], FSGroup: ptr.To[int64](2000)}
-		if pick(3) {
-			s.SecurityContext.Sysctls = []corev1.Sysctl{{Name: "kernel.msgmax", Value: "65536"}}
-		}
+		s.SecurityContext = randomPodSecurity(r, users)
+	}
+	if pick(8) {
+		s.RuntimeClassName = ptr.To("runc-privileged")
+	}
+	if pick(4) {
+		pod.Annotations = map[string]string{policies.AppArmorAnnotationPrefix + "app0": []string{"unconfined", "runtime/default", "localhost/x"}[r.IntN(3)]}
 	}
 	volumes := []corev1.VolumeSource{
 		{EmptyDir: &corev1.EmptyDirVolumeSource{}},
@@ -144,6 +165,9 @@ func randomTarget(r *rand.Rand) *corev1.Pod {
 			c.SecurityContext = &corev1.SecurityContext{RunAsUser: users[r.IntN(len(users))], Privileged: ptr.To(pick(3)),
 				Capabilities: &corev1.Capabilities{Add: []corev1.Capability{"NET_ADMIN"}}}
 		}
+		if pick(4) {
+			c.Env = append(c.Env, corev1.EnvVar{Name: "NVIDIA_VISIBLE_DEVICES", Value: "all"})
+		}
 		if pick(3) {
 			c.ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"true"}}}}
 		}
@@ -159,6 +183,40 @@ func randomTarget(r *rand.Rand) *corev1.Pod {
 		s.InitContainers = []corev1.Container{container("migrate")}
 	}
 	return pod
+}
+
+// randomPodSecurity is a pod-level security context with a random share of
+// every setting the kubelet hands to the containers that leave it unset, or
+// gives every container whatever they set.
+func randomPodSecurity(r *rand.Rand, users []*int64) *corev1.PodSecurityContext {
+	pick := func(n int) bool { return r.IntN(n) == 0 }
+	groups := []*int64{nil, ptr.To[int64](0), ptr.To[int64](1000), ptr.To(v1alpha1.DebugUserID)}
+	sc := &corev1.PodSecurityContext{RunAsUser: users[r.IntN(len(users))], RunAsGroup: groups[r.IntN(len(groups))],
+		FSGroup: []*int64{nil, ptr.To[int64](0), ptr.To[int64](2000)}[r.IntN(3)]}
+	if pick(3) {
+		sc.SupplementalGroups = [][]int64{{0}, {3000}, {3000, 0}}[r.IntN(3)]
+	}
+	if pick(3) {
+		sc.RunAsNonRoot = ptr.To(pick(2))
+	}
+	if pick(3) {
+		sc.SELinuxOptions = []*corev1.SELinuxOptions{{Type: "spc_t"}, {User: "system_u"}, {Type: "container_t", Level: "s0:c1,c2"}}[r.IntN(3)]
+	}
+	if pick(3) {
+		sc.AppArmorProfile = []*corev1.AppArmorProfile{{Type: corev1.AppArmorProfileTypeUnconfined},
+			{Type: corev1.AppArmorProfileTypeLocalhost, LocalhostProfile: ptr.To("anything-goes")}, {Type: corev1.AppArmorProfileTypeRuntimeDefault}}[r.IntN(3)]
+	}
+	if pick(3) {
+		sc.SeccompProfile = []*corev1.SeccompProfile{{Type: corev1.SeccompProfileTypeUnconfined}, {Type: corev1.SeccompProfileTypeRuntimeDefault},
+			{Type: corev1.SeccompProfileTypeLocalhost, LocalhostProfile: ptr.To("allow-all.json")}}[r.IntN(3)]
+	}
+	if pick(10) {
+		sc.WindowsOptions = &corev1.WindowsSecurityContextOptions{HostProcess: ptr.To(true)}
+	}
+	if pick(3) {
+		sc.Sysctls = []corev1.Sysctl{{Name: "kernel.msgmax", Value: "65536"}}
+	}
+	return sc
 }
 
 // powers are mutations that each add power a copy or a debug container must
@@ -187,6 +245,19 @@ var powers = map[string]func(p *corev1.Pod, c *corev1.Container){
 		c.SecurityContext.Capabilities.Add = []corev1.Capability{"SYS_PTRACE"}
 	},
 	"root":         func(_ *corev1.Pod, c *corev1.Container) { c.SecurityContext.RunAsUser = ptr.To[int64](0) },
+	"root group":   func(_ *corev1.Pod, c *corev1.Container) { c.SecurityContext.RunAsGroup = ptr.To[int64](0) },
+	"devices": func(_ *corev1.Pod, c *corev1.Container) {
+		c.Env = append(c.Env, corev1.EnvVar{Name: "NVIDIA_VISIBLE_DEVICES", Value: "all"})
+	},
+	"seccomp local": func(_ *corev1.Pod, c *corev1.Container) {
+		c.SecurityContext.SeccompProfile = &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeLocalhost, LocalhostProfile: ptr.To("allow-all.json")}
+	},
+	"AppArmor local": func(_ *corev1.Pod, c *corev1.Container) {
+		c.SecurityContext.AppArmorProfile = &corev1.AppArmorProfile{Type: corev1.AppArmorProfileTypeLocalhost, LocalhostProfile: ptr.To("x")}
+	},
+	"SELinux spc_t": func(_ *corev1.Pod, c *corev1.Container) {
+		c.SecurityContext.SELinuxOptions = &corev1.SELinuxOptions{Type: "spc_t"}
+	},
 	"not non-root": func(_ *corev1.Pod, c *corev1.Container) { c.SecurityContext.RunAsNonRoot = nil },
 	"seccomp unconfined": func(_ *corev1.Pod, c *corev1.Container) {
 		c.SecurityContext.SeccompProfile.Type = corev1.SeccompProfileTypeUnconfined
@@ -209,6 +280,14 @@ var copyPowers = map[string]func(p *corev1.Pod){
 	"the app's identity": func(p *corev1.Pod) { p.Spec.ServiceAccountName = "payments" },
 	"host network":       func(p *corev1.Pod) { p.Spec.HostNetwork = true },
 	"host PID":           func(p *corev1.Pod) { p.Spec.HostPID = true },
+	"fsGroup 0":          func(p *corev1.Pod) { podSecurity(p).FSGroup = ptr.To[int64](0) },
+	"supplemental group 0": func(p *corev1.Pod) {
+		podSecurity(p).SupplementalGroups = append(podSecurity(p).SupplementalGroups, 0)
+	},
+	"root group":     func(p *corev1.Pod) { podSecurity(p).RunAsGroup = ptr.To[int64](0) },
+	"runtime class":  func(p *corev1.Pod) { p.Spec.RuntimeClassName = ptr.To("runc-privileged") },
+	"unconfined pod": func(p *corev1.Pod) { podSecurity(p).AppArmorProfile = &corev1.AppArmorProfile{Type: corev1.AppArmorProfileTypeUnconfined} },
+	"spc_t pod":      func(p *corev1.Pod) { podSecurity(p).SELinuxOptions = &corev1.SELinuxOptions{Type: "spc_t"} },
 	"an init container": func(p *corev1.Pod) {
 		c := *p.Spec.Containers[0].DeepCopy()
 		c.Name = "init"
@@ -243,6 +322,13 @@ var copyPowers = map[string]func(p *corev1.Pod){
 	},
 }
 
+func podSecurity(p *corev1.Pod) *corev1.PodSecurityContext {
+	if p.Spec.SecurityContext == nil {
+		p.Spec.SecurityContext = &corev1.PodSecurityContext{}
+	}
+	return p.Spec.SecurityContext
+}
+
 func keys[V any](m map[string]V) []string {
 	var out []string
 	for k := range m {
@@ -256,18 +342,29 @@ func keys[V any](m map[string]V) []string {
 // checkCopy: the relay's copy of a random target is admitted, or refused by
 // the builder itself with a reason (never a half-made pod); one random
 // power added to it is refused.
-func checkCopy(t *testing.T, plane *propertyPlane, seed uint64) {
+func checkCopy(t testing.TB, plane *propertyPlane, seed uint64) error {
 	r := rand.New(rand.NewPCG(seed, 1))
 	target := randomTarget(r)
 	mode := []v1alpha1.SessionMode{v1alpha1.ModeCopy, v1alpha1.ModeHeldCopy}[r.IntN(2)]
 	s := &v1alpha1.Session{ObjectMeta: metav1.ObjectMeta{Name: "s1", Namespace: "shop"}, Spec: v1alpha1.SessionSpec{Mode: mode}}
 	processAccess := r.IntN(2) == 0
 	cp, err := relaysession.CopyPod(target, s, "breakglass-s1", propertyDebugImage, processAccess, 30*time.Minute)
+	if target.Spec.RuntimeClassName != nil {
+		if err == nil || !strings.Contains(err.Error(), "runtime class") {
+			return fmt.Errorf("seed %d: the builder copied a pod of another runtime class: %v", seed, err)
+		}
+		return nil
+	}
 	if err != nil {
-		t.Fatalf("seed %d: the builder refused a target whose node reported every digest: %v", seed, err)
+		return fmt.Errorf("seed %d: the builder refused a target whose node reported every digest: %v", seed, err)
 	}
 	if res := plane.createCopy(t, cp); !res.Allowed() {
-		t.Fatalf("seed %d: the relay's %s of a random target was refused: %v", seed, mode, res.Denials)
+		return fmt.Errorf("seed %d: the relay's %s of a random target was refused: %v", seed, mode, res.Denials)
+	}
+	for _, c := range cp.Spec.Containers {
+		if why := notRestricted(cp, c, strings.HasPrefix(c.Name, v1alpha1.DebugContainerPrefix)); why != "" {
+			return fmt.Errorf("seed %d: the copy's container %s, admitted, runs with %s", seed, c.Name, why)
+		}
 	}
 	names := keys(powers)
 	name := names[r.IntN(len(names))]
@@ -275,21 +372,16 @@ func checkCopy(t *testing.T, plane *propertyPlane, seed uint64) {
 	// Any container: the app's or the debug container.
 	powers[name](mutated, &mutated.Spec.Containers[r.IntN(len(mutated.Spec.Containers))])
 	if res := plane.createCopy(t, mutated); res.Allowed() {
-		t.Fatalf("seed %d: a copy with %q added was admitted", seed, name)
+		return fmt.Errorf("seed %d: a copy with %q added was admitted", seed, name)
 	}
 	whole := keys(copyPowers)
 	name = whole[r.IntN(len(whole))]
 	mutated = cp.DeepCopy()
 	copyPowers[name](mutated)
 	if res := plane.createCopy(t, mutated); res.Allowed() {
-		t.Fatalf("seed %d: a copy with %q was admitted", seed, name)
+		return fmt.Errorf("seed %d: a copy with %q was admitted", seed, name)
 	}
-}
-
-// podReach is the property's own account of a pod whose spec lets any
-// container in it see the app's processes.
-func podReach(p *corev1.Pod) bool {
-	return ptr.Deref(p.Spec.ShareProcessNamespace, false) || p.Spec.HostPID || p.Spec.HostIPC || p.Spec.HostNetwork
+	return nil
 }
 
 // runsAsDebugUser: the app declares the debug user as its own, in the pod
@@ -310,10 +402,13 @@ func runsAsDebugUser(p *corev1.Pod) bool {
 // without process access, is admitted exactly when what it reaches was
 // approved and it would not see the app's processes as the app's own user;
 // one random power added to an admitted one is refused.
-func checkDebug(t *testing.T, plane *propertyPlane, seed uint64) {
+func checkDebug(t testing.TB, plane *propertyPlane, seed uint64) error {
 	r := rand.New(rand.NewPCG(seed, 2))
 	target := randomTarget(r)
 	ec := manifests.DebugContainer("breakglass-s1", propertyDebugImage)
+	// As the relay builds it for this pod (Runner.addDebugContainerTo).
+	unfit := manifests.LiveDebuggable(target)
+	manifests.ConfinedIn(ec.SecurityContext, target, ec.Name)
 	processAccess := r.IntN(2) == 0
 	var allowed []vap.Permission
 	if processAccess {
@@ -323,21 +418,18 @@ func checkDebug(t *testing.T, plane *propertyPlane, seed uint64) {
 	pod := target.DeepCopy()
 	pod.Spec.EphemeralContainers = append(pod.Spec.EphemeralContainers, ec)
 	res := plane.addDebug(t, target, pod, allowed)
-	reach := processAccess || podReach(target)
-	want := (!reach || processAccess) && (!reach || !runsAsDebugUser(target))
+	reach := processAccess || ptr.Deref(target.Spec.ShareProcessNamespace, false)
+	want := unfit == nil && (!reach || processAccess) && (!reach || !runsAsDebugUser(target))
 	if res.Allowed() != want {
-		t.Fatalf("seed %d: the relay's debug container (process access %t): admitted %t, want %t: %v", seed, processAccess, res.Allowed(), want, res.Denials)
+		return fmt.Errorf("seed %d: the relay's debug container (process access %t, unfit: %v): admitted %t, want %t: %v", seed, processAccess, unfit, res.Allowed(), want, res.Denials)
 	}
 	if !want {
-		return
+		return nil
 	}
-	var names []string
-	for _, n := range keys(powers) {
-		// A host path is what process access approves.
-		if n != "hostPath" || !processAccess {
-			names = append(names, n)
-		}
+	if why := notRestricted(pod, corev1.Container(ec.EphemeralContainerCommon), true); why != "" {
+		return fmt.Errorf("seed %d: the relay's debug container, admitted, runs with %s", seed, why)
 	}
+	names := keys(powers)
 	name := names[r.IntN(len(names))]
 	mutated := pod.DeepCopy()
 	last := &mutated.Spec.EphemeralContainers[len(mutated.Spec.EphemeralContainers)-1]
@@ -345,16 +437,18 @@ func checkDebug(t *testing.T, plane *propertyPlane, seed uint64) {
 	powers[name](mutated, &c)
 	last.EphemeralContainerCommon = corev1.EphemeralContainerCommon(c)
 	if res := plane.addDebug(t, target, mutated, allowed); res.Allowed() {
-		t.Fatalf("seed %d: a debug container with %q added was admitted", seed, name)
+		return fmt.Errorf("seed %d: a debug container with %q added was admitted", seed, name)
 	}
+	return nil
 }
 
 // TestCopyAndDebugProperties runs the properties on 200 random targets each.
 func TestCopyAndDebugProperties(t *testing.T) {
 	plane := newPropertyPlane(t)
 	for seed := range uint64(200) {
-		checkCopy(t, plane, seed)
-		checkDebug(t, plane, seed)
+		if err := errors.Join(checkCopy(t, plane, seed), checkDebug(t, plane, seed)); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 
@@ -366,7 +460,8 @@ func FuzzCopyAndDebug(f *testing.F) {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, seed uint64) {
-		checkCopy(t, plane, seed)
-		checkDebug(t, plane, seed)
+		if err := errors.Join(checkCopy(t, plane, seed), checkDebug(t, plane, seed)); err != nil {
+			t.Fatal(err)
+		}
 	})
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
 	"github.com/tower-dev/breakglass/manifests"
+	"github.com/tower-dev/breakglass/policies"
 )
 
 // CopyPod is the pod a copy or held-copy session debugs. It is built to be
@@ -40,6 +41,11 @@ import (
 // container as an image volume (v1alpha1.HoldVolume): nothing inside the
 // app's image is run, so distroless images are held too.
 func CopyPod(target *corev1.Pod, s *v1alpha1.Session, container, image string, processAccess bool, hold time.Duration) (*corev1.Pod, error) {
+	if rc := ptr.Deref(target.Spec.RuntimeClassName, ""); rc != "" {
+		// A copy runs in the node's default runtime; leaving the pod's
+		// sandbox behind would run the app with less around it.
+		return nil, fmt.Errorf("pod %s runs in runtime class %s, and a copy runs only in the node's default runtime: use a live session", target.Name, rc)
+	}
 	held := s.Spec.Mode == v1alpha1.ModeHeldCopy
 	kept := map[string]bool{}
 	var volumes []corev1.Volume
@@ -56,7 +62,6 @@ func CopyPod(target *corev1.Pod, s *v1alpha1.Session, container, image string, p
 	spec := corev1.PodSpec{
 		Volumes:                       volumes,
 		NodeName:                      target.Spec.NodeName,
-		RuntimeClassName:              target.Spec.RuntimeClassName,
 		Affinity:                      target.Spec.Affinity.DeepCopy(),
 		DNSPolicy:                     target.Spec.DNSPolicy,
 		DNSConfig:                     target.Spec.DNSConfig.DeepCopy(),
@@ -139,17 +144,22 @@ func copyVolume(v corev1.Volume) (corev1.Volume, bool) {
 }
 
 // copyPodSecurity keeps the pod-wide settings that only narrow what the
-// app's processes may do, and never root.
+// app's processes may do, and never root: no user or group 0, and group 0
+// left out of the groups every container gets (fsGroup, supplementalGroups).
 func copyPodSecurity(sc *corev1.PodSecurityContext) *corev1.PodSecurityContext {
 	if sc == nil {
 		return nil
 	}
-	out := &corev1.PodSecurityContext{
-		RunAsGroup: sc.RunAsGroup, FSGroup: sc.FSGroup, FSGroupChangePolicy: sc.FSGroupChangePolicy,
-		SupplementalGroups: sc.SupplementalGroups,
+	out := &corev1.PodSecurityContext{FSGroupChangePolicy: sc.FSGroupChangePolicy}
+	for _, g := range sc.SupplementalGroups {
+		if g != 0 {
+			out.SupplementalGroups = append(out.SupplementalGroups, g)
+		}
 	}
-	if sc.RunAsUser != nil && *sc.RunAsUser != 0 {
-		out.RunAsUser = sc.RunAsUser
+	for _, f := range []struct{ from, to **int64 }{{&sc.RunAsUser, &out.RunAsUser}, {&sc.RunAsGroup, &out.RunAsGroup}, {&sc.FSGroup, &out.FSGroup}} {
+		if *f.from != nil && **f.from != 0 {
+			*f.to = *f.from
+		}
 	}
 	return out
 }
@@ -166,10 +176,12 @@ func containerUser(pod *corev1.Pod, c corev1.Container) int64 {
 	return 0
 }
 
+// plainEnv is env without secrets and without the variables container
+// runtimes read as a request for the node's devices.
 func plainEnv(env []corev1.EnvVar) []corev1.EnvVar {
 	var out []corev1.EnvVar
 	for _, e := range env {
-		if e.ValueFrom == nil || e.ValueFrom.SecretKeyRef == nil {
+		if (e.ValueFrom == nil || e.ValueFrom.SecretKeyRef == nil) && !policies.IsDeviceEnv(e.Name) {
 			out = append(out, e)
 		}
 	}

@@ -259,6 +259,12 @@ func (r *Runner) addDebugContainerTo(ctx context.Context, s *v1alpha1.Session, p
 	if pod.DeletionTimestamp != nil {
 		return fmt.Errorf("the target pod %s is terminating: pick a running pod", pod.Name)
 	}
+	// What the pod would hand the container and the policies refuse: said
+	// here in the relay's words, or set on the container against the pod.
+	if err := manifests.LiveDebuggable(pod); err != nil {
+		return err
+	}
+	manifests.ConfinedIn(ec.SecurityContext, pod, name)
 	pod.Spec.EphemeralContainers = append(pod.Spec.EphemeralContainers, ec)
 	if _, err := r.Kube.CoreV1().Pods(s.Namespace).UpdateEphemeralContainers(ctx, pod.Name, pod, metav1.UpdateOptions{}); err != nil {
 		return fmt.Errorf("adding the debug container: %w", err)

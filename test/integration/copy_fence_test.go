@@ -233,16 +233,18 @@ func TestProcessReach(t *testing.T) {
 		hostMount := debugContainer("breakglass-hostpath")
 		hostMount.VolumeMounts = []corev1.VolumeMount{{Name: "host", MountPath: "/host", ReadOnly: true}}
 		for _, tc := range []struct {
-			pod string
-			ec  corev1.EphemeralContainer
+			pod  string
+			ec   corev1.EphemeralContainer
+			want string
 		}{
-			{"shared", debugContainer("breakglass-shared")},
-			{"host-pid", debugContainer("breakglass-hostpid")},
-			{"host-net", debugContainer("breakglass-hostnet")},
-			{"host-path", hostMount},
+			{"shared", debugContainer("breakglass-shared"), "[debug.process-access]"},
+			// The node's namespaces and paths are refused with any grant.
+			{"host-pid", debugContainer("breakglass-hostpid"), "[debug.host-namespaces]"},
+			{"host-net", debugContainer("breakglass-hostnet"), "[debug.host-namespaces]"},
+			{"host-path", hostMount, "[debug.host-path]"},
 		} {
 			t.Run(tc.pod+" without the process grant", func(t *testing.T) {
-				wantDenied(t, addDebugContainer(t, portal, ns, tc.pod, tc.ec, true), "[debug.process-access]")
+				wantDenied(t, addDebugContainer(t, portal, ns, tc.pod, tc.ec, true), tc.want)
 			})
 		}
 		t.Run("an app running as the debug user, without process access", func(t *testing.T) {

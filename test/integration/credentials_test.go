@@ -85,10 +85,12 @@ func TestCopyStaysAsAdmitted(t *testing.T) {
 		wantAdmitted(t, portal.Client.Create(ctx, cp))
 		admin := mustUser(t)(c.As("alice", "system:masters"))
 		for name, change := range map[string]func(*corev1.Pod){
-			"the debug image swapped": func(p *corev1.Pod) { p.Spec.Containers[len(p.Spec.Containers)-1].Image = "registry.example/miner@sha256:" + strings.Repeat("f", 64) },
-			"the app's labels":        func(p *corev1.Pod) { p.Labels["app"] = "web" },
-			"the session label gone":  func(p *corev1.Pod) { delete(p.Labels, v1alpha1.SessionLabel) },
-			"a cloud role":            func(p *corev1.Pod) { p.Annotations = map[string]string{"iam.amazonaws.com/role": "shop-web"} },
+			"the debug image swapped": func(p *corev1.Pod) {
+				p.Spec.Containers[len(p.Spec.Containers)-1].Image = "registry.example/miner@sha256:" + strings.Repeat("f", 64)
+			},
+			"the app's labels":       func(p *corev1.Pod) { p.Labels["app"] = "web" },
+			"the session label gone": func(p *corev1.Pod) { delete(p.Labels, v1alpha1.SessionLabel) },
+			"a cloud role":           func(p *corev1.Pod) { p.Annotations = map[string]string{"iam.amazonaws.com/role": "shop-web"} },
 		} {
 			cur := &corev1.Pod{}
 			wantAdmitted(t, c.Client.Get(ctx, client.ObjectKeyFromObject(cp), cur))

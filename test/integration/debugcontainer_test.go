@@ -63,7 +63,7 @@ func TestDebugContainer(t *testing.T) {
 			{name: "root", mutate: func(e *corev1.EphemeralContainer) {
 				e.SecurityContext.RunAsUser = ptr.To[int64](0)
 				e.SecurityContext.RunAsNonRoot = nil
-			}, want: "[debug.user] a debug container runs as user 65532"},
+			}, want: "[debug.user] a debug container runs as user and group 65532"},
 			{name: "writable root filesystem", mutate: func(e *corev1.EphemeralContainer) { e.SecurityContext.ReadOnlyRootFilesystem = ptr.To(false) },
 				want: "[debug.read-only-root]"},
 			{name: "privileged", mutate: func(e *corev1.EphemeralContainer) {
