@@ -11,20 +11,27 @@ var labelledExpr = fmt.Sprintf(`has(oldObject.metadata.labels) && %s in oldObjec
 
 // PlaneDeletesGrantsOnly keeps the plane's ServiceAccounts (the portal, the
 // sweeper) to deleting RoleBindings that carry a session label: a stolen
-// token cannot take down other grants. A delete-collection request has no old
-// object; it is refused. It reads no params, so no other delete waits on them.
+// token cannot take down other grants. The sweeper's backstop also deletes
+// a binding that names a plane account outright (standing rights no
+// admission stopped: made before the plane, or while its policies were
+// gone), never one of the chart's own. A delete-collection request has no
+// old object; it is refused. It reads no params, so no other delete waits
+// on them.
 func PlaneDeletesGrantsOnly() Policy {
 	return Policy{
 		Name:     "breakglass-plane-deletes-grants-only",
-		Summary:  "The plane deletes only session grants.",
+		Summary:  "The plane deletes only session grants, and the sweeper standing bindings of the plane's accounts.",
 		Profiles: Profiles,
 		Rules: []Rule{{APIGroups: []string{"rbac.authorization.k8s.io"}, APIVersions: []string{"v1"},
-			Resources: []string{"rolebindings"}, Operations: []Operation{Delete}}},
+			Resources: []string{"rolebindings", "clusterrolebindings"}, Operations: []Operation{Delete}}},
 		MatchConditions: []Condition{planeUserCondition},
 		Validations: []Validation{{
-			Name:       "delete.grants-only",
-			Expression: labelledExpr,
-			Message:    fmt.Sprintf("[delete.grants-only] the plane deletes only RoleBindings labelled %s.", v1alpha1.SessionLabel),
+			Name: "delete.grants-only",
+			Expression: fmt.Sprintf(`(request.resource.resource == 'rolebindings' && %s) ||
+				(%s && has(oldObject.subjects) && oldObject.subjects.exists(s, %s) && !%s)`,
+				labelledExpr, isSweeperExpr, planeSubjectExpr, chartBindingExpr("oldObject")),
+			Message: fmt.Sprintf("[delete.grants-only] the plane deletes only RoleBindings labelled %s; the sweeper also bindings that name "+
+				"a plane account, the chart's own excepted.", v1alpha1.SessionLabel),
 		}},
 	}
 }

@@ -155,6 +155,15 @@ func sweeperLeaseRef(ref string) string {
 		isSweeperExpr, v1alpha1.Namespace, refersTo(ref, "coordination.k8s.io", "Lease", q(v1alpha1.Namespace)), ref, SweeperLeaseName)
 }
 
+// sweeperPortalRef is true when the sweeper records an Event in the plane's
+// namespace about the portal's ServiceAccount: its backstop's finding of
+// standing rights (sweeper.StandingRights).
+func sweeperPortalRef(ref string) string {
+	return fmt.Sprintf(`(%[1]s && request.namespace == '%[2]s' && has(%[3]s.apiVersion) && %[3]s.apiVersion == 'v1' &&
+		has(%[3]s.kind) && %[3]s.kind == 'ServiceAccount' && has(%[3]s.namespace) && %[3]s.namespace == '%[2]s' &&
+		has(%[3]s.name) && %[3]s.name == '%[4]s')`, isSweeperExpr, v1alpha1.Namespace, ref, v1alpha1.PortalServiceAccount)
+}
+
 // PlaneEvents fences the Events the plane's ServiceAccounts write. Their
 // roles let them record Events in any namespace (RBAC cannot name what an
 // Event is about); the relay records each step of a session as an Event on
@@ -167,7 +176,7 @@ func sweeperLeaseRef(ref string) string {
 // involvedObject is no field of the other. It reads no params.
 func PlaneEvents() Policy {
 	aboutOK := func(ref string) string {
-		return fmt.Sprintf(`has(%s) && (%s || %s)`, ref, sessionRef(ref), sweeperLeaseRef(ref))
+		return fmt.Sprintf(`has(%s) && (%s || %s || %s)`, ref, sessionRef(ref), sweeperLeaseRef(ref), sweeperPortalRef(ref))
 	}
 	return Policy{
 		Name:     "breakglass-plane-events",
@@ -184,7 +193,7 @@ func PlaneEvents() Policy {
 			{
 				Name:       "event.about-a-session",
 				Expression: aboutOK("object.regarding"),
-				Message: fmt.Sprintf("[event.about-a-session] the plane records Events only about a Session (involvedObject or regarding: kind Session, apiVersion %s) in the Event's own namespace; the sweeper also about its Lease %s/%s. Write anything else to the audit log.",
+				Message: fmt.Sprintf("[event.about-a-session] the plane records Events only about a Session (involvedObject or regarding: kind Session, apiVersion %s) in the Event's own namespace; the sweeper also about its Lease %s/%s and the portal's ServiceAccount there. Write anything else to the audit log.",
 					v1alpha1.GroupVersion.String(), v1alpha1.Namespace, SweeperLeaseName),
 			},
 			{

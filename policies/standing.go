@@ -2,7 +2,10 @@ package policies
 
 import (
 	"fmt"
+	"slices"
 	"strings"
+
+	rbacv1 "k8s.io/api/rbac/v1"
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
 )
@@ -94,23 +97,27 @@ const (
 	SweeperLeaderElectionName = "breakglass:sweeper-leader-election"
 )
 
-// isChartBindingExpr is true for one of the chart's own bindings exactly:
-// its name, the role of that name, and its one account as the only subject.
-var isChartBindingExpr = func() string {
+// chartBindingExpr is true when obj (object, or oldObject for a delete) is
+// exactly one of the chart's own bindings: its name, the role of that name,
+// and its one account as the only subject.
+func chartBindingExpr(obj string) string {
 	var rows []string
 	for _, b := range chartBindings {
 		ns := ""
 		if b.namespace != "" {
 			ns = fmt.Sprintf(" && request.namespace == '%s'", b.namespace)
 		}
-		rows = append(rows, fmt.Sprintf(`(request.resource.resource == '%s'%s && object.metadata.name == '%s' &&
-		  object.roleRef.kind == '%s' && object.roleRef.name == '%s' &&
-		  size(object.subjects) == 1 && object.subjects[0].kind == 'ServiceAccount' &&
-		  object.subjects[0].name == '%s' && object.subjects[0].?namespace.orValue('') == '%s')`,
-			b.resource, ns, b.name, b.roleKind, b.name, b.sa, v1alpha1.Namespace))
+		rows = append(rows, fmt.Sprintf(`(request.resource.resource == '%[1]s'%[2]s && %[7]s.metadata.name == '%[3]s' &&
+		  %[7]s.roleRef.kind == '%[4]s' && %[7]s.roleRef.name == '%[3]s' &&
+		  size(%[7]s.subjects) == 1 && %[7]s.subjects[0].kind == 'ServiceAccount' &&
+		  %[7]s.subjects[0].name == '%[5]s' && %[7]s.subjects[0].?namespace.orValue('') == '%[6]s')`,
+			b.resource, ns, b.name, b.roleKind, b.sa, v1alpha1.Namespace, obj))
 	}
 	return "(" + strings.Join(rows, " ||\n\t") + ")"
-}()
+}
+
+// isChartBindingExpr is chartBindingExpr of the object written.
+var isChartBindingExpr = chartBindingExpr("object")
 
 // NoStandingPlaneBindings keeps standing rights away from the plane's
 // accounts, in every spelling RBAC applies to them: a binding that names one
@@ -162,4 +169,52 @@ func NoStandingPlaneBindings() Policy {
 			},
 		},
 	}
+}
+
+// NamesPlaneAccount is the Go twin of planeSubjectExpr, for the sweeper's
+// backstop: whether RBAC applies subject s, of a binding in namespace ns
+// ("" for a ClusterRoleBinding), to one of the plane's accounts by name or
+// through the group of the plane's namespace.
+func NamesPlaneAccount(s rbacv1.Subject, ns string) bool {
+	switch s.Kind {
+	case rbacv1.UserKind:
+		return slices.ContainsFunc(planeAccounts, func(a struct{ sa, user string }) bool { return a.user == s.Name })
+	case rbacv1.GroupKind:
+		return s.Name == planeNamespaceGroup
+	case rbacv1.ServiceAccountKind:
+		sns := s.Namespace
+		if sns == "" {
+			sns = ns
+		}
+		return sns == v1alpha1.Namespace && slices.ContainsFunc(planeAccounts, func(a struct{ sa, user string }) bool { return a.sa == s.Name })
+	}
+	return false
+}
+
+// IsBootstrapDiscoveryRole is whether a binding's role is one of the
+// discovery roles the bootstrap binds the broad groups to.
+func IsBootstrapDiscoveryRole(role rbacv1.RoleRef) bool {
+	return role.Kind == "ClusterRole" && slices.Contains(bootstrapDiscoveryRoles, role.Name)
+}
+
+// IsBroadGroup is whether s is one of the broad groups every ServiceAccount is in.
+func IsBroadGroup(s rbacv1.Subject) bool {
+	return s.Kind == rbacv1.GroupKind && slices.Contains(broadGroups, s.Name)
+}
+
+// IsChartBinding is the Go twin of isChartBindingExpr: whether the binding
+// (a RoleBinding in ns, or a ClusterRoleBinding when ns is "") is exactly
+// one of the chart's own at-rest bindings.
+func IsChartBinding(ns, name string, role rbacv1.RoleRef, subjects []rbacv1.Subject) bool {
+	resource := "clusterrolebindings"
+	if ns != "" {
+		resource = "rolebindings"
+	}
+	for _, b := range chartBindings {
+		if b.resource == resource && b.namespace == ns && b.name == name && role.Kind == b.roleKind && role.Name == b.name &&
+			len(subjects) == 1 && subjects[0].Kind == rbacv1.ServiceAccountKind && subjects[0].Name == b.sa && subjects[0].Namespace == v1alpha1.Namespace {
+			return true
+		}
+	}
+	return false
 }

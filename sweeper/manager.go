@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/workqueue"
@@ -58,6 +59,12 @@ type Options struct {
 	NewPodGrace time.Duration
 	// Expired is told of each grant deleted, and how late (for measurements).
 	Expired func(rb *rbacv1.RoleBinding, late time.Duration)
+	// StandingEvery is how often the backstop asks the authorizer what the
+	// portal may do at rest (default 5m; every RBAC change asks too), and
+	// StandingSample the namespaces it asks about beside those with a
+	// grant or a Session (default: default). See StandingRights.
+	StandingEvery  time.Duration
+	StandingSample []string
 
 	// LeaderElection makes one sweeper of several act at a time.
 	LeaderElection bool
@@ -103,6 +110,12 @@ func (o *Options) defaults() {
 	}
 	if o.HealthAddr == "" {
 		o.HealthAddr = "0"
+	}
+	if o.StandingEvery == 0 {
+		o.StandingEvery = 5 * time.Minute
+	}
+	if o.StandingSample == nil {
+		o.StandingSample = []string{"default"}
 	}
 	if o.Audit == nil {
 		o.Audit = audit.NewLog(audit.Event{}, nil, &audit.Writer{W: os.Stdout})
@@ -196,8 +209,16 @@ func New(cfg *rest.Config, opts Options) (manager.Manager, error) {
 		WithOptions(controller.Options{NewQueue: newQueue}).Complete(pods); err != nil {
 		return nil, err
 	}
+	meta, err := metadata.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := mgr.Add(&StandingRights{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Kube: kube, Metadata: meta, Clock: opts.Clock,
+		Audit: opts.Audit, Every: opts.StandingEvery, Sample: opts.StandingSample}); err != nil {
+		return nil, err
+	}
 	// One sweeper's figures per process (tests run several): the first one's.
-	for _, c := range []prometheus.Collector{PlaneMetrics(mgr.GetClient(), opts.Clock), grantLateness, audit.SinkFailures} {
+	for _, c := range []prometheus.Collector{PlaneMetrics(mgr.GetClient(), opts.Clock), grantLateness, audit.SinkFailures, standingRights} {
 		var already prometheus.AlreadyRegisteredError
 		if err := ctrlmetrics.Registry.Register(c); err != nil && (!errors.As(err, &already) || !opts.SeveralInOneProcess) {
 			return nil, fmt.Errorf("the sweeper's metrics: %w", err)

@@ -18,27 +18,17 @@ import (
 	"github.com/tower-dev/breakglass/manifests"
 )
 
-// atRest are what the portal must not be able to do in an app namespace
-// before a grant: each is what a stolen portal token would want.
-var atRest = []authorizationv1.ResourceAttributes{
-	{Verb: "patch", Resource: "pods", Subresource: "ephemeralcontainers"},
-	{Verb: "create", Resource: "pods", Subresource: "attach"},
-	{Verb: "create", Resource: "pods", Subresource: "exec"},
-	{Verb: "get", Resource: "secrets"},
-	{Verb: "create", Resource: "pods"},
-}
-
 // Run checks, as the caller's identity (the portal's ServiceAccount in the
-// chart's test pod), in namespace; it says what it checked on w and
-// returns every failure.
+// chart's test pod), in namespace, that it may do none of
+// manifests.PortalProbes there before a grant, and that a grant past the
+// TTL bound is refused; it says what it checked on w and returns every
+// failure.
 func Run(ctx context.Context, kube kubernetes.Interface, namespace string, w io.Writer) error {
 	var errs []error
-	for _, ra := range atRest {
+	for _, p := range manifests.PortalProbes {
+		ra := p.ResourceAttributes
 		ra.Namespace = namespace
-		what := ra.Verb + " " + ra.Resource
-		if ra.Subresource != "" {
-			what += "/" + ra.Subresource
-		}
+		what := p.String()
 		review, err := kube.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx,
 			&authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &ra}}, metav1.CreateOptions{})
 		switch {

@@ -115,7 +115,7 @@ func widen(t *testing.T, c *cluster.Cluster, name, user string, rules ...rbacv1.
 	t.Cleanup(func() { _ = c.Client.Delete(context.Background(), role) })
 	// A binding of a plane account is itself refused now: this one stands
 	// as one made before the plane was installed would.
-	createUnfenced(t, c, binding)
+	c.CreateUnfenced(t, binding)
 	r := rules[0]
 	waitAllowed(t, c, user, authorizationv1.ResourceAttributes{Namespace: v1alpha1.Namespace, Verb: r.Verbs[0], Group: r.APIGroups[0], Resource: r.Resources[0]})
 }

@@ -38,7 +38,7 @@ func TestSelfCheck(t *testing.T) {
 		standing := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "left-behind", Namespace: ns},
 			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"},
 			Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "Group", Name: "system:authenticated"}}}
-		createUnfenced(t, c, standing)
+		c.CreateUnfenced(t, standing)
 		if err := portal.WaitAllowed(ctx, ns, "create", "pods", "exec"); err != nil {
 			t.Fatal(err)
 		}

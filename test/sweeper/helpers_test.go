@@ -111,13 +111,15 @@ func waitForWaiter(t testing.TB, c *clocktesting.FakeClock) {
 	eventually(t, "the sweeper waits on the clock", func() (bool, error) { return c.HasWaiters(), nil })
 }
 
+// gone is true once obj is deleted: gone, or terminating (a pod bound to a
+// node waits for a kubelet this cluster does not run).
 func gone(obj client.Object) func() (bool, error) {
 	return func() (bool, error) {
 		err := cl.Client.Get(context.Background(), client.ObjectKeyFromObject(obj), obj)
 		if apierrors.IsNotFound(err) {
 			return true, nil
 		}
-		return false, err
+		return err == nil && obj.GetDeletionTimestamp() != nil, err
 	}
 }
 

@@ -26,6 +26,7 @@ func makeCopy(ns, session string) *corev1.Pod {
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: ec.Name, Namespace: ns, Labels: map[string]string{v1alpha1.SessionLabel: session}},
 		Spec: corev1.PodSpec{
+			NodeName:                     "node-1",
 			AutomountServiceAccountToken: ptr.To(false),
 			Containers: []corev1.Container{
 				{Name: "web", Image: appImage, SecurityContext: manifests.RestrictedSecurityContext(1000)},

@@ -1,0 +1,370 @@
+package sweeper
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/metadata/metadatainformer"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/tower-dev/breakglass/api/v1alpha1"
+	"github.com/tower-dev/breakglass/evidence/audit"
+	"github.com/tower-dev/breakglass/manifests"
+	"github.com/tower-dev/breakglass/policies"
+)
+
+// standingRights is what the last look found: what the portal's account may
+// do with no live grant giving it.
+var standingRights = prometheus.NewGauge(prometheus.GaugeOpts{Name: "breakglass_portal_standing_rights",
+	Help: "What the portal's account may do without a live grant, as the authorizer answered at the sweeper's last look (0: nothing)."})
+
+// StandingRights is the backstop that measures the outcome, because
+// admission cannot see everything (a binding made before the plane was
+// installed or while its policies were deleted, a broad group, a widened
+// role, an impersonated writer): on a schedule and at every RBAC change, it
+// asks the real authorizer (SubjectAccessReview, as the portal's user and
+// groups) whether the portal may do any of manifests.PortalProbes in every
+// namespace with a grant or a Session and in a sample of others, and
+// cluster-wide. Anything allowed without a live grant giving it is counted
+// (breakglass_portal_standing_rights), audited and recorded as an Event on
+// the portal's ServiceAccount; a binding that names a plane account
+// outright (not a grant, not the chart's own) is deleted, and one that
+// reaches it through a broad group is named for an admin to remove.
+type StandingRights struct {
+	// Client reads the sweeper's cache (session grants, Sessions); Reader
+	// the API server (every binding, when one must be named).
+	Client client.Client
+	Reader client.Reader
+	Kube   kubernetes.Interface
+	Clock  clock.WithTicker
+	Audit  *audit.Log
+	// Every is the schedule. Metadata watches the cluster's bindings and
+	// roles (their metadata alone): every change starts a look.
+	Every    time.Duration
+	Metadata metadata.Interface
+	// Sample are namespaces asked about besides those with a grant or a
+	// Session: where a standing binding would most likely be made.
+	Sample []string
+
+	mu   sync.Mutex
+	last []Finding
+}
+
+// Finding is one thing the portal may do without a grant giving it, and
+// the bindings that give it, where the sweeper can tell.
+type Finding struct {
+	Namespace string // "" for cluster-wide
+	Probe     manifests.Probe
+}
+
+func (f Finding) String() string {
+	if f.Namespace == "" {
+		return f.Probe.String() + " cluster-wide"
+	}
+	return f.Probe.String() + " in " + f.Namespace
+}
+
+// NeedLeaderElection: one sweeper looks at a time.
+func (s *StandingRights) NeedLeaderElection() bool { return true }
+
+// rbacResources are what the backstop watches for changes.
+var rbacResources = []schema.GroupVersionResource{
+	rbacv1.SchemeGroupVersion.WithResource("rolebindings"), rbacv1.SchemeGroupVersion.WithResource("clusterrolebindings"),
+	rbacv1.SchemeGroupVersion.WithResource("roles"), rbacv1.SchemeGroupVersion.WithResource("clusterroles"),
+}
+
+// Start looks at once, then on the schedule and at each RBAC change, until
+// ctx ends.
+func (s *StandingRights) Start(ctx context.Context) error {
+	changed := make(chan struct{}, 1)
+	if s.Metadata != nil {
+		factory := metadatainformer.NewSharedInformerFactory(s.Metadata, 0)
+		poke := func(any) {
+			select {
+			case changed <- struct{}{}:
+			default:
+			}
+		}
+		for _, gvr := range rbacResources {
+			if _, err := factory.ForResource(gvr).Informer().AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+				AddFunc: poke, UpdateFunc: func(_, o any) { poke(o) }, DeleteFunc: poke}); err != nil {
+				return err
+			}
+		}
+		factory.Start(ctx.Done())
+		defer factory.Shutdown()
+		factory.WaitForCacheSync(ctx.Done())
+	}
+	tick := s.Clock.NewTicker(s.Every)
+	defer tick.Stop()
+	for {
+		s.Look(ctx)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C():
+		case <-changed:
+			// A burst of changes (an install, an upgrade) is mostly one look.
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-time.After(time.Second):
+			}
+		}
+	}
+}
+
+// Last is what the last look found.
+func (s *StandingRights) Last() []Finding {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.last)
+}
+
+// confirmAfter is how long a finding must stand before it counts: longer
+// than the API server's RBAC cache takes to see a grant deleted.
+const confirmAfter = 2 * time.Second
+
+// portalUser is the portal's account as the authorizer sees a request of its.
+var portalUser = struct {
+	name   string
+	groups []string
+}{v1alpha1.PortalUsername, []string{"system:serviceaccounts", "system:serviceaccounts:" + v1alpha1.Namespace, "system:authenticated"}}
+
+// Look asks the authorizer once and acts on what it says.
+func (s *StandingRights) Look(ctx context.Context) {
+	logger := log.FromContext(ctx).WithName("standing-rights")
+	live, namespaces, err := s.liveGrants(ctx)
+	if err != nil {
+		logger.Error(err, "reading grants and Sessions; looking at the sample only")
+	}
+	for _, ns := range s.Sample {
+		namespaces[ns] = true
+	}
+	var findings []Finding
+	var errs []string
+	ask := func(ns string, p manifests.Probe) {
+		ra := p.ResourceAttributes
+		ra.Namespace = ns
+		review, err := s.Kube.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{
+			Spec: authorizationv1.SubjectAccessReviewSpec{User: portalUser.name, Groups: portalUser.groups, ResourceAttributes: &ra}}, metav1.CreateOptions{})
+		switch {
+		case err != nil:
+			errs = append(errs, err.Error())
+		case review.Status.Allowed && !(ns != "" && p.Allows(live[ns])):
+			findings = append(findings, Finding{Namespace: ns, Probe: p})
+		}
+	}
+	for _, ns := range sortedKeys(namespaces) {
+		for _, p := range manifests.PortalProbes {
+			ask(ns, p)
+		}
+	}
+	for _, p := range manifests.PortalClusterProbes {
+		ask("", p)
+	}
+	if len(findings) > 0 {
+		// The authorizer's cache lags a deleted grant by a moment: only what
+		// it still allows a little later, with no grant giving it, counts.
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(confirmAfter):
+		}
+		live, _, _ = s.liveGrants(ctx)
+		again := findings
+		findings = nil
+		for _, f := range again {
+			ask(f.Namespace, f.Probe)
+		}
+	}
+	if len(errs) > 0 {
+		logger.Error(fmt.Errorf("%s", errs[0]), "asking the authorizer", "failed", len(errs))
+	}
+	standingRights.Set(float64(len(findings)))
+	s.mu.Lock()
+	s.last = findings
+	s.mu.Unlock()
+	if len(findings) == 0 {
+		return
+	}
+	s.act(ctx, findings, namespaces, live)
+}
+
+// liveGrants are the namespaces with a session grant, each with its role,
+// and every namespace with a grant or a Session.
+func (s *StandingRights) liveGrants(ctx context.Context) (live map[string]string, namespaces map[string]bool, err error) {
+	live, namespaces = map[string]string{}, map[string]bool{}
+	var grants rbacv1.RoleBindingList
+	if err := s.Client.List(ctx, &grants); err != nil {
+		return live, namespaces, err
+	}
+	for _, rb := range grants.Items {
+		namespaces[rb.Namespace] = true
+		// A grant past its TTL but not yet deleted still gives its role:
+		// that is the grant sweeper's to end (and its own alert's), not
+		// standing rights.
+		if rb.RoleRef.Kind == "ClusterRole" && live[rb.Namespace] != v1alpha1.DebugProcessRole {
+			// Two grants in one namespace: the process one covers both.
+			live[rb.Namespace] = rb.RoleRef.Name
+		}
+	}
+	var sessions v1alpha1.SessionList
+	if err := s.Client.List(ctx, &sessions); err != nil {
+		return live, namespaces, err
+	}
+	for _, se := range sessions.Items {
+		namespaces[se.Namespace] = true
+	}
+	return live, namespaces, nil
+}
+
+// act names the bindings that give the portal what it found, deletes those
+// that name a plane account outright, and records it all.
+func (s *StandingRights) act(ctx context.Context, findings []Finding, namespaces map[string]bool, live map[string]string) {
+	logger := log.FromContext(ctx).WithName("standing-rights")
+	var deleted, broad []string
+	var errs []error
+	offending := func(ns, name string, role rbacv1.RoleRef, subjects []rbacv1.Subject) (direct, viaBroad bool) {
+		if policies.IsChartBinding(ns, name, role, subjects) {
+			return false, false
+		}
+		for _, sub := range subjects {
+			direct = direct || policies.NamesPlaneAccount(sub, ns)
+			viaBroad = viaBroad || policies.IsBroadGroup(sub)
+		}
+		return direct, viaBroad
+	}
+	var crbs rbacv1.ClusterRoleBindingList
+	if err := s.Reader.List(ctx, &crbs); err != nil {
+		errs = append(errs, err)
+	}
+	for i := range crbs.Items {
+		b := &crbs.Items[i]
+		direct, viaBroad := offending("", b.Name, b.RoleRef, b.Subjects)
+		switch {
+		case direct:
+			if err := s.remove(ctx, b, "ClusterRoleBinding "+b.Name); err != nil {
+				errs = append(errs, err)
+			} else {
+				deleted = append(deleted, "ClusterRoleBinding "+b.Name)
+			}
+		case viaBroad && !policies.IsBootstrapDiscoveryRole(b.RoleRef):
+			broad = append(broad, "ClusterRoleBinding "+b.Name)
+		}
+	}
+	for _, ns := range sortedKeys(namespaces) {
+		var rbs rbacv1.RoleBindingList
+		if err := s.Reader.List(ctx, &rbs, client.InNamespace(ns)); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		for i := range rbs.Items {
+			b := &rbs.Items[i]
+			if _, grant := b.Labels[v1alpha1.SessionLabel]; grant && b.RoleRef.Kind == "ClusterRole" &&
+				(b.RoleRef.Name == v1alpha1.DebugRole || b.RoleRef.Name == v1alpha1.DebugProcessRole) {
+				continue // a session grant: the grant sweeper's, by its TTL
+			}
+			direct, viaBroad := offending(ns, b.Name, b.RoleRef, b.Subjects)
+			what := "RoleBinding " + ns + "/" + b.Name
+			switch {
+			case direct:
+				if err := s.remove(ctx, b, what); err != nil {
+					errs = append(errs, err)
+				} else {
+					deleted = append(deleted, what)
+				}
+			case viaBroad && !policies.IsBootstrapDiscoveryRole(b.RoleRef):
+				broad = append(broad, what)
+			}
+		}
+	}
+	var found []string
+	for _, f := range findings {
+		found = append(found, f.String())
+	}
+	summary := fmt.Sprintf("the portal may %s without a live grant", strings.Join(first(found, 8), "; "))
+	if len(found) > 8 {
+		summary += fmt.Sprintf(" (and %d more)", len(found)-8)
+	}
+	if len(deleted) > 0 {
+		summary += "; deleted " + strings.Join(deleted, ", ")
+	}
+	if len(broad) > 0 {
+		summary += "; granted through a group every ServiceAccount is in by " + strings.Join(first(broad, 8), ", ") + ": remove it"
+	}
+	if len(deleted) == 0 && len(broad) == 0 {
+		summary += "; no binding names the portal or a broad group: look for a widened role (the plane's own or a bootstrap one)"
+	}
+	logger.Info("standing rights found", "summary", summary, "errors", len(errs))
+	if s.Audit != nil {
+		if _, err := s.Audit.Record(ctx, audit.Event{Kind: "standing-rights", Actor: v1alpha1.SweeperUsername, Reason: summary,
+			Details: map[string]string{"findings": fmt.Sprint(len(findings))}}); err != nil {
+			logger.Error(err, "auditing standing rights")
+		}
+	}
+	now := metav1.NewTime(s.Clock.Now())
+	event := &corev1.Event{
+		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s.standing.%x", v1alpha1.PortalServiceAccount, now.UnixNano()), Namespace: v1alpha1.Namespace},
+		InvolvedObject: corev1.ObjectReference{APIVersion: "v1", Kind: "ServiceAccount", Namespace: v1alpha1.Namespace,
+			Name: v1alpha1.PortalServiceAccount},
+		Reason: "StandingRights", Message: truncate(summary, 1024), Type: corev1.EventTypeWarning,
+		Source: corev1.EventSource{Component: v1alpha1.SweeperUsername}, FirstTimestamp: now, LastTimestamp: now, Count: 1,
+	}
+	if _, err := s.Kube.CoreV1().Events(v1alpha1.Namespace).Create(ctx, event, metav1.CreateOptions{}); err != nil {
+		logger.Error(err, "recording the standing-rights Event")
+	}
+	for _, err := range errs {
+		logger.Error(err, "naming or deleting a standing binding")
+	}
+}
+
+// remove deletes a binding that names a plane account, audited first.
+func (s *StandingRights) remove(ctx context.Context, b client.Object, what string) error {
+	if s.Audit != nil {
+		if _, err := s.Audit.Record(ctx, audit.Event{Kind: "revoke", Actor: v1alpha1.SweeperUsername,
+			Reason: what + " names a plane account: standing rights, deleted"}); err != nil {
+			return fmt.Errorf("auditing the delete of %s: %w", what, err)
+		}
+	}
+	uid := b.GetUID()
+	if err := s.Client.Delete(ctx, b, client.Preconditions{UID: &uid}); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("deleting %s: %w", what, err)
+	}
+	return nil
+}
+
+func sortedKeys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func first(xs []string, n int) []string { return xs[:min(n, len(xs))] }
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n-3] + "..."
+}
