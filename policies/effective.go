@@ -54,7 +54,7 @@ const AppArmorAnnotationPrefix = "container.apparmor.security.beta.kubernetes.io
 func AllowedSELinuxType(t string) bool { return slices.Contains(seLinuxTypes, t) }
 
 // effectiveAppArmorExpr is the type of c's effective AppArmor profile
-// (RuntimeDefault, Unconfined, Localhost), or '' for none set anywhere.
+// (RuntimeDefault, Unconfined, Localhost), or ” for none set anywhere.
 var effectiveAppArmorExpr = func() string {
 	ann := fmt.Sprintf(`object.metadata.?annotations[?('%s' + c.name)]`, AppArmorAnnotationPrefix)
 	return fmt.Sprintf(`c.?securityContext.?appArmorProfile.?type.orValue(

@@ -244,8 +244,8 @@ var powers = map[string]func(p *corev1.Pod, c *corev1.Container){
 	"capability": func(_ *corev1.Pod, c *corev1.Container) {
 		c.SecurityContext.Capabilities.Add = []corev1.Capability{"SYS_PTRACE"}
 	},
-	"root":         func(_ *corev1.Pod, c *corev1.Container) { c.SecurityContext.RunAsUser = ptr.To[int64](0) },
-	"root group":   func(_ *corev1.Pod, c *corev1.Container) { c.SecurityContext.RunAsGroup = ptr.To[int64](0) },
+	"root":       func(_ *corev1.Pod, c *corev1.Container) { c.SecurityContext.RunAsUser = ptr.To[int64](0) },
+	"root group": func(_ *corev1.Pod, c *corev1.Container) { c.SecurityContext.RunAsGroup = ptr.To[int64](0) },
 	"devices": func(_ *corev1.Pod, c *corev1.Container) {
 		c.Env = append(c.Env, corev1.EnvVar{Name: "NVIDIA_VISIBLE_DEVICES", Value: "all"})
 	},
@@ -284,10 +284,12 @@ var copyPowers = map[string]func(p *corev1.Pod){
 	"supplemental group 0": func(p *corev1.Pod) {
 		podSecurity(p).SupplementalGroups = append(podSecurity(p).SupplementalGroups, 0)
 	},
-	"root group":     func(p *corev1.Pod) { podSecurity(p).RunAsGroup = ptr.To[int64](0) },
-	"runtime class":  func(p *corev1.Pod) { p.Spec.RuntimeClassName = ptr.To("runc-privileged") },
-	"unconfined pod": func(p *corev1.Pod) { podSecurity(p).AppArmorProfile = &corev1.AppArmorProfile{Type: corev1.AppArmorProfileTypeUnconfined} },
-	"spc_t pod":      func(p *corev1.Pod) { podSecurity(p).SELinuxOptions = &corev1.SELinuxOptions{Type: "spc_t"} },
+	"root group":    func(p *corev1.Pod) { podSecurity(p).RunAsGroup = ptr.To[int64](0) },
+	"runtime class": func(p *corev1.Pod) { p.Spec.RuntimeClassName = ptr.To("runc-privileged") },
+	"unconfined pod": func(p *corev1.Pod) {
+		podSecurity(p).AppArmorProfile = &corev1.AppArmorProfile{Type: corev1.AppArmorProfileTypeUnconfined}
+	},
+	"spc_t pod": func(p *corev1.Pod) { podSecurity(p).SELinuxOptions = &corev1.SELinuxOptions{Type: "spc_t"} },
 	"an init container": func(p *corev1.Pod) {
 		c := *p.Spec.Containers[0].DeepCopy()
 		c.Name = "init"

@@ -115,4 +115,3 @@ func mustUser(t *testing.T) func(*cluster.User, error) *cluster.User {
 func isForbiddenByRBAC(err error) bool {
 	return apierrors.IsForbidden(err) && !strings.Contains(err.Error(), "ValidatingAdmissionPolicy")
 }
-
