@@ -283,4 +283,3 @@ func enter(c *cluster.Cluster, id matrixIdentity, what string, get bool) string 
 	// Past admission: no node to reach, no such pod port, and the like.
 	return "admitted"
 }
-
