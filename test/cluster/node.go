@@ -19,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/cri-streaming/pkg/streaming/remotecommand"
 
@@ -117,12 +118,19 @@ func (n *node) register(ctx context.Context, c *Cluster) error {
 	if err := c.Client.Status().Update(ctx, nodeObj); err != nil {
 		return fmt.Errorf("reporting the virtual node's status: %w", err)
 	}
+	// The node writes pods' status as a kubelet would, in its own name (the
+	// copy policies take a copy's status from its node only); envtest's API
+	// server runs no Node authorizer, so RBAC is the cluster admin's.
+	kubelet, err := c.As("system:node:"+NodeName, "system:nodes", "system:masters")
+	if err != nil {
+		return err
+	}
 	lw := cache.NewListWatchFromClient(c.Kube.CoreV1().RESTClient(), "pods", "", fields.OneTermEqualSelector("spec.nodeName", NodeName))
 	_, informer := cache.NewInformerWithOptions(cache.InformerOptions{
 		ListerWatcher: lw, ObjectType: &corev1.Pod{},
 		Handler: cache.ResourceEventHandlerFuncs{
-			AddFunc:    func(obj any) { n.sync(ctx, c, obj.(*corev1.Pod)) },
-			UpdateFunc: func(_, obj any) { n.sync(ctx, c, obj.(*corev1.Pod)) },
+			AddFunc:    func(obj any) { n.sync(ctx, kubelet.Kube, obj.(*corev1.Pod)) },
+			UpdateFunc: func(_, obj any) { n.sync(ctx, kubelet.Kube, obj.(*corev1.Pod)) },
 			DeleteFunc: func(obj any) {
 				if p, ok := obj.(*corev1.Pod); ok {
 					n.runtime.stopPod(p.Namespace, p.Name)
@@ -139,11 +147,11 @@ func (n *node) register(ctx context.Context, c *Cluster) error {
 
 // sync starts the pod's containers (and any new ephemeral container) and
 // reports them running.
-func (n *node) sync(ctx context.Context, c *Cluster, pod *corev1.Pod) {
+func (n *node) sync(ctx context.Context, kube kubernetes.Interface, pod *corev1.Pod) {
 	if !pod.DeletionTimestamp.IsZero() {
 		// As a kubelet does: stop the containers, then let the pod go at once.
 		n.runtime.stopPod(pod.Namespace, pod.Name)
-		_ = c.Kube.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{GracePeriodSeconds: ptrZero(), Preconditions: &metav1.Preconditions{UID: &pod.UID}})
+		_ = kube.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{GracePeriodSeconds: ptrZero(), Preconditions: &metav1.Preconditions{UID: &pod.UID}})
 		return
 	}
 	changed := false
@@ -170,7 +178,7 @@ func (n *node) sync(ctx context.Context, c *Cluster, pod *corev1.Pod) {
 		return
 	}
 	_ = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
-		cur, err := c.Kube.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
+		cur, err := kube.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
 		if err != nil {
 			return false, nil
 		}
@@ -185,7 +193,7 @@ func (n *node) sync(ctx context.Context, c *Cluster, pod *corev1.Pod) {
 		for _, ec := range cur.Spec.EphemeralContainers {
 			cur.Status.EphemeralContainerStatuses = append(cur.Status.EphemeralContainerStatuses, n.status(ec.Name, ec.Image))
 		}
-		_, err = c.Kube.CoreV1().Pods(pod.Namespace).UpdateStatus(ctx, cur, metav1.UpdateOptions{})
+		_, err = kube.CoreV1().Pods(pod.Namespace).UpdateStatus(ctx, cur, metav1.UpdateOptions{})
 		return err == nil, nil
 	})
 }
