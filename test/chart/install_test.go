@@ -82,7 +82,7 @@ func TestInstallAndUpgrade(t *testing.T) {
 	// No node here, so no webhook pod to answer: it is off, and
 	// realnode_test.go installs the whole chart, webhook included, on a
 	// real node.
-	rel, err := install.RunWithContext(ctx, chrt, values(t, fmt.Sprintf("params: {debugImages: [%q]}\nwebhook: {enabled: false}\n", debugImage)))
+	rel, err := install.RunWithContext(ctx, chrt, values(t, fmt.Sprintf("params: {debugImages: [%q], protectedNamespaces: [payments]}\nwebhook: {enabled: false}\n", debugImage)))
 	if err != nil {
 		t.Fatalf("helm install: %v", err)
 	}
@@ -94,6 +94,7 @@ func TestInstallAndUpgrade(t *testing.T) {
 	}
 
 	ns := c.Namespace(t, "shop")
+	payments := c.Namespace(t, "payments")
 	portal, err := c.Portal()
 	if err != nil {
 		t.Fatal(err)
@@ -114,7 +115,9 @@ func TestInstallAndUpgrade(t *testing.T) {
 		want string
 	}{
 		{"two hours", bad(func(rb *rbacv1.RoleBinding) { rb.Labels[v1alpha1.TTLLabel] = "2h" }), "[grant.ttl]"},
-		{"another subject", bad(func(rb *rbacv1.RoleBinding) { rb.Subjects[0].Name = "default" }), "[grant.portal]"},
+		{"another subject", bad(func(rb *rbacv1.RoleBinding) { rb.Subjects[0].Name = "default" }), "[grant.subject]"},
+		// The chart's protected namespaces, rendered into the binding at install.
+		{"a protected namespace", bad(func(rb *rbacv1.RoleBinding) { rb.Namespace = payments }), "[grant.namespace] namespace payments is protected"},
 		{"cluster-wide", &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "debug-everywhere"},
 			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: v1alpha1.DebugRole},
 			Subjects: []rbacv1.Subject{{Kind: "User", Name: "mallory"}}}, "[grant.cluster-wide]"},
