@@ -100,6 +100,8 @@ reviews. It reads all of its state from the cluster.`,
 	f.DurationVar(&opts.ReviewWithin, "review-within", 24*time.Hour, "when a glass-broken session's review falls due, from its request")
 	f.DurationVar(&opts.PendingFor, "pending-for", time.Hour, "how long a request waits for a decision before it expires")
 	f.DurationVar(&opts.ApprovedFor, "approved-for", 30*time.Minute, "how long an approved session waits to be started before it expires")
+	f.DurationVar(&opts.StandingEvery, "standing-every", 5*time.Minute, "how often the backstop asks the authorizer what the portal may do at rest (every RBAC change asks too)")
+	f.StringSliceVar(&opts.StandingSample, "standing-sample", []string{"default"}, "namespaces the backstop asks about beside those with a grant or a Session")
 	f.BoolVar(&opts.LeaderElection, "leader-elect", true, "run one active sweeper among replicas")
 	f.StringVar(&opts.MetricsAddr, "metrics-bind-address", ":8080", "Prometheus metrics address (0 to turn off)")
 	f.StringVar(&opts.HealthAddr, "health-probe-bind-address", ":8081", "/healthz and /readyz address")
