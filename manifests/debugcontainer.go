@@ -52,6 +52,9 @@ func ConfinedIn(sc *corev1.SecurityContext, pod *corev1.Pod, container string) {
 // leaves those out.
 func LiveDebuggable(pod *corev1.Pod) error {
 	s := pod.Spec
+	if s.NodeName == "" {
+		return fmt.Errorf("pod %s is not bound to a node yet: pick a running pod", pod.Name)
+	}
 	if s.HostNetwork || s.HostPID || s.HostIPC {
 		return fmt.Errorf("pod %s shares the node's network, PID or IPC namespace, and a debug container in it would too: use a copy", pod.Name)
 	}

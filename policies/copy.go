@@ -175,6 +175,14 @@ func CopyPodShape() Policy {
 	}
 }
 
+// podStatusControllers are the cluster's controllers that write a pod's
+// status (conditions such as DisruptionTarget) when its node goes away or
+// it is evicted or collected: kube-controller-manager in its own name, or
+// as each controller's account (--use-service-account-credentials).
+var podStatusControllers = []string{"system:kube-controller-manager",
+	"system:serviceaccount:kube-system:node-controller", "system:serviceaccount:kube-system:pod-garbage-collector",
+	"system:serviceaccount:kube-system:disruption-controller", "system:serviceaccount:kube-system:taint-eviction-controller"}
+
 // CopyPodUpdates keeps every session-labelled pod (a copy) what the plane
 // admitted until it is deleted: CopyPodShape checks a copy when it is
 // created, and an update could otherwise change what it runs (container
@@ -201,11 +209,13 @@ func CopyPodUpdates() Policy {
 		},
 		Validations: []Validation{
 			{
+				// The status and other subresources reset the spec but
+				// take the metadata as written: it is compared for all.
 				Name: "copy.unchanged",
-				Expression: `variables.sub != '' ||
-					(object.spec == oldObject.spec && object.metadata.?labels == oldObject.metadata.?labels &&
-					 object.metadata.?annotations == oldObject.metadata.?annotations &&
-					 object.metadata.?ownerReferences == oldObject.metadata.?ownerReferences)`,
+				Expression: `(variables.sub != '' || object.spec == oldObject.spec) &&
+					object.metadata.?labels == oldObject.metadata.?labels &&
+					object.metadata.?annotations == oldObject.metadata.?annotations &&
+					object.metadata.?ownerReferences == oldObject.metadata.?ownerReferences`,
 				Message: "[copy.unchanged] a copy pod stays as it was admitted: its containers, images, labels, annotations and owners never change. " +
 					"End the session and start another.",
 			},
@@ -216,10 +226,9 @@ func CopyPodUpdates() Policy {
 			},
 			{
 				Name: "copy.status-by-its-node",
-				Expression: `variables.sub != 'status' ||
+				Expression: fmt.Sprintf(`variables.sub != 'status' ||
 					request.userInfo.username == 'system:node:' + oldObject.spec.?nodeName.orValue('') ||
-					request.userInfo.username == 'system:kube-controller-manager' ||
-					request.userInfo.username.startsWith('system:serviceaccount:kube-system:')`,
+					request.userInfo.username in %s`, celList(podStatusControllers)),
 				Message: "[copy.status-by-its-node] a copy pod's status is written by the kubelet of its node (and the cluster's controllers): " +
 					"what it reports about the copy is the plane's to read, nobody's to write.",
 			},

@@ -64,8 +64,13 @@ func PlaneTokenSecrets() Policy {
 		}},
 		Validations: []Validation{{
 			Name: "credentials.no-token-secret",
-			Expression: fmt.Sprintf(`!(object.metadata.?annotations[?'kubernetes.io/service-account.name'].orValue('') in %s)`,
-				planeServiceAccountsExpr),
+			// An update that keeps the account is the token controller's or
+			// the token cleaner's (labelling an old token invalid): only
+			// naming a plane account anew is refused.
+			Expression: fmt.Sprintf(`!(object.metadata.?annotations[?'kubernetes.io/service-account.name'].orValue('') in %[1]s) ||
+				(request.operation == 'UPDATE' &&
+				 oldObject.metadata.?annotations[?'kubernetes.io/service-account.name'].orValue('') ==
+				 object.metadata.?annotations[?'kubernetes.io/service-account.name'].orValue(''))`, planeServiceAccountsExpr),
 			Message: "[credentials.no-token-secret] a ServiceAccount token Secret for one of the plane's accounts would hold a token that never expires: " +
 				"the plane's accounts get their tokens from the kubelet only.",
 		}},

@@ -109,6 +109,22 @@ func DebugContainer() Policy {
 				"use a copy, which runs in namespaces of its own.",
 		},
 		Validation{
+			// A pod the scheduler has not yet bound can still take a
+			// binding's annotations, which no pod validation sees.
+			Name:       "debug.bound",
+			Expression: `size(variables.added) == 0 || object.spec.?nodeName.orValue('') != ''`,
+			Message:    "[debug.bound] a debug container goes only into a pod bound to its node: pick a running pod.",
+		},
+		Validation{
+			// A runtime class names a handler the policy cannot see: one
+			// may run containers privileged or hand them devices.
+			Name: "debug.runtime-class",
+			Expression: `size(variables.added) == 0 || object.spec.?runtimeClassName.orValue('') == '' ||
+				object.spec.runtimeClassName in params.spec.?runtimeClasses.orValue([])`,
+			MessageExpression: `'[debug.runtime-class] this pod runs in runtime class ' + object.spec.runtimeClassName +
+				', which PolicyParams does not list (spec.runtimeClasses): a debug container would run in it too.'`,
+		},
+		Validation{
 			Name:       "debug.host-path",
 			Expression: `variables.added.all(c, !has(c.volumeMounts) || c.volumeMounts.all(m, !(m.name in variables.hostPathVolumes)))`,
 			Message:    "[debug.host-path] a debug container mounts none of the node's paths (hostPath volumes): use a copy, which leaves them behind.",
@@ -158,9 +174,9 @@ func DebugContainer() Policy {
 			{Name: "appUsers", Expression: fmt.Sprintf(`(has(object.spec.securityContext) && has(object.spec.securityContext.runAsUser) ?
 				[object.spec.securityContext.runAsUser] : []) +
 				(object.spec.containers + (has(object.spec.initContainers) ? object.spec.initContainers : []))
-					.filter(c, has(c.securityContext) && has(c.securityContext.runAsUser)).map(c, c.securityContext.runAsUser) +
+					.filter(c, !c.name.startsWith('%[1]s') && has(c.securityContext) && has(c.securityContext.runAsUser)).map(c, c.securityContext.runAsUser) +
 				(has(oldObject.spec.ephemeralContainers) ? oldObject.spec.ephemeralContainers : [])
-					.filter(c, !c.name.startsWith('%s') && has(c.securityContext) && has(c.securityContext.runAsUser)).map(c, c.securityContext.runAsUser)`,
+					.filter(c, !c.name.startsWith('%[1]s') && has(c.securityContext) && has(c.securityContext.runAsUser)).map(c, c.securityContext.runAsUser)`,
 				v1alpha1.DebugContainerPrefix)},
 		},
 		Validations: validations,

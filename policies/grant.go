@@ -50,6 +50,14 @@ func GrantGuard() Policy {
 					v1alpha1.Namespace, v1alpha1.PortalServiceAccount),
 			},
 			{
+				// A finalizer would keep a deleted grant standing: RBAC
+				// honours a binding until it is gone, and nobody of the
+				// plane may lift it.
+				Name:       "grant.no-finalizers",
+				Expression: `object.metadata.?finalizers.orValue([]).size() == 0`,
+				Message:    "[grant.no-finalizers] a grant carries no finalizers: it must go the moment the sweeper or the relay deletes it.",
+			},
+			{
 				Name:       "grant.session-label",
 				Expression: fmt.Sprintf(`%s in variables.labels && variables.labels[%s] != ''`, session, session),
 				Message:    fmt.Sprintf("[grant.session-label] a grant names its Session in the label %s.", v1alpha1.SessionLabel),

@@ -248,7 +248,12 @@ func SessionDelete() Policy {
 		}},
 		Validations: []Validation{{
 			Name:       "session.delete",
-			Expression: fmt.Sprintf(`(%s) || (oldObject.?status.?phase.orValue('') == '' && %s)`, sessionOverExpr, isPortalExpr),
+			// A namespace being deleted takes a Session that never ran
+			// (nothing to record): a request whose status was never written
+			// would otherwise keep it Terminating for good.
+			Expression: fmt.Sprintf(`(%s) || (oldObject.?status.?phase.orValue('') == '' && %s) ||
+				(namespaceObject.?status.?phase.orValue('') == 'Terminating' && !oldObject.?status.?startedAt.hasValue() &&
+				 oldObject.?status.?phase.orValue('') != 'Active')`, sessionOverExpr, isPortalExpr),
 			Message: "[session.delete] a Session is kept until it is over (Ended, Denied or Expired), its recording finalized and anchored, " +
 				"and its review (a glass-broken session's) made: it is the cluster's record of who did what. Deleting its namespace waits for it too.",
 		}},
@@ -271,17 +276,30 @@ func SessionCRDs() Policy {
 			APIGroups:   []string{"apiextensions.k8s.io"},
 			APIVersions: []string{"v1"},
 			Resources:   []string{"customresourcedefinitions"},
-			Operations:  []Operation{Delete},
+			Operations:  []Operation{Update, Delete},
 		}},
 		MatchConditions: []Condition{{
 			Name:       "the-planes-crds",
 			Expression: fmt.Sprintf(`request.name in ['sessions.%[1]s', 'policyparams.%[1]s']`, v1alpha1.GroupVersion.Group),
 		}},
-		Validations: []Validation{{
-			Name:       "crds.kept",
-			Expression: `false`,
-			Message: "[crds.kept] on this cluster the break-glass CRDs are kept: deleting the Session CRD deletes every Session, the cluster's record of " +
-				"who did what, with it. To remove the plane, delete the policy breakglass-crds first (the audit log records it).",
-		}},
+		Validations: []Validation{
+			{
+				Name:       "crds.kept",
+				Expression: `request.operation != 'DELETE'`,
+				Message: "[crds.kept] on this cluster the break-glass CRDs are kept: deleting the Session CRD deletes every Session, the cluster's record of " +
+					"who did what, with it. To remove the plane, delete the policy breakglass-crds first (the audit log records it).",
+			},
+			{
+				// A version no longer served hides the records from the
+				// plane and the namespace controller; a conversion webhook
+				// could show admission a record other than the stored one.
+				Name: "crds.served",
+				Expression: `request.operation != 'UPDATE' ||
+					(object.spec.?conversion == oldObject.spec.?conversion &&
+					 oldObject.spec.versions.all(o, !o.served || object.spec.versions.exists(v, v.name == o.name && v.served)))`,
+				Message: "[crds.served] the break-glass CRDs keep serving every version they served, with the conversion they have: a version " +
+					"unserved, or a conversion webhook, would hide or rewrite the Sessions the cluster keeps.",
+			},
+		},
 	}
 }

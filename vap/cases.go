@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -55,11 +56,13 @@ type Case struct {
 	APIGroup  string `json:"apiGroup,omitempty"`
 	Resource  string `json:"resource"`
 	Namespace string `json:"namespace,omitempty"`
-	// NamespaceLabels are the labels of the request's namespace object.
-	NamespaceLabels map[string]string `json:"namespaceLabels,omitempty"`
-	User            CaseUser          `json:"user"`
-	Object          map[string]any    `json:"object,omitempty"`
-	OldObject       map[string]any    `json:"oldObject,omitempty"`
+	// NamespaceLabels are the labels of the request's namespace object;
+	// NamespaceTerminating says it is being deleted.
+	NamespaceLabels      map[string]string `json:"namespaceLabels,omitempty"`
+	NamespaceTerminating bool              `json:"namespaceTerminating,omitempty"`
+	User                 CaseUser          `json:"user"`
+	Object               map[string]any    `json:"object,omitempty"`
+	OldObject            map[string]any    `json:"oldObject,omitempty"`
 	// Permissions are what the authorizer answers "allowed" to.
 	Permissions []Permission `json:"permissions,omitempty"`
 	// NoParams runs the case as if the PolicyParams object were missing.
@@ -298,6 +301,9 @@ func (c Case) request() Request {
 		OldObject:       c.OldObject,
 		User:            &user.DefaultInfo{Name: c.User.Name, Groups: c.User.Groups},
 		Allowed:         c.Permissions,
+	}
+	if c.NamespaceTerminating {
+		req.NamespacePhase = corev1.NamespaceTerminating
 	}
 	for _, o := range []map[string]any{c.Object, c.OldObject} {
 		if o != nil {

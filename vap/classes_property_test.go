@@ -326,7 +326,7 @@ func TestClassProperties(t *testing.T) {
 // always true, one at a time, each must make its class's property fail.
 var weakenable = map[string][]string{
 	"effective security": {"debug.user", "debug.groups", "debug.confinement", "debug.seccomp", "debug.privilege", "debug.env",
-		"debug.host-namespaces", "copy.user", "copy.groups", "copy.pod-security", "copy.app.non-root", "copy.app.env",
+		"debug.host-namespaces", "debug.runtime-class", "copy.user", "copy.groups", "copy.pod-security", "copy.app.non-root", "copy.app.env",
 		"copy.app.confinement", "copy.app.seccomp"},
 	"identities":         {"grant.no-standing", "grant.no-broad-groups"},
 	"updates":            {"copy.unchanged", "copy.status-by-its-node"},

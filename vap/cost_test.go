@@ -57,7 +57,7 @@ func bigPod(ephemeral int) map[string]any {
 	return map[string]any{
 		"apiVersion": "v1", "kind": "Pod",
 		"metadata": map[string]any{"name": "big", "namespace": "shop", "labels": map[string]any{"app": "web"}},
-		"spec":     map[string]any{"containers": containers, "ephemeralContainers": eph, "volumes": volumes},
+		"spec":     map[string]any{"nodeName": "node-1", "containers": containers, "ephemeralContainers": eph, "volumes": volumes},
 	}
 }
 

@@ -31,8 +31,10 @@ type Request struct {
 	SubResource string
 	Kind        schema.GroupVersionKind
 	Namespace   string
-	// NamespaceLabels are the labels of the namespace object policies see.
+	// NamespaceLabels are the labels of the namespace object policies see,
+	// NamespacePhase its phase (Terminating while it is deleted).
 	NamespaceLabels map[string]string
+	NamespacePhase  corev1.NamespacePhase
 	Name            string
 	// Object and OldObject are the new and old object; for CONNECT, Object
 	// is the options (PodExecOptions, PodAttachOptions).
@@ -146,7 +148,8 @@ func (req Request) attributes() (admission.Attributes, *admission.VersionedAttri
 	versioned := &admission.VersionedAttributes{Attributes: attr, VersionedKind: req.Kind, VersionedObject: admission.NewLazyObject(obj), VersionedOldObject: admission.NewLazyObject(oldObj)}
 	var ns *corev1.Namespace
 	if req.Namespace != "" {
-		ns = &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: req.Namespace, Labels: req.NamespaceLabels}}
+		ns = &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: req.Namespace, Labels: req.NamespaceLabels},
+			Status: corev1.NamespaceStatus{Phase: req.NamespacePhase}}
 	}
 	return attr, versioned, ns, permissions{allowed: req.Allowed}
 }

@@ -421,7 +421,8 @@ func checkDebug(t testing.TB, plane *propertyPlane, seed uint64) error {
 	pod.Spec.EphemeralContainers = append(pod.Spec.EphemeralContainers, ec)
 	res := plane.addDebug(t, target, pod, allowed)
 	reach := processAccess || ptr.Deref(target.Spec.ShareProcessNamespace, false)
-	want := unfit == nil && (!reach || processAccess) && (!reach || !runsAsDebugUser(target))
+	// A runtime class only PolicyParams could allow (it lists none here).
+	want := unfit == nil && target.Spec.RuntimeClassName == nil && (!reach || processAccess) && (!reach || !runsAsDebugUser(target))
 	if res.Allowed() != want {
 		return fmt.Errorf("seed %d: the relay's debug container (process access %t, unfit: %v): admitted %t, want %t: %v", seed, processAccess, unfit, res.Allowed(), want, res.Denials)
 	}

@@ -34,6 +34,16 @@ type PolicyParamsSpec struct {
 	// SessionDuration bounds a Session's spec.duration.
 	SessionDuration DurationBounds `json:"sessionDuration"`
 
+	// RuntimeClasses are the runtime classes a debug container may join a
+	// pod in (a sandbox such as gVisor or Kata): a pod in any other runs
+	// no debug container, since a runtime's handler may run containers
+	// privileged or hand them devices.
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:MaxLength=253
+	// +listType=set
+	// +optional
+	RuntimeClasses []string `json:"runtimeClasses,omitempty"`
+
 	// DebugUserID is the user id every debug container runs as.
 	// +kubebuilder:validation:Minimum=1
 	DebugUserID int64 `json:"debugUserID"`

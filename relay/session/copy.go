@@ -92,7 +92,7 @@ func CopyPod(target *corev1.Pod, s *v1alpha1.Session, container, image string, p
 		cc := corev1.Container{
 			Name: c.Name, Image: pinned, Command: c.Command, Args: c.Args, WorkingDir: c.WorkingDir,
 			Env: plainEnv(c.Env), EnvFrom: plainEnvFrom(c.EnvFrom), Resources: c.Resources, ImagePullPolicy: c.ImagePullPolicy,
-			SecurityContext: manifests.RestrictedSecurityContext(uid),
+			SecurityContext: restrictedIn(uid, target.Spec.SecurityContext),
 			Stdin:           c.Stdin, TTY: c.TTY,
 		}
 		cc.Resources.Claims = nil
@@ -162,6 +162,18 @@ func copyPodSecurity(sc *corev1.PodSecurityContext) *corev1.PodSecurityContext {
 		}
 	}
 	return out
+}
+
+// restrictedIn is an app container's security context in a copy: the
+// restricted profile, and, where the user is known, a group that is not 0
+// (a user with no group of its own runs in group 0): the pod's, or the
+// user's own id.
+func restrictedIn(uid int64, psc *corev1.PodSecurityContext) *corev1.SecurityContext {
+	sc := manifests.RestrictedSecurityContext(uid)
+	if uid != 0 && (psc == nil || ptr.Deref(psc.RunAsGroup, 0) == 0) {
+		sc.RunAsGroup = ptr.To(uid)
+	}
+	return sc
 }
 
 // containerUser is the user c runs as when the pod says so, or 0 for the
