@@ -247,7 +247,7 @@ func SessionDelete() Policy {
 			Operations:  []Operation{Delete},
 		}},
 		Validations: []Validation{{
-			Name:       "session.delete",
+			Name: "session.delete",
 			// A namespace being deleted takes a Session that never ran
 			// (nothing to record): a request whose status was never written
 			// would otherwise keep it Terminating for good.
