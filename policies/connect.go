@@ -103,7 +103,7 @@ func Attach() Policy {
 		Validations: []Validation{
 			{
 				Name:       "attach.portal-only",
-				Expression: isPortalExpr,
+				Expression: isPortalPodExpr,
 				Message:    "[attach.portal-only] on this cluster only the break-glass portal attaches to containers: request a session in the portal.",
 				Profiles:   []Profile{Flight},
 			},

@@ -43,7 +43,7 @@ func CopyPodGuard() Policy {
 		Validations: []Validation{
 			{
 				Name:       "copy.portal-only",
-				Expression: isPortalExpr,
+				Expression: isPortalPodExpr,
 				Message:    "[copy.portal-only] of the plane's accounts only the portal creates pods, and only copies for a session.",
 			},
 			{

@@ -88,7 +88,7 @@ func debugShape(prefix, list string) []Validation {
 func DebugContainer() Policy {
 	validations := []Validation{{
 		Name:       "debug.portal-only",
-		Expression: `size(variables.added) == 0 || ` + isPortalExpr,
+		Expression: `size(variables.added) == 0 || ` + isPortalPodExpr,
 		Message:    "[debug.portal-only] on this cluster only the break-glass portal adds debug containers: request a session in the portal.",
 		Profiles:   []Profile{Flight},
 	}}

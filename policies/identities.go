@@ -239,7 +239,7 @@ func SweeperLease() Policy {
 				Name: "lease.sweeper-only",
 				// The namespace controller empties a namespace being deleted.
 				Expression: fmt.Sprintf(`%s || (request.operation == 'DELETE' &&
-					has(namespaceObject.status) && has(namespaceObject.status.phase) && namespaceObject.status.phase == 'Terminating')`, isSweeperExpr),
+					has(namespaceObject.status) && has(namespaceObject.status.phase) && namespaceObject.status.phase == 'Terminating')`, isSweeperPodExpr),
 				Message: fmt.Sprintf("[lease.sweeper-only] the Lease %s/%s elects the sweeper: only its ServiceAccount %s creates, renews or releases it, cluster admins included, so nobody can hold it and stop expired grants from being swept. To stop the sweeper, scale its Deployment down; a dead holder's lease runs out on its own.",
 					v1alpha1.Namespace, SweeperLeaseName, v1alpha1.SweeperServiceAccount),
 			},

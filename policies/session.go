@@ -63,8 +63,8 @@ func SessionRules() Policy {
 			Operations:  []Operation{Create, Update},
 		}},
 		Variables: []Variable{
-			{Name: "isPortal", Expression: isPortalExpr},
-			{Name: "isSweeper", Expression: isSweeperExpr},
+			{Name: "isPortal", Expression: isPortalPodExpr},
+			{Name: "isSweeper", Expression: isSweeperPodExpr},
 			{Name: "phase", Expression: `object.?status.?phase.orValue('')`},
 			{Name: "oldPhase", Expression: `request.operation == 'UPDATE' ? oldObject.?status.?phase.orValue('') : ''`},
 		},
@@ -253,7 +253,7 @@ func SessionDelete() Policy {
 			// would otherwise keep it Terminating for good.
 			Expression: fmt.Sprintf(`(%s) || (oldObject.?status.?phase.orValue('') == '' && %s) ||
 				(namespaceObject.?status.?phase.orValue('') == 'Terminating' && !oldObject.?status.?startedAt.hasValue() &&
-				 oldObject.?status.?phase.orValue('') != 'Active')`, sessionOverExpr, isPortalExpr),
+				 oldObject.?status.?phase.orValue('') != 'Active')`, sessionOverExpr, isPortalPodExpr),
 			Message: "[session.delete] a Session is kept until it is over (Ended, Denied or Expired), its recording finalized and anchored, " +
 				"and its review (a glass-broken session's) made: it is the cluster's record of who did what. Deleting its namespace waits for it too.",
 		}},

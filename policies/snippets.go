@@ -33,6 +33,25 @@ var (
 	isWebhookExpr = fmt.Sprintf(`request.userInfo.username == '%s'`, v1alpha1.WebhookUsername)
 )
 
+// PodBoundExtra is the user extra the API server sets for a request made
+// with a ServiceAccount token the kubelet issued for a pod: the name of the
+// pod it is bound to (k8s.io/apiserver/pkg/authentication/serviceaccount).
+// An impersonator of the account (without impersonate on userextras), a
+// client certificate naming it or a legacy token Secret's token lack it.
+const PodBoundExtra = "authentication.kubernetes.io/pod-name"
+
+// podBoundExpr is true for a request made with a pod's own token.
+var podBoundExpr = fmt.Sprintf(`(has(request.userInfo.extra) && '%s' in request.userInfo.extra)`, PodBoundExtra)
+
+// The plane's accounts as they act through their own pods: what only the
+// portal (or the sweeper) may do asks for these. Fences that hold the
+// plane's accounts to less keep matching them by name alone (isPlaneExpr),
+// so that no spelling of the account escapes them.
+var (
+	isPortalPodExpr  = isPortalExpr + " && " + podBoundExpr
+	isSweeperPodExpr = isSweeperExpr + " && " + podBoundExpr
+)
+
 // planeUserCondition narrows a policy to requests by the plane's own ServiceAccounts.
 var planeUserCondition = Condition{Name: "by-the-plane", Expression: isPlaneExpr}
 

@@ -77,6 +77,9 @@ type Case struct {
 type CaseUser struct {
 	Name   string   `json:"name"`
 	Groups []string `json:"groups,omitempty"`
+	// Extra is what the authenticator says beside name and groups: a pod's
+	// own ServiceAccount token carries authentication.kubernetes.io/pod-name.
+	Extra map[string][]string `json:"extra,omitempty"`
 }
 
 // LoadCaseFile reads and checks one case file. Every problem names the file
@@ -299,7 +302,7 @@ func (c Case) request() Request {
 		NamespaceLabels: c.NamespaceLabels,
 		Object:          c.Object,
 		OldObject:       c.OldObject,
-		User:            &user.DefaultInfo{Name: c.User.Name, Groups: c.User.Groups},
+		User:            &user.DefaultInfo{Name: c.User.Name, Groups: c.User.Groups, Extra: c.User.Extra},
 		Allowed:         c.Permissions,
 	}
 	if c.NamespaceTerminating {

@@ -68,7 +68,7 @@ func bigDebugRequest() Request {
 		Resource:  schema.GroupVersionResource{Version: "v1", Resource: "pods"}, SubResource: "ephemeralcontainers",
 		Kind: schema.GroupVersionKind{Version: "v1", Kind: "Pod"}, Namespace: "shop", Name: "big",
 		Object: bigPod(20), OldObject: bigPod(19),
-		User: &user.DefaultInfo{Name: "system:serviceaccount:breakglass-system:tower-breakglass"},
+		User: &user.DefaultInfo{Name: "system:serviceaccount:breakglass-system:tower-breakglass", Extra: map[string][]string{policies.PodBoundExtra: {"tower-breakglass-0"}}},
 	}
 }
 

@@ -66,7 +66,7 @@ func newWeakenedPlane(t testing.TB, weakened string) *propertyPlane {
 		t.Fatal(err)
 	}
 	return &propertyPlane{ev: vap.NewEvaluator(pairs), params: &unstructured.Unstructured{Object: p},
-		portal: &user.DefaultInfo{Name: v1alpha1.PortalUsername}}
+		portal: &user.DefaultInfo{Name: v1alpha1.PortalUsername, Extra: map[string][]string{policies.PodBoundExtra: {"tower-breakglass-0"}}}}
 }
 
 // process is the permission the process grant holds in namespace shop.

@@ -24,12 +24,18 @@ func (c *Cluster) Namespace(t testing.TB, name string) string {
 	return name
 }
 
-// AppPod creates an app's pod (labelled app=web) as its controller would.
+// AppNodeName is the node app pods are bound to where no node runs them:
+// a debug container goes only into a bound pod.
+const AppNodeName = "node-1"
+
+// AppPod creates an app's pod (labelled app=web) as its controller would,
+// bound to AppNodeName (which runs nothing).
 func (c *Cluster) AppPod(t testing.TB, ns, name string, volumes ...corev1.Volume) *corev1.Pod {
 	t.Helper()
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{"app": "web"}},
 		Spec: corev1.PodSpec{
+			NodeName:           AppNodeName,
 			ServiceAccountName: "default",
 			Containers:         []corev1.Container{{Name: "web", Image: "registry.example/shop/web:1.2"}},
 			Volumes:            volumes,

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
+	"github.com/tower-dev/breakglass/policies"
 	"github.com/tower-dev/breakglass/relay/session"
 )
 
@@ -27,8 +28,13 @@ type User struct {
 
 // As returns clients that act as the user name in groups.
 func (c *Cluster) As(name string, groups ...string) (*User, error) {
+	return c.as(rest.ImpersonationConfig{UserName: name, Groups: append(groups, "system:authenticated")})
+}
+
+func (c *Cluster) as(imp rest.ImpersonationConfig) (*User, error) {
+	name := imp.UserName
 	cfg := rest.CopyConfig(c.Config)
-	cfg.Impersonate = rest.ImpersonationConfig{UserName: name, Groups: append(groups, "system:authenticated")}
+	cfg.Impersonate = imp
 	cl, err := client.New(cfg, client.Options{Scheme: c.Scheme})
 	if err != nil {
 		return nil, err
@@ -40,8 +46,20 @@ func (c *Cluster) As(name string, groups ...string) (*User, error) {
 	return &User{Name: name, Config: cfg, Client: cl, Kube: kube}, nil
 }
 
-// AsServiceAccount returns clients that act as the ServiceAccount namespace/name.
+// AsServiceAccount returns clients that act as the ServiceAccount
+// namespace/name through a pod of its own: with the user extra a pod's
+// ServiceAccount token carries (the pod it is bound to), as the plane's
+// servers run in the chart's pods. AsServiceAccountByName is the same
+// account without it: an impersonator's or a client certificate's view.
 func (c *Cluster) AsServiceAccount(namespace, name string) (*User, error) {
+	return c.as(rest.ImpersonationConfig{UserName: "system:serviceaccount:" + namespace + ":" + name,
+		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + namespace, "system:authenticated"},
+		Extra:  map[string][]string{policies.PodBoundExtra: {name + "-0"}}})
+}
+
+// AsServiceAccountByName acts as the ServiceAccount by its name and groups
+// alone, with no pod's token.
+func (c *Cluster) AsServiceAccountByName(namespace, name string) (*User, error) {
 	return c.As("system:serviceaccount:"+namespace+":"+name, "system:serviceaccounts", "system:serviceaccounts:"+namespace)
 }
 

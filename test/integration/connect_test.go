@@ -48,8 +48,9 @@ func stream(t *testing.T, u *cluster.User, ns, pod, sub, container string, webso
 }
 
 // notAdmission is what the API server says after admission allowed a
-// connection to a pod that runs on no node: admission said yes.
-const notAdmission = "does not have a host assigned"
+// connection to a pod bound to a node that does not exist (AppNodeName):
+// admission said yes.
+const notAdmission = `"` + cluster.AppNodeName + `" not found`
 
 func wantStreamRefused(t *testing.T, err error, want string) {
 	t.Helper()
@@ -58,9 +59,9 @@ func wantStreamRefused(t *testing.T, err error, want string) {
 	}
 }
 
-// TestExecAndAttach connects to pods on the real API server. A pod with no
-// node lets admission decide and then fails, so an admitted connection ends
-// with "does not have a host assigned".
+// TestExecAndAttach connects to pods on the real API server. A pod bound to
+// a node that does not exist lets admission decide and then fails, so an
+// admitted connection ends with notAdmission.
 func TestExecAndAttach(t *testing.T) {
 	eachProfile(t, func(t *testing.T, profile policies.Profile, c *cluster.Cluster) {
 		ns := namespace(t, c, "connect")

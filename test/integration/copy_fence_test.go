@@ -214,7 +214,7 @@ func TestProcessReach(t *testing.T) {
 		portal := mustUser(t)(c.Portal())
 		mk := func(name string, f func(*corev1.PodSpec)) {
 			p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "registry.example/shop/web:1.2"}},
+				Spec: corev1.PodSpec{NodeName: cluster.AppNodeName, Containers: []corev1.Container{{Name: "web", Image: "registry.example/shop/web:1.2"}},
 					Volumes: []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}}}
 			f(&p.Spec)
 			wantAdmitted(t, admin.Client.Create(testContext(t), p))

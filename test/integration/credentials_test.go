@@ -7,6 +7,7 @@ import (
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -103,5 +104,32 @@ func TestCopyStaysAsAdmitted(t *testing.T) {
 		wantAdmitted(t, c.Client.Get(ctx, client.ObjectKeyFromObject(cp), cur))
 		cur.Status.Phase = corev1.PodSucceeded
 		wantDenied(t, admin.Client.Status().Update(ctx, cur, dryRun), "[copy.status-by-its-node]")
+	})
+}
+
+// TestPortalByNameOnly acts as the portal's name and groups without a pod's
+// token, as an impersonator or a client certificate naming the account
+// would: what only the portal may do is refused (a Session, a debug
+// container on Flight), and the fences that hold the plane's accounts to
+// less still hold it (it deletes no other RoleBinding).
+func TestPortalByNameOnly(t *testing.T) {
+	eachProfile(t, func(t *testing.T, p policies.Profile, c *cluster.Cluster) {
+		ctx := testContext(t)
+		ns := namespace(t, c, "by-name")
+		byName := mustUser(t)(c.AsServiceAccountByName(v1alpha1.Namespace, v1alpha1.PortalServiceAccount))
+		wantDenied(t, byName.Client.Create(ctx, session(ns, "s-by-name", "30m")), "[session.portal-creates]")
+		appPod(t, c, ns, "web-1")
+		grant(t, c, ns, "s-by-name", v1alpha1.DebugRole)
+		err := addDebugContainer(t, byName, ns, "web-1", debugContainer("breakglass-by-name"), false)
+		if p == policies.Flight {
+			wantDenied(t, err, "[debug.portal-only]")
+		} else {
+			wantAdmitted(t, err)
+		}
+		other := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "team", Namespace: ns},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "view"},
+			Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "User", Name: "bob"}}}
+		wantAdmitted(t, c.Client.Create(ctx, other))
+		wantDenied(t, byName.Client.Delete(ctx, other, dryRun), "[delete.grants-only]")
 	})
 }

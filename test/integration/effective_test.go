@@ -42,7 +42,7 @@ func TestEffectiveSecurity(t *testing.T) {
 		} {
 			t.Run(tc.name, func(t *testing.T) {
 				pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: tc.name, Namespace: ns},
-					Spec: corev1.PodSpec{SecurityContext: tc.psc, Containers: []corev1.Container{{Name: "web", Image: "registry.example/shop/web:1.2"}},
+					Spec: corev1.PodSpec{NodeName: cluster.AppNodeName, SecurityContext: tc.psc, Containers: []corev1.Container{{Name: "web", Image: "registry.example/shop/web:1.2"}},
 						Volumes: []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}}}
 				wantAdmitted(t, admin.Client.Create(testContext(t), pod))
 				// The relay's container, not built for this pod: its

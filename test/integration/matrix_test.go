@@ -248,7 +248,13 @@ func matrix(t *testing.T, profile policies.Profile, c *cluster.Cluster) []string
 // lets it through (the API server then fails to reach a node: none runs
 // here), or the rule that refused it.
 func enter(c *cluster.Cluster, id matrixIdentity, what string, get bool) string {
-	u, err := c.As(id.user, slices.DeleteFunc(slices.Clone(id.groups), func(g string) bool { return g == "system:authenticated" })...)
+	var u *cluster.User
+	var err error
+	if sa, ok := strings.CutPrefix(id.user, "system:serviceaccount:"+v1alpha1.Namespace+":"); ok {
+		u, err = c.AsServiceAccount(v1alpha1.Namespace, sa) // through its pod, as it runs
+	} else {
+		u, err = c.As(id.user, slices.DeleteFunc(slices.Clone(id.groups), func(g string) bool { return g == "system:authenticated" })...)
+	}
 	if err != nil {
 		return "error:" + err.Error()
 	}
