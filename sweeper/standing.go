@@ -63,8 +63,10 @@ type StandingRights struct {
 	// Session: where a standing binding would most likely be made.
 	Sample []string
 
-	mu   sync.Mutex
-	last []Finding
+	mu          sync.Mutex
+	last        []Finding
+	lastEvent   string
+	lastEventAt time.Time
 }
 
 // Finding is one thing the portal may do without a grant giving it, and
@@ -155,9 +157,12 @@ func (s *StandingRights) Look(ctx context.Context) {
 	if err != nil {
 		logger.Error(err, "reading grants and Sessions; looking at the sample only")
 	}
-	for _, ns := range s.Sample {
+	// The plane's own namespace (its Secrets) and the cluster's, always.
+	for _, ns := range append([]string{v1alpha1.Namespace, "kube-system"}, s.Sample...) {
 		namespaces[ns] = true
 	}
+	// Bindings that name a plane account outright go, found or not.
+	removed, removeErrs := s.removeNaming(ctx)
 	var findings []Finding
 	var errs []string
 	ask := func(ns string, p manifests.Probe) {
@@ -202,28 +207,29 @@ func (s *StandingRights) Look(ctx context.Context) {
 	s.mu.Lock()
 	s.last = findings
 	s.mu.Unlock()
-	if len(findings) == 0 {
+	for _, err := range removeErrs {
+		logger.Error(err, "deleting a standing binding")
+	}
+	if len(findings) == 0 && len(removed) == 0 {
 		return
 	}
-	s.act(ctx, findings, namespaces, live)
+	s.report(ctx, findings, removed)
 }
 
-// liveGrants are the namespaces with a session grant, each with its role,
-// and every namespace with a grant or a Session.
+// liveGrants are the namespaces with a live grant, each with its role, and
+// every namespace with a session-labelled binding or a Session.
 func (s *StandingRights) liveGrants(ctx context.Context) (live map[string]string, namespaces map[string]bool, err error) {
 	live, namespaces = map[string]string{}, map[string]bool{}
 	var grants rbacv1.RoleBindingList
 	if err := s.Client.List(ctx, &grants); err != nil {
 		return live, namespaces, err
 	}
+	now := s.Clock.Now()
 	for _, rb := range grants.Items {
 		namespaces[rb.Namespace] = true
-		// A grant past its TTL but not yet deleted still gives its role:
-		// that is the grant sweeper's to end (and its own alert's), not
-		// standing rights.
-		if rb.RoleRef.Kind == "ClusterRole" && live[rb.Namespace] != v1alpha1.DebugProcessRole {
+		if role, ok := liveGrant(&rb, now); ok && live[rb.Namespace] != v1alpha1.DebugProcessRole {
 			// Two grants in one namespace: the process one covers both.
-			live[rb.Namespace] = rb.RoleRef.Name
+			live[rb.Namespace] = role
 		}
 	}
 	var sessions v1alpha1.SessionList
@@ -236,114 +242,167 @@ func (s *StandingRights) liveGrants(ctx context.Context) (live map[string]string
 	return live, namespaces, nil
 }
 
-// act names the bindings that give the portal what it found, deletes those
-// that name a plane account outright, and records it all.
-func (s *StandingRights) act(ctx context.Context, findings []Finding, namespaces map[string]bool, live map[string]string) {
-	logger := log.FromContext(ctx).WithName("standing-rights")
-	var deleted, broad []string
-	var errs []error
-	offending := func(ns, name string, role rbacv1.RoleRef, subjects []rbacv1.Subject) (direct, viaBroad bool) {
-		if policies.IsChartBinding(ns, name, role, subjects) {
-			return false, false
-		}
-		for _, sub := range subjects {
-			direct = direct || policies.NamesPlaneAccount(sub, ns)
-			viaBroad = viaBroad || policies.IsBroadGroup(sub)
-		}
-		return direct, viaBroad
+// liveGrant is the role a session grant gives, if rb is one that stands:
+// a debug role bound to the portal alone (what GrantGuard admits), within
+// its TTL, not being deleted. A grant past its TTL is standing rights too
+// (and the grant sweeper's to end).
+func liveGrant(rb *rbacv1.RoleBinding, now time.Time) (string, bool) {
+	if !isSessionGrant(rb) || !rb.DeletionTimestamp.IsZero() {
+		return "", false
 	}
+	if expiry, ok := GrantExpiry(rb); !ok || !now.Before(expiry) {
+		return "", false
+	}
+	return rb.RoleRef.Name, true
+}
+
+// isSessionGrant is whether rb has a session grant's shape: the grant
+// sweeper's to end, never the backstop's to delete.
+func isSessionGrant(rb *rbacv1.RoleBinding) bool {
+	_, labelled := rb.Labels[v1alpha1.SessionLabel]
+	return labelled && rb.RoleRef.Kind == "ClusterRole" &&
+		(rb.RoleRef.Name == v1alpha1.DebugRole || rb.RoleRef.Name == v1alpha1.DebugProcessRole) &&
+		len(rb.Subjects) == 1 && rb.Subjects[0].Kind == rbacv1.ServiceAccountKind &&
+		rb.Subjects[0].Name == v1alpha1.PortalServiceAccount && rb.Subjects[0].Namespace == v1alpha1.Namespace
+}
+
+// standing is what a binding gives the plane's accounts, as the backstop
+// judges it: named outright (every subject a plane account: deleted; with
+// others beside it: named, for the others' rights are not the plane's to
+// take), or through a broad group bound beyond discovery (named).
+type standing struct{ what, how string }
+
+func judge(ns, name string, role rbacv1.RoleRef, subjects []rbacv1.Subject) (direct, mixed, broad bool) {
+	if policies.IsChartBinding(ns, name, role, subjects) {
+		return false, false, false
+	}
+	others := false
+	for _, sub := range subjects {
+		switch {
+		case policies.NamesPlaneAccount(sub, ns):
+			direct = true
+		case policies.IsBroadGroup(sub):
+			broad = broad || !policies.IsBootstrapDiscoveryRole(role)
+		default:
+			others = true
+		}
+	}
+	return direct && !others, direct && others, broad
+}
+
+// removeNaming deletes every binding, cluster-wide, that names nothing but
+// plane accounts and is neither a session grant nor the chart's own; it
+// returns what it deleted and what it left (a binding that names others
+// too, or a broad group) for report to name.
+func (s *StandingRights) removeNaming(ctx context.Context) (found []standing, errs []error) {
 	var crbs rbacv1.ClusterRoleBindingList
 	if err := s.Reader.List(ctx, &crbs); err != nil {
 		errs = append(errs, err)
 	}
-	for i := range crbs.Items {
-		b := &crbs.Items[i]
-		direct, viaBroad := offending("", b.Name, b.RoleRef, b.Subjects)
+	var rbs rbacv1.RoleBindingList
+	if err := s.Reader.List(ctx, &rbs); err != nil {
+		errs = append(errs, err)
+	}
+	consider := func(obj client.Object, ns string, role rbacv1.RoleRef, subjects []rbacv1.Subject, what string) {
+		direct, mixed, broad := judge(ns, obj.GetName(), role, subjects)
 		switch {
 		case direct:
-			if err := s.remove(ctx, b, "ClusterRoleBinding "+b.Name); err != nil {
+			if err := s.remove(ctx, obj, what); err != nil {
 				errs = append(errs, err)
+				found = append(found, standing{what, "names a plane account; deleting it failed"})
 			} else {
-				deleted = append(deleted, "ClusterRoleBinding "+b.Name)
+				found = append(found, standing{what, "deleted"})
 			}
-		case viaBroad && !policies.IsBootstrapDiscoveryRole(b.RoleRef):
-			broad = append(broad, "ClusterRoleBinding "+b.Name)
+		case mixed:
+			found = append(found, standing{what, "names a plane account beside others: remove the plane's subject"})
+		case broad:
+			found = append(found, standing{what, "binds a group every ServiceAccount is in: remove it"})
 		}
 	}
-	for _, ns := range sortedKeys(namespaces) {
-		var rbs rbacv1.RoleBindingList
-		if err := s.Reader.List(ctx, &rbs, client.InNamespace(ns)); err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		for i := range rbs.Items {
-			b := &rbs.Items[i]
-			if _, grant := b.Labels[v1alpha1.SessionLabel]; grant && b.RoleRef.Kind == "ClusterRole" &&
-				(b.RoleRef.Name == v1alpha1.DebugRole || b.RoleRef.Name == v1alpha1.DebugProcessRole) {
-				continue // a session grant: the grant sweeper's, by its TTL
-			}
-			direct, viaBroad := offending(ns, b.Name, b.RoleRef, b.Subjects)
-			what := "RoleBinding " + ns + "/" + b.Name
-			switch {
-			case direct:
-				if err := s.remove(ctx, b, what); err != nil {
-					errs = append(errs, err)
-				} else {
-					deleted = append(deleted, what)
-				}
-			case viaBroad && !policies.IsBootstrapDiscoveryRole(b.RoleRef):
-				broad = append(broad, what)
-			}
+	for i := range crbs.Items {
+		b := &crbs.Items[i]
+		consider(b, "", b.RoleRef, b.Subjects, "ClusterRoleBinding "+b.Name)
+	}
+	for i := range rbs.Items {
+		b := &rbs.Items[i]
+		if !isSessionGrant(b) {
+			consider(b, b.Namespace, b.RoleRef, b.Subjects, "RoleBinding "+b.Namespace+"/"+b.Name)
 		}
 	}
-	var found []string
-	for _, f := range findings {
-		found = append(found, f.String())
+	return found, errs
+}
+
+// report audits and records what the look found. A broad binding is
+// reported only with a finding; one deleted always. The Event repeats only
+// when it says something new, or after eventEvery.
+func (s *StandingRights) report(ctx context.Context, findings []Finding, bindings []standing) {
+	logger := log.FromContext(ctx).WithName("standing-rights")
+	var parts []string
+	if len(findings) > 0 {
+		var found []string
+		for _, f := range findings {
+			found = append(found, f.String())
+		}
+		p := fmt.Sprintf("the portal may %s without a live grant", strings.Join(first(found, 8), "; "))
+		if len(found) > 8 {
+			p += fmt.Sprintf(" (and %d more)", len(found)-8)
+		}
+		parts = append(parts, p)
 	}
-	summary := fmt.Sprintf("the portal may %s without a live grant", strings.Join(first(found, 8), "; "))
-	if len(found) > 8 {
-		summary += fmt.Sprintf(" (and %d more)", len(found)-8)
+	var named []string
+	for _, b := range bindings {
+		if b.how == "deleted" || len(findings) > 0 {
+			named = append(named, b.what+": "+b.how)
+		}
 	}
-	if len(deleted) > 0 {
-		summary += "; deleted " + strings.Join(deleted, ", ")
+	if len(named) > 0 {
+		parts = append(parts, strings.Join(first(named, 8), "; "))
+	} else if len(findings) > 0 {
+		parts = append(parts, "no binding names the portal or a broad group: look for a widened role (the plane's own or a bootstrap one)")
 	}
-	if len(broad) > 0 {
-		summary += "; granted through a group every ServiceAccount is in by " + strings.Join(first(broad, 8), ", ") + ": remove it"
+	if len(parts) == 0 {
+		return
 	}
-	if len(deleted) == 0 && len(broad) == 0 {
-		summary += "; no binding names the portal or a broad group: look for a widened role (the plane's own or a bootstrap one)"
-	}
-	logger.Info("standing rights found", "summary", summary, "errors", len(errs))
+	summary := strings.Join(parts, "; ")
+	logger.Info("standing rights", "summary", summary)
 	if s.Audit != nil {
 		if _, err := s.Audit.Record(ctx, audit.Event{Kind: "standing-rights", Actor: v1alpha1.SweeperUsername, Reason: summary,
 			Details: map[string]string{"findings": fmt.Sprint(len(findings))}}); err != nil {
 			logger.Error(err, "auditing standing rights")
 		}
 	}
-	now := metav1.NewTime(s.Clock.Now())
+	now := s.Clock.Now()
+	s.mu.Lock()
+	quiet := summary == s.lastEvent && now.Sub(s.lastEventAt) < eventEvery
+	if !quiet {
+		s.lastEvent, s.lastEventAt = summary, now
+	}
+	s.mu.Unlock()
+	if quiet {
+		return
+	}
+	at := metav1.NewTime(now)
 	event := &corev1.Event{
 		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s.standing.%x", v1alpha1.PortalServiceAccount, now.UnixNano()), Namespace: v1alpha1.Namespace},
 		InvolvedObject: corev1.ObjectReference{APIVersion: "v1", Kind: "ServiceAccount", Namespace: v1alpha1.Namespace,
 			Name: v1alpha1.PortalServiceAccount},
 		Reason: "StandingRights", Message: truncate(summary, 1024), Type: corev1.EventTypeWarning,
-		Source: corev1.EventSource{Component: v1alpha1.SweeperUsername}, FirstTimestamp: now, LastTimestamp: now, Count: 1,
+		Source: corev1.EventSource{Component: v1alpha1.SweeperUsername}, FirstTimestamp: at, LastTimestamp: at, Count: 1,
 	}
 	if _, err := s.Kube.CoreV1().Events(v1alpha1.Namespace).Create(ctx, event, metav1.CreateOptions{}); err != nil {
 		logger.Error(err, "recording the standing-rights Event")
 	}
-	for _, err := range errs {
-		logger.Error(err, "naming or deleting a standing binding")
-	}
 }
 
-// remove deletes a binding that names a plane account, audited first.
+// eventEvery is how often an unchanged finding is recorded again as an Event.
+const eventEvery = 10 * time.Minute
+
+// remove deletes a binding that names a plane account, audited first (a
+// failing audit sink does not keep standing rights standing: it is
+// logged, as the grant sweeper's takeAway does).
 func (s *StandingRights) remove(ctx context.Context, b client.Object, what string) error {
-	if s.Audit != nil {
-		if _, err := s.Audit.Record(ctx, audit.Event{Kind: "revoke", Actor: v1alpha1.SweeperUsername,
-			Reason: what + " names a plane account: standing rights, deleted"}); err != nil {
-			return fmt.Errorf("auditing the delete of %s: %w", what, err)
-		}
-	}
+	takeAway(ctx, s.Audit, "revoke", v1alpha1.SweeperUsername, b.GetNamespace(), b.GetName(),
+		what+" names a plane account: standing rights, deleted")
 	uid := b.GetUID()
 	if err := s.Client.Delete(ctx, b, client.Preconditions{UID: &uid}); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("deleting %s: %w", what, err)

@@ -20,12 +20,13 @@ import (
 // TestStandingRightsBackstop: bindings that admission let through (made as
 // one made before the plane was installed would stand) give the portal
 // pods in a namespace. The sweeper's backstop, woken by the RBAC change,
-// asks the real authorizer, counts it (breakglass_portal_standing_rights),
-// audits it, records a Warning Event on the portal's account, and deletes a
-// binding that names the portal (here as a User with its user name); one
-// that reaches it through system:authenticated is named, left for an admin,
-// and the count falls to 0 once it is gone. A live grant's rights are no
-// finding.
+// deletes a binding that names the portal alone (here as a User with its
+// user name), audited, with a Warning Event on the portal's account; one
+// that reaches it through system:authenticated is found by asking the real
+// authorizer, counted (breakglass_portal_standing_rights), named and left
+// for an admin, and the count falls to 0 once it is gone; one that names
+// the portal beside a person is named, not deleted. A live grant's rights
+// are no finding.
 func TestStandingRightsBackstop(t *testing.T) {
 	ctx := context.Background()
 	ns := namespace(t, "standing")
@@ -58,7 +59,7 @@ func TestStandingRightsBackstop(t *testing.T) {
 		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "User", Name: v1alpha1.PortalUsername}}}
 	cl.CreateUnfenced(t, direct)
 	eventually(t, "the binding naming the portal deleted", func() (bool, error) { return !exists(direct), nil })
-	for _, want := range []string{`"kind":"standing-rights"`, "the portal may get pods in " + ns, "deleted RoleBinding " + ns + "/portal-pods", `"kind":"revoke"`} {
+	for _, want := range []string{`"kind":"standing-rights"`, "RoleBinding " + ns + "/portal-pods: deleted", `"kind":"revoke"`} {
 		if !strings.Contains(log.String(), want) {
 			t.Fatalf("the audit log lacks %q:\n%s", want, log.String())
 		}
@@ -66,7 +67,7 @@ func TestStandingRightsBackstop(t *testing.T) {
 	if strings.Contains(log.String(), "in "+granted) {
 		t.Fatalf("a live grant's rights were reported:\n%s", log.String())
 	}
-	requireEvent(t, "deleted RoleBinding "+ns+"/portal-pods")
+	requireEvent(t, "RoleBinding "+ns+"/portal-pods: deleted")
 	eventually(t, "nothing standing once it is deleted", func() (bool, error) { return standing() == 0, nil })
 
 	everyone := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "everyone-pods", Namespace: ns},
@@ -74,7 +75,8 @@ func TestStandingRightsBackstop(t *testing.T) {
 		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "Group", Name: "system:authenticated"}}}
 	cl.CreateUnfenced(t, everyone)
 	eventually(t, "standing rights through a broad group counted", func() (bool, error) { return standing() >= 2, nil })
-	requireEvent(t, "RoleBinding "+ns+"/everyone-pods: remove it")
+	requireEvent(t, "the portal may get pods in "+ns)
+	requireEvent(t, "RoleBinding "+ns+"/everyone-pods: binds a group every ServiceAccount is in: remove it")
 	if !exists(everyone) {
 		t.Fatal("the sweeper deleted a binding of system:authenticated, which is the cluster's, not the plane's")
 	}
@@ -82,6 +84,14 @@ func TestStandingRightsBackstop(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, "nothing standing once an admin removed it", func() (bool, error) { return standing() == 0, nil })
+
+	shared := direct.DeepCopy()
+	shared.Name, shared.Subjects = "shared-pods", append(shared.Subjects, rbacv1.Subject{APIGroup: rbacv1.GroupName, Kind: "User", Name: "bob"})
+	cl.CreateUnfenced(t, shared)
+	requireEvent(t, "RoleBinding "+ns+"/shared-pods: names a plane account beside others: remove the plane's subject")
+	if !exists(shared) {
+		t.Fatal("the sweeper deleted a binding that also gives a person their rights")
+	}
 }
 
 // requireEvent waits for a StandingRights Event on the portal's account that says want.
