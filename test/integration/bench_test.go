@@ -63,7 +63,7 @@ func (p *patcher) ensurePod(b *testing.B) {
 	p.pod = fmt.Sprintf("web-%d", p.n/20)
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: p.pod, Namespace: p.ns, Labels: map[string]string{"app": "web"}},
-		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "registry.example/shop/web:1.2"}},
+		Spec: corev1.PodSpec{NodeName: cluster.AppNodeName, Containers: []corev1.Container{{Name: "web", Image: "registry.example/shop/web:1.2"}},
 			Volumes: []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}},
 	}
 	if err := p.c.Client.Create(context.Background(), pod); err != nil && !apierrors.IsAlreadyExists(err) {
