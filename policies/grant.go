@@ -143,8 +143,8 @@ func ProtectedNamespaces() Policy {
 	}
 }
 
-// NamespaceOptIn, when the chart requires namespaces to opt in
-// (params.requireNamespaceOptIn), refuses grants in every namespace not
+// NamespaceOptIn is the policy that, when the chart requires namespaces to
+// opt in (params.requireNamespaceOptIn), refuses grants in every namespace not
 // labelled breakglass.tower.dev/enabled=true: its binding selects them.
 func NamespaceOptIn() Policy {
 	return Policy{

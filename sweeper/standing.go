@@ -83,7 +83,7 @@ func (f Finding) String() string {
 	return f.Probe.String() + " in " + f.Namespace
 }
 
-// NeedLeaderElection: one sweeper looks at a time.
+// NeedLeaderElection is true: one sweeper looks at a time.
 func (s *StandingRights) NeedLeaderElection() bool { return true }
 
 // rbacResources are what the backstop watches for changes.
@@ -173,7 +173,7 @@ func (s *StandingRights) Look(ctx context.Context) {
 		switch {
 		case err != nil:
 			errs = append(errs, err.Error())
-		case review.Status.Allowed && !(ns != "" && p.Allows(live[ns])):
+		case review.Status.Allowed && (ns == "" || !p.Allows(live[ns])):
 			findings = append(findings, Finding{Namespace: ns, Probe: p})
 		}
 	}

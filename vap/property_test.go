@@ -353,12 +353,12 @@ func checkCopy(t testing.TB, plane *propertyPlane, seed uint64) error {
 	cp, err := relaysession.CopyPod(target, s, "breakglass-s1", propertyDebugImage, processAccess, 30*time.Minute)
 	if target.Spec.RuntimeClassName != nil {
 		if err == nil || !strings.Contains(err.Error(), "runtime class") {
-			return fmt.Errorf("seed %d: the builder copied a pod of another runtime class: %v", seed, err)
+			return fmt.Errorf("seed %d: the builder copied a pod of another runtime class: %w", seed, err)
 		}
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("seed %d: the builder refused a target whose node reported every digest: %v", seed, err)
+		return fmt.Errorf("seed %d: the builder refused a target whose node reported every digest: %w", seed, err)
 	}
 	if res := plane.createCopy(t, cp); !res.Allowed() {
 		return fmt.Errorf("seed %d: the relay's %s of a random target was refused: %v", seed, mode, res.Denials)
@@ -424,7 +424,7 @@ func checkDebug(t testing.TB, plane *propertyPlane, seed uint64) error {
 	// A runtime class only PolicyParams could allow (it lists none here).
 	want := unfit == nil && target.Spec.RuntimeClassName == nil && (!reach || processAccess) && (!reach || !runsAsDebugUser(target))
 	if res.Allowed() != want {
-		return fmt.Errorf("seed %d: the relay's debug container (process access %t, unfit: %v): admitted %t, want %t: %v", seed, processAccess, unfit, res.Allowed(), want, res.Denials)
+		return fmt.Errorf("seed %d: the relay's debug container (process access %t, unfit: %w): admitted %t, want %t: %v", seed, processAccess, unfit, res.Allowed(), want, res.Denials)
 	}
 	if !want {
 		return nil

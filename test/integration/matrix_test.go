@@ -284,7 +284,10 @@ func enter(c *cluster.Cluster, id matrixIdentity, what string, get bool) string 
 	msg := err.Error()
 	if i := strings.Index(msg, "denied request: ["); i >= 0 {
 		rule := msg[i+len("denied request: ["):]
-		return "refused:" + rule[:strings.Index(rule, "]")]
+		if name, _, found := strings.Cut(rule, "]"); found {
+			return "refused:" + name
+		}
+		return "refused:" + rule
 	}
 	// Past admission: no node to reach, no such pod port, and the like.
 	return "admitted"
