@@ -114,8 +114,9 @@ func SessionRules() Policy {
 			{
 				Name: "session.sweeper-ends",
 				Expression: update + `!variables.isSweeper || oldObject.?status.?end.hasValue() || !object.?status.?end.hasValue() ||
-				(object.status.end.reason == 'swept' && object.status.end.?abnormal.orValue(false) && object.status.end.by == request.userInfo.username)`,
-				Message: "[session.sweeper-ends] the sweeper ends a session only as swept and abnormal, in its own name: it never speaks for a person.",
+				(object.status.end.reason == 'swept' && object.status.end.?abnormal.orValue(false) && object.status.end.by == request.userInfo.username &&
+				 !has(object.status.end.note))`,
+				Message: "[session.sweeper-ends] the sweeper ends a session only as swept and abnormal, in its own name and with no person's words: it never speaks for a person.",
 			},
 			{
 				Name: "session.owners",

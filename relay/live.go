@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -165,6 +166,9 @@ func (s *Server) watch(key sessionKey, live *session.Live) {
 	}()
 }
 
+// maxEndNote bounds the words kept with an end, as the Session's schema does.
+const maxEndNote = 1024
+
 // EndRequest says why a session ends early; optional.
 type EndRequest struct {
 	Reason string `json:"reason,omitempty"`
@@ -179,6 +183,9 @@ func (s *Server) end(w http.ResponseWriter, r *http.Request, c Caller) error {
 		}
 		if err := decode(r, &q); err != nil {
 			return err
+		}
+		if n := utf8.RuneCountInString(q.Reason); n > maxEndNote {
+			return badRequest("an end's reason is at most %d characters, not %d", maxEndNote, n)
 		}
 	}
 	ctx := r.Context()
@@ -197,9 +204,9 @@ func (s *Server) end(w http.ResponseWriter, r *http.Request, c Caller) error {
 	switch sess.Status.Phase {
 	case v1alpha1.PhasePending, v1alpha1.PhaseApproved:
 		// Never started: nothing to take back but the request itself.
-		end := &v1alpha1.End{By: c.Name, Reason: reason, At: metav1.NewTime(s.clock.Now())}
+		end := &v1alpha1.End{By: c.Name, Reason: reason, Note: q.Reason, At: metav1.NewTime(s.clock.Now())}
 		if err := t.runner.Lifecycle().Make(ctx, sess, lifecycle.Move{Step: lifecycle.StepEnd, To: v1alpha1.PhaseEnded, Actor: c.Name,
-			Reason: "before it started: " + q.Reason, Record: func(st *v1alpha1.SessionStatus) { st.End = end }}); err != nil {
+			Reason: "before it started: " + session.EndReasonText(reason, q.Reason), Record: func(st *v1alpha1.SessionStatus) { st.End = end }}); err != nil {
 			return clusterError(err)
 		}
 		writeJSON(w, http.StatusOK, view(t.Name, sess))
@@ -212,7 +219,7 @@ func (s *Server) end(w http.ResponseWriter, r *http.Request, c Caller) error {
 	if passed || err != nil {
 		return err
 	}
-	if err := held.End(context.WithoutCancel(ctx), c.Name, reason); err != nil {
+	if err := held.End(context.WithoutCancel(ctx), c.Name, reason, q.Reason); err != nil {
 		return err
 	}
 	s.notify(ctx, notify.Event{Kind: "session.ended", Cluster: t.Name, To: sess.Spec.Requester}, held.Session)
@@ -320,7 +327,7 @@ func (s *Server) Close(ctx context.Context) {
 				}
 				return
 			}
-			if err := l.End(ctx, session.Relay+" (shutting down)", v1alpha1.EndDisconnect); err != nil {
+			if err := l.End(ctx, session.Relay+" (shutting down)", v1alpha1.EndDisconnect, ""); err != nil {
 				s.log.Error(err, "ending a session at shutdown", "session", l.Session.Namespace+"/"+l.Session.Name)
 			}
 		}()

@@ -159,6 +159,12 @@ type End struct {
 	// Abnormal is set when the relay did not end the session itself.
 	// +optional
 	Abnormal bool `json:"abnormal,omitempty"`
+	// Note is why the person who ended the session early said they did, in
+	// their words: data for the reviewer, shown as text. Only a person's
+	// end has one, never a limit's or the sweeper's.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	Note string `json:"note,omitempty"`
 }
 
 // Evidence points at the session's recording and its transparency-log entry.

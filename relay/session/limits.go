@@ -77,7 +77,7 @@ func (l *Live) Watch(ctx context.Context, limits Limits) (v1alpha1.EndReason, er
 			reason = v1alpha1.EndDisconnect
 		}
 		if reason != "" {
-			return reason, l.End(ctx, Relay, reason)
+			return reason, l.End(ctx, Relay, reason, "")
 		}
 		if now.Sub(lastFlush) >= limits.Flush {
 			// A failed segment is written with the next one; a recording that

@@ -92,7 +92,7 @@ func (r *Runner) Resume(ctx context.Context, s *v1alpha1.Session, stale time.Dur
 	live.endAtGrantExpiry(st.Grant.ExpiresAt.Time)
 	if err := r.record(ctx, "attach", s, container); err != nil {
 		by := fmt.Sprintf("%s (the resume failed: the attach could not be audited: %v)", Relay, err)
-		return nil, errors.Join(fmt.Errorf("auditing the attach: %w", err), live.finish(context.Background(), by, v1alpha1.EndDisconnect, true))
+		return nil, errors.Join(fmt.Errorf("auditing the attach: %w", err), live.finish(context.Background(), ending{by: by, reason: v1alpha1.EndDisconnect, abnormal: true}))
 	}
 	return live, nil
 }

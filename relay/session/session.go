@@ -194,7 +194,7 @@ func (r *Runner) Start(ctx context.Context, s *v1alpha1.Session) (_ *Live, err e
 		// Session ended as a failed start.
 		touched = false
 		by := fmt.Sprintf("%s (the start failed: the attach could not be audited: %v)", Relay, err)
-		return nil, errors.Join(fmt.Errorf("auditing the attach: %w", err), live.finish(context.Background(), by, v1alpha1.EndFailedStart, true))
+		return nil, errors.Join(fmt.Errorf("auditing the attach: %w", err), live.finish(context.Background(), ending{by: by, reason: v1alpha1.EndFailedStart, abnormal: true}))
 	}
 	return live, nil
 }
@@ -404,7 +404,7 @@ func (r *Runner) newLive(s *v1alpha1.Session, rec *recording.Recorder) (l *Live,
 // run.
 func (l *Live) endAtGrantExpiry(expires time.Time) {
 	timer := time.AfterFunc(time.Until(expires), func() {
-		if err := l.finish(context.Background(), Relay+" (its grant expired)", v1alpha1.EndHardStop, false); err != nil {
+		if err := l.finish(context.Background(), ending{by: Relay + " (its grant expired)", reason: v1alpha1.EndHardStop}); err != nil {
 			l.r.Log.Error(err, "ending a session at its grant's expiry", "session", l.Session.Namespace+"/"+l.Session.Name)
 		}
 	})
@@ -442,18 +442,27 @@ func (l *Live) Output() io.ReadCloser { return l.out.subscribe(l.r.Clock.Now) }
 
 // End ends the session: detach, finalize the recording, recycle the pod
 // unless the approver chose to keep it, revoke the grant, and write who
-// ended it and why.
-func (l *Live) End(ctx context.Context, by string, reason v1alpha1.EndReason) error {
-	return l.finish(ctx, by, reason, false)
+// ended it and why; note is what a person who ended it wrote ("" for none).
+func (l *Live) End(ctx context.Context, by string, reason v1alpha1.EndReason, note string) error {
+	return l.finish(ctx, ending{by: by, reason: reason, note: note})
 }
 
-// finish ends the session once, whoever asks first; abnormal says the relay
-// did not end it by a person's word or a limit (its terminal stream failed).
-func (l *Live) finish(ctx context.Context, by string, reason v1alpha1.EndReason, abnormal bool) error {
+// ending is who ends a session, why, and in what words.
+type ending struct {
+	by     string
+	reason v1alpha1.EndReason
+	note   string
+	// abnormal says the relay did not end it by a person's word or a limit
+	// (its terminal stream failed).
+	abnormal bool
+}
+
+// finish ends the session once, whoever asks first.
+func (l *Live) finish(ctx context.Context, e ending) error {
 	var result error
 	l.endOnce.Do(func() {
 		l.ending.Store(true)
-		result = l.end(ctx, by, reason, abnormal)
+		result = l.end(ctx, e)
 		close(l.ended)
 	})
 	return result
@@ -539,7 +548,7 @@ func (l *Live) streamOver(ctx context.Context) (reason v1alpha1.EndReason, ended
 	// the connection under it drops (the API server killed, say): the API
 	// server not answering now tells the second.
 	if l.streamErr == nil && l.apiServerAnswers(ctx) {
-		return v1alpha1.EndUser, true, l.finish(ctx, l.Session.Spec.Requester, v1alpha1.EndUser, false)
+		return v1alpha1.EndUser, true, l.finish(ctx, ending{by: l.Session.Spec.Requester, reason: v1alpha1.EndUser})
 	}
 	if l.streamErr == nil {
 		l.streamErr = errors.New("the API server stopped answering")
@@ -564,10 +573,10 @@ func (l *Live) streamOver(ctx context.Context) (reason v1alpha1.EndReason, ended
 		return "", released, err
 	}
 	by := Relay + " (the terminal stream failed: " + why + ")"
-	return v1alpha1.EndDisconnect, true, l.finish(ctx, by, v1alpha1.EndDisconnect, true)
+	return v1alpha1.EndDisconnect, true, l.finish(ctx, ending{by: by, reason: v1alpha1.EndDisconnect, abnormal: true})
 }
 
-func (l *Live) end(ctx context.Context, by string, reason v1alpha1.EndReason, abnormal bool) error {
+func (l *Live) end(ctx context.Context, e ending) error {
 	r, s := l.r, l.Session
 	if l.takenUp(ctx) {
 		// Whatever ends it here (its recording refused, its stream
@@ -602,11 +611,11 @@ func (l *Live) end(ctx context.Context, by string, reason v1alpha1.EndReason, ab
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	// A merge patch: the heartbeat may have moved the resource version.
-	errs = append(errs, r.Lifecycle().Make(ctx, s, lifecycle.Move{Step: lifecycle.StepEnd, To: v1alpha1.PhaseEnded, Actor: by,
-		Reason: string(reason), Merge: true, Record: func(st *v1alpha1.SessionStatus) {
+	errs = append(errs, r.Lifecycle().Make(ctx, s, lifecycle.Move{Step: lifecycle.StepEnd, To: v1alpha1.PhaseEnded, Actor: e.by,
+		Reason: EndReasonText(e.reason, e.note), Merge: true, Record: func(st *v1alpha1.SessionStatus) {
 			// Without its evidence (the store away past HoldFor) an end is
 			// abnormal whatever ended it: the sweeper finalizes what was streamed.
-			st.End = &v1alpha1.End{By: by, Reason: reason, At: metav1.NewTime(r.Clock.Now()), Abnormal: abnormal || done.Body == nil}
+			st.End = &v1alpha1.End{By: e.by, Reason: e.reason, Note: e.note, At: metav1.NewTime(r.Clock.Now()), Abnormal: e.abnormal || done.Body == nil}
 			if done.Body != nil {
 				st.Evidence = recording.EvidenceOf(recording.RefOf(r.Cluster, s), done, "", r.Anchorer != nil)
 			}
@@ -616,6 +625,15 @@ func (l *Live) end(ctx context.Context, by string, reason v1alpha1.EndReason, ab
 		go r.anchor(s.DeepCopy(), done.Body)
 	}
 	return errors.Join(errs...)
+}
+
+// EndReasonText is an end's reason as the audit log records it: the
+// reason, then the person's words if they gave any.
+func EndReasonText(reason v1alpha1.EndReason, note string) string {
+	if note == "" {
+		return string(reason)
+	}
+	return string(reason) + ": " + note
 }
 
 // record audits a step the relay took as the portal (see Lifecycle).

@@ -2,6 +2,7 @@ package relay_test
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"slices"
 	"strings"
@@ -58,9 +59,16 @@ func TestApproverEndsAndKeepsThePod(t *testing.T) {
 		t.Fatalf("process access was withheld, yet the grant is %s", started.Status.Grant.Role)
 	}
 	tr.must(t, http.StatusForbidden, token(t, eve), "POST", path+"/end", "")
-	ended := tr.must(t, http.StatusOK, token(t, bob), "POST", path+"/end", `{"reason":"enough"}`).session(t)
-	if ended.Status.End.Reason != v1alpha1.EndApprover || ended.Status.End.By != bob.Email {
+	tr.must(t, http.StatusBadRequest, token(t, bob), "POST", path+"/end", `{"reason":"`+strings.Repeat("é", 1025)+`"}`)
+	// The person's words, kept as they wrote them, quotes and a line break too.
+	words := `found it: the "gateway" timeout` + "\nnothing else"
+	body, _ := json.Marshal(map[string]string{"reason": words})
+	ended := tr.must(t, http.StatusOK, token(t, bob), "POST", path+"/end", string(body)).session(t)
+	if e := ended.Status.End; e.Reason != v1alpha1.EndApprover || e.By != bob.Email || e.Note != words {
 		t.Fatalf("the end: %+v", ended.Status.End)
+	}
+	if !strings.Contains(tr.audit.String(), `"reason":"approver: found it: the \"gateway\" timeout\nnothing else"`) {
+		t.Fatalf("the audit log lost bob's words:\n%s", tr.audit.String())
 	}
 	tr.must(t, http.StatusConflict, token(t, bob), "POST", path+"/end", "")
 	assertNothingLeft(t, ns, s.Name, "web-1", true)

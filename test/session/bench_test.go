@@ -73,7 +73,7 @@ func BenchmarkKeystrokeEcho(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer func() { _ = live.End(ctx, "bench", "user") }()
+	defer func() { _ = live.End(ctx, "bench", "user", "") }()
 	relayed := newEchoer(live, live.Output(), 'r')
 
 	portal, err := cl.Portal()
@@ -139,7 +139,7 @@ func BenchmarkIdleSessionAttached(b *testing.B) {
 		time.Sleep(200 * time.Millisecond) // the streams settle
 		b.ReportMetric(float64(heapInUse()-before)/n, "B/idle-session")
 		for _, l := range lives {
-			_ = l.End(ctx, "bench", v1alpha1.EndUser)
+			_ = l.End(ctx, "bench", v1alpha1.EndUser, "")
 		}
 	}
 }

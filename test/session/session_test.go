@@ -139,7 +139,7 @@ func TestWholeSession(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatalf("no %q within 20s", want)
 	}
-	if err := live.End(ctx, "alice", v1alpha1.EndUser); err != nil {
+	if err := live.End(ctx, "alice", v1alpha1.EndUser, ""); err != nil {
 		t.Fatal(err)
 	}
 
@@ -237,7 +237,7 @@ func TestKeepPodAndNothingLeftOnFailure(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := live.End(ctx, "bob", v1alpha1.EndApprover); err != nil {
+		if err := live.End(ctx, "bob", v1alpha1.EndApprover, ""); err != nil {
 			t.Fatal(err)
 		}
 		pod := &corev1.Pod{}

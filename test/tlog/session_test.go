@@ -95,7 +95,7 @@ func TestFaultSessionAnchoredAfterRekorComesBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	err = live.End(ctx, "alice", v1alpha1.EndUser)
+	err = live.End(ctx, "alice", v1alpha1.EndUser, "")
 	ended := time.Since(start)
 	if err != nil {
 		_ = log.Resume()
@@ -302,5 +302,5 @@ func TestFaultCrashedSessionSweptAndAnchored(t *testing.T) {
 	if err != nil || json.Unmarshal(manifest, &m) != nil || !m.EndedAbnormally {
 		t.Fatalf("the manifest does not say the session ended abnormally: %v\n%s", err, manifest)
 	}
-	_ = live.End(ctx, "test", v1alpha1.EndUser) // the stream this test kept open
+	_ = live.End(ctx, "test", v1alpha1.EndUser, "") // the stream this test kept open
 }

@@ -126,7 +126,7 @@ func TestSessionAnchoredInRekorV2(t *testing.T) {
 	if _, err := live.Write([]byte("echo anchored in v2\n")); err != nil {
 		t.Fatal(err)
 	}
-	if err := live.End(ctx, "alice", v1alpha1.EndUser); err != nil {
+	if err := live.End(ctx, "alice", v1alpha1.EndUser, ""); err != nil {
 		t.Fatal(err)
 	}
 	got := &v1alpha1.Session{}

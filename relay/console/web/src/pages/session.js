@@ -99,7 +99,7 @@ export async function sessionPage(main, me, cluster, ns, name, focus) {
         return activeView(mine);
       case 'Ended':
         return [st.approval ? approvalFacts(st.approval) : h('p', { class: 'approval' }, 'Never approved.'),
-          notice('info', `Ended by ${st.end?.by} (${st.end?.reason})${st.end?.abnormal ? ', abnormally' : ''}.`),
+          notice('info', `Ended by ${st.end?.by} (${st.end?.reason})${st.end?.abnormal ? ', abnormally' : ''}${st.end?.note ? `: “${st.end.note}”` : '.'}`),
           evidenceSection(me, s), reviewSection(me, s, act, focus)];
       default:
         return [notice('info', `The session is ${st.phase || 'being created'}.`)];
