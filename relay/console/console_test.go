@@ -214,6 +214,10 @@ func TestSameOrigin(t *testing.T) {
 		{"https://evil.example", "same-origin", false},
 		{s.url + ".evil.example", "", false},
 		{"null", "", false},
+		// The console's sign-out form, under its no-referrer policy.
+		{"null", "same-origin", true},
+		{"null", "cross-site", false},
+		{"null", "same-site", false},
 		{"", "same-site", false},
 		{"", "cross-site", false},
 		{"", "", false},

@@ -179,8 +179,14 @@ func (c *Console) Token(r *http.Request) (string, bool) {
 // hijacking). Browsers say where a request comes from in Origin or
 // Sec-Fetch-Site; a request with neither is not a browser's, and such
 // clients use bearer tokens.
+//
+// "Origin: null" alone says nothing: a browser sends it for a form the
+// console's own page posts (its Referrer-Policy is no-referrer, and the
+// Fetch standard serializes such a navigation's origin as null), as it does
+// for a sandboxed frame or a data: page elsewhere. Sec-Fetch-Site, which no
+// page can set, tells them apart, as it does when Origin is missing.
 func (c *Console) SameOrigin(r *http.Request) error {
-	if o := r.Header.Get("Origin"); o != "" {
+	if o := r.Header.Get("Origin"); o != "" && o != "null" {
 		if o != c.origin {
 			return fmt.Errorf("the console's cookie is good on %s only, not from %s", c.origin, o)
 		}
@@ -189,7 +195,7 @@ func (c *Console) SameOrigin(r *http.Request) error {
 	if r.Header.Get("Sec-Fetch-Site") == "same-origin" {
 		return nil
 	}
-	return errors.New("a request with the console's cookie must come from the console's page (no Origin or Sec-Fetch-Site: same-origin)")
+	return errors.New("a request with the console's cookie must come from the console's page (its Origin, or Sec-Fetch-Site: same-origin)")
 }
 
 func (c *Console) signedIn(r *http.Request) (string, bool) {

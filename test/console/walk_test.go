@@ -70,6 +70,7 @@ type walkResult struct {
 			ApproveButtons, ApproveAPI, ReviewAPI int
 			ApproveBody, ReviewBody               string
 		}
+		SignOut struct{ Path, Text, After string }
 	} `json:"facts"`
 }
 
@@ -146,7 +147,7 @@ func TestConsoleWalk(t *testing.T) {
 			t.Error("after a network blip, alice's terminal did not reconnect and carry on (or bob stopped seeing it)")
 		case !strings.Contains(f.Flight.Timers, "Hard stop in") || !strings.Contains(f.Flight.Timers, "idle limit in"):
 			t.Errorf("timers: %q", f.Flight.Timers)
-		case !strings.Contains(f.Flight.EndedBy, "Ended by bob@example.com"):
+		case !strings.Contains(f.Flight.EndedBy, "Ended by bob@example.com (approver): “found it: the payment gateway timeout”"):
 			t.Errorf("alice read %q", f.Flight.EndedBy)
 		case f.Flight.Denial != "Denied by bob@example.com: not during the freeze":
 			t.Errorf("alice read %q", f.Flight.Denial)
@@ -189,6 +190,13 @@ func TestConsoleWalk(t *testing.T) {
 		if o.To != dev.FallbackReviewer || !strings.HasSuffix(o.Link, "/console/sessions/flight/shop/"+o.Session+"/review") ||
 			!strings.HasPrefix(o.Reviewed, "Reviewed by carol@example.com") {
 			t.Errorf("the overdue review: %+v", o)
+		}
+	})
+
+	t.Run("sign out", func(t *testing.T) {
+		s := f.SignOut
+		if s.Path != "/auth/signed-out" || !strings.Contains(s.Text, "You are signed out") || strings.HasPrefix(s.After, info.RelayURL) {
+			t.Errorf("dave signed out and landed on %s (%q); the console next sent him to %s, not the issuer", s.Path, s.Text, s.After)
 		}
 	})
 
@@ -327,6 +335,7 @@ func crossOrigin(t *testing.T, info dev.Info) {
 	}{
 		{"https://evil.example", "cross-site", http.StatusUnauthorized},
 		{"", "cross-site", http.StatusUnauthorized},
+		{"null", "cross-site", http.StatusUnauthorized},
 		{"", "", http.StatusUnauthorized},
 		{info.RelayURL, "same-origin", http.StatusCreated},
 	} {

@@ -173,6 +173,21 @@ async function never(w, dave, bob) {
   w.facts.dave.reviewBody = review.body;
 }
 
+// signOut: the header's Sign out button ends the person's sign-in (its
+// form posts with Origin: null under the console's no-referrer policy), and
+// the console sends them back through the issuer after it.
+async function signOut(w, person) {
+  await w.visit(person, '/console/');
+  await Promise.all([
+    person.waitForURL((u) => u.pathname === '/auth/signed-out', { timeout: T }),
+    person.click('form.who button[type=submit]'),
+  ]);
+  w.facts.signOut = { path: new URL(person.url()).pathname, text: await person.locator('body').innerText() };
+  await w.shot(person, 'signed-out');
+  await person.goto(w.cfg.relay + '/console/');
+  w.facts.signOut.after = person.url();
+}
+
 (async () => {
   const browser = await chromium.launch({
     executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
@@ -189,6 +204,7 @@ async function never(w, dave, bob) {
     await glass(w, alice, bob, carol);
     await recordings(w, alice, bob);
     await never(w, dave, bob);
+    await signOut(w, dave);
     await w.visit(bob, '/console/');
     await w.shot(bob, 'home');
     await w.accessible(bob, 'home');
