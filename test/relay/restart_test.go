@@ -103,7 +103,8 @@ func relayProcessConfig(t testing.TB, dir string, cfg *relay.Config) (string, st
 	kc.Clusters["prod"] = &clientcmdapi.Cluster{Server: portal.Config.Host, CertificateAuthorityData: portal.Config.CAData}
 	// The test's admin acting as the portal's ServiceAccount, as cl.Portal does.
 	kc.AuthInfos["portal"] = &clientcmdapi.AuthInfo{ClientCertificateData: portal.Config.CertData, ClientKeyData: portal.Config.KeyData,
-		Token: portal.Config.BearerToken, Impersonate: portal.Config.Impersonate.UserName, ImpersonateGroups: portal.Config.Impersonate.Groups}
+		Token: portal.Config.BearerToken, Impersonate: portal.Config.Impersonate.UserName, ImpersonateGroups: portal.Config.Impersonate.Groups,
+		ImpersonateUserExtra: portal.Config.Impersonate.Extra}
 	kc.Contexts["prod"] = &clientcmdapi.Context{Cluster: "prod", AuthInfo: "portal"}
 	kc.CurrentContext = "prod"
 	kubeconfig := filepath.Join(dir, "portal.kubeconfig")
