@@ -1,6 +1,7 @@
 package session
 
 import (
+	"bytes"
 	"errors"
 	"io"
 	"sync"
@@ -17,6 +18,11 @@ const viewerBuffer = 1024
 // ErrTooSlow ends a viewer that fell too far behind; it may reconnect.
 var ErrTooSlow = errors.New("the viewer fell too far behind the terminal; reconnect to continue")
 
+// replayBytes bounds the output a viewer is shown from before it joined:
+// about two full screens, the prompt the shell printed before the
+// requester's page connected, or the screen a watcher joins mid-session.
+const replayBytes = 8 << 10
+
 // fanout copies the terminal's output to every viewer, and knows since
 // when nobody has been watching.
 type fanout struct {
@@ -26,6 +32,10 @@ type fanout struct {
 	// alone is when the last viewer left (or the start, before anyone came).
 	alone time.Time
 	now   func() time.Time
+	// recent is the output's last replayBytes (fewer while it is short);
+	// cut says its start is not the output's.
+	recent []byte
+	cut    bool
 }
 
 func newFanout(start time.Time) *fanout { return &fanout{alone: start, now: time.Now} }
@@ -112,6 +122,9 @@ func (f *fanout) subscribe(now func() time.Time) io.ReadCloser {
 		_ = w.Close()
 		return v
 	}
+	if replay := f.replayLocked(); len(replay) > 0 {
+		v.queue.push(replay)
+	}
 	f.subs = append(f.subs, v)
 	f.mu.Unlock()
 	go func() {
@@ -153,12 +166,40 @@ func (f *fanout) watchers() (int, time.Time) {
 	return len(f.subs), f.alone
 }
 
+// replayLocked is what a new viewer is shown first: the recent output,
+// from its first line break on if its start was cut (never half a line or
+// half an escape sequence at the top).
+func (f *fanout) replayLocked() []byte {
+	replay := f.recent
+	if f.cut {
+		i := bytes.IndexByte(replay, '\n')
+		if i < 0 {
+			return nil
+		}
+		replay = replay[i+1:]
+	}
+	return append([]byte(nil), replay...)
+}
+
+// keep adds p to the recent output, dropping what falls beyond replayBytes.
+func (f *fanout) keep(p []byte) {
+	if len(p) >= replayBytes {
+		f.recent, f.cut = append(f.recent[:0], p[len(p)-replayBytes:]...), true
+		return
+	}
+	if over := len(f.recent) + len(p) - replayBytes; over > 0 {
+		f.recent, f.cut = f.recent[:copy(f.recent, f.recent[over:])], true
+	}
+	f.recent = append(f.recent, p...)
+}
+
 // write hands p to every viewer without waiting for any of them; sends and
 // closes of a viewer's queue both happen under the lock.
 func (f *fanout) write(p []byte) {
 	chunk := append([]byte(nil), p...)
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.keep(p)
 	for i := 0; i < len(f.subs); {
 		if f.subs[i].queue.push(chunk) {
 			i++

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"strings"
 	"testing"
 	"time"
 )
@@ -72,5 +73,36 @@ func TestFanoutKnowsWhenNobodyWatches(t *testing.T) {
 	}
 	if n, alone := f.watchers(); n != 0 || !alone.Equal(now) {
 		t.Fatalf("after the viewer left: %d, %v", n, alone)
+	}
+}
+
+// TestFanoutShowsAJoiningViewerTheRecentScreen: a viewer who joins late
+// first reads the output's end (whole lines once the start is cut), then
+// what follows, with nothing repeated or lost between the two.
+func TestFanoutShowsAJoiningViewerTheRecentScreen(t *testing.T) {
+	f := newFanout(time.Now())
+	f.write([]byte("$ "))
+	early := f.subscribe(time.Now)
+	var all bytes.Buffer
+	all.WriteString("$ ")
+	for i := range 400 {
+		line := []byte(strings.Repeat(string(rune('a'+i%26)), 40) + "\r\n")
+		all.Write(line)
+		f.write(line)
+	}
+	late := f.subscribe(time.Now)
+	f.write([]byte("after\r\n"))
+	all.WriteString("after\r\n")
+	f.close()
+	gotEarly, _ := io.ReadAll(early)
+	gotLate, _ := io.ReadAll(late)
+	if !bytes.HasPrefix(gotEarly, []byte("$ ")) || !bytes.Equal(gotEarly, all.Bytes()) {
+		t.Fatalf("the viewer who joined after the prompt read %d bytes from %q, want the whole %d", len(gotEarly), gotEarly[:min(10, len(gotEarly))], all.Len())
+	}
+	if len(gotLate) > replayBytes+len("after\r\n") || len(gotLate) < replayBytes/2 || !bytes.HasSuffix(all.Bytes(), gotLate) {
+		t.Fatalf("the late viewer read %d bytes, not a suffix of the output of at most %d", len(gotLate), replayBytes)
+	}
+	if len(gotLate)%42 != len("after\r\n") {
+		t.Fatalf("the late viewer's replay starts mid-line: %q", gotLate[:42])
 	}
 }
