@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -31,10 +32,49 @@ type liveSession struct {
 	ready chan struct{}
 	// typing holds the requester's one terminal: one at a time.
 	typing chan struct{}
+	// attached counts the terminals each person has open here, so that a
+	// session's page can say who is typing and who is watching.
+	mu       sync.Mutex
+	attached map[Attached]int
 }
 
 func newLiveSession() *liveSession {
-	return &liveSession{ready: make(chan struct{}), typing: make(chan struct{}, 1)}
+	return &liveSession{ready: make(chan struct{}), typing: make(chan struct{}, 1), attached: map[Attached]int{}}
+}
+
+// attach counts a's terminal until the returned func is called.
+func (l *liveSession) attach(a Attached) (detach func()) {
+	l.mu.Lock()
+	l.attached[a]++
+	l.mu.Unlock()
+	return func() {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if l.attached[a]--; l.attached[a] <= 0 {
+			delete(l.attached, a)
+		}
+	}
+}
+
+// people is who has a terminal open: the requester typing first, then the
+// watchers by name.
+func (l *liveSession) people() []Attached {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := make([]Attached, 0, len(l.attached))
+	for a := range l.attached {
+		out = append(out, a)
+	}
+	slices.SortFunc(out, func(a, b Attached) int {
+		if a.Typing != b.Typing {
+			if a.Typing {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a.Name, b.Name)
+	})
+	return out
 }
 
 // settle ends a start or take-up of key: held runs live, or (live nil) the
@@ -229,10 +269,18 @@ func (s *Server) end(w http.ResponseWriter, r *http.Request, c Caller) error {
 
 // held is the live session for key, if this relay holds a started one.
 func (s *Server) held(key sessionKey) *session.Live {
+	if l := s.holding(key); l != nil {
+		return l.live
+	}
+	return nil
+}
+
+// holding is key's entry, if this relay holds a started session there.
+func (s *Server) holding(key sessionKey) *liveSession {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if l, ok := s.live[key]; ok {
-		return l.live
+	if l, ok := s.live[key]; ok && l.live != nil {
+		return l
 	}
 	return nil
 }
@@ -271,6 +319,7 @@ func (s *Server) terminal(w http.ResponseWriter, r *http.Request, c Caller) erro
 	if err := t.runner.Lifecycle().Note(r.Context(), "attach", c.Name, sess, map[bool]string{true: "watching", false: "typing"}[readOnly]); err != nil {
 		return err
 	}
+	defer held.attach(Attached{Name: c.Name, Typing: !readOnly})()
 	start := time.Now()
 	role := map[bool]string{true: "watcher", false: "requester"}[readOnly]
 	s.metrics.terminals.WithLabelValues(role).Inc()

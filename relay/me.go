@@ -59,19 +59,30 @@ func (s *Server) me(w http.ResponseWriter, _ *http.Request, c Caller) error {
 // LiveView is when a held session's idle and disconnect limits end it, as
 // this relay counts them now.
 type LiveView struct {
-	Viewers     int          `json:"viewers"`
-	IdleEndsAt  metav1.Time  `json:"idleEndsAt"`
+	Viewers int `json:"viewers"`
+	// Attached is who has the terminal open: the requester typing, the
+	// approvers watching.
+	Attached   []Attached  `json:"attached"`
+	IdleEndsAt metav1.Time `json:"idleEndsAt"`
+	// AloneEndsAt is when the disconnect limit ends a session with no
+	// terminal open (the requester's or a watcher's).
 	AloneEndsAt *metav1.Time `json:"aloneEndsAt,omitempty"`
+}
+
+// Attached is one person with the session's terminal open.
+type Attached struct {
+	Name   string `json:"name"`
+	Typing bool   `json:"typing"`
 }
 
 // liveView is nil for a session this relay does not hold.
 func (s *Server) liveView(key sessionKey) *LiveView {
-	live := s.held(key)
-	if live == nil {
+	held := s.holding(key)
+	if held == nil {
 		return nil
 	}
-	lastInput, viewers, alone := live.Activity()
-	v := &LiveView{Viewers: viewers, IdleEndsAt: metav1.NewTime(lastInput.Add(s.cfg.Limits.Idle.Duration))}
+	lastInput, viewers, alone := held.live.Activity()
+	v := &LiveView{Viewers: viewers, Attached: held.people(), IdleEndsAt: metav1.NewTime(lastInput.Add(s.cfg.Limits.Idle.Duration))}
 	if viewers == 0 {
 		at := metav1.NewTime(alone.Add(s.cfg.Limits.Disconnect.Duration))
 		v.AloneEndsAt = &at

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"net/http"
 	"os"
 	"slices"
@@ -23,6 +24,7 @@ import (
 	"github.com/tower-dev/breakglass/api/v1alpha1"
 	"github.com/tower-dev/breakglass/evidence/audit"
 	"github.com/tower-dev/breakglass/evidence/recording"
+	"github.com/tower-dev/breakglass/relay"
 	"github.com/tower-dev/breakglass/relay/terminal"
 )
 
@@ -108,6 +110,20 @@ func TestTwoPersonSession(t *testing.T) {
 	want := "relay-42 as " + strconv.FormatInt(uid, 10)
 	aliceTerm.waitFor(t, want)
 	bobTerm.waitFor(t, want)
+	// A watcher who joins now is shown the screen so far, unasked.
+	late, _, err := tr.dial(t, bob, ns, s.Name, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	late.waitFor(t, want)
+	var v relay.SessionView
+	if err := json.Unmarshal(tr.must(t, http.StatusOK, token(t, bob), "GET", path, "").body, &v); err != nil || v.Live == nil {
+		t.Fatalf("the live view: %v", err)
+	}
+	if want := []relay.Attached{{Name: alice.Email, Typing: true}, {Name: bob.Email}}; !slices.Equal(v.Live.Attached, want) {
+		t.Fatalf("attached: %+v, want %+v", v.Live.Attached, want)
+	}
+	_ = late.conn.Close()
 	bobTerm.send(t, "echo bob-was-here\n")
 	select {
 	case c := <-bobTerm.controls:
