@@ -48,6 +48,8 @@ type walkResult struct {
 	Facts   struct {
 		Flight struct {
 			WatcherSaw, AliceSawBobsTyping bool
+			Greeting                       string
+			LateWatcherSaw                 bool
 			AfterBlip, WatcherAfterBlip    bool
 			Timers, Session, EndedBy       string
 			Denial                         string
@@ -141,11 +143,16 @@ func TestConsoleWalk(t *testing.T) {
 		switch {
 		case !f.Flight.WatcherSaw:
 			t.Error("bob, watching, did not see alice's output")
+		case !strings.Contains(f.Flight.Greeting, "press Enter"):
+			t.Errorf("alice's terminal, before a key: %q", f.Flight.Greeting)
+		case !f.Flight.LateWatcherSaw:
+			t.Error("bob, joining late, was not shown the screen he joined")
 		case f.Flight.AliceSawBobsTyping:
 			t.Error("what bob typed while watching reached the shell")
 		case !f.Flight.AfterBlip || !f.Flight.WatcherAfterBlip:
 			t.Error("after a network blip, alice's terminal did not reconnect and carry on (or bob stopped seeing it)")
-		case !strings.Contains(f.Flight.Timers, "Hard stop in") || !strings.Contains(f.Flight.Timers, "idle limit in"):
+		case !strings.Contains(f.Flight.Timers, "Hard stop in") || !strings.Contains(f.Flight.Timers, "idle limit in") ||
+			!strings.Contains(f.Flight.Timers, "terminal open: alice@example.com typing, bob@example.com watching"):
 			t.Errorf("timers: %q", f.Flight.Timers)
 		case !strings.Contains(f.Flight.EndedBy, "Ended by bob@example.com (approver): “found it: the payment gateway timeout”"):
 			t.Errorf("alice read %q", f.Flight.EndedBy)

@@ -32,13 +32,22 @@ async function flight(w, alice, bob) {
   await bob.waitForSelector('#watching', { timeout: T });
   await bob.waitForFunction(() => /Connected/.test(document.querySelector('.term-status')?.textContent || ''), null, { timeout: T });
   await alice.waitForFunction(() => /idle limit in/.test(document.querySelector('.timers')?.textContent || ''), null, { timeout: T });
+  // Before a key is pressed, the terminal says the shell is there.
+  await alice.waitForFunction(() => document.querySelector('.term-status')?.textContent === 'Connected', null, { timeout: T });
+  const greeting = await w.waitScreen(alice, 'press Enter');
   await w.type(alice, 'echo watched-$((6*7)); id -u');
   await w.waitScreen(alice, 'watched-42');
   const watched = await w.waitScreen(bob, 'watched-42');
   await w.type(bob, 'echo bob-typed-this');
   await alice.waitForTimeout(1000);
+  // alice's page names who has the terminal open.
+  await alice.waitForFunction(() => /watching/.test(document.querySelector('.timers')?.textContent || ''), null, { timeout: T });
   w.facts.flight = { watcherSaw: watched.includes('watched-42'), aliceSawBobsTyping: (await w.screen(alice)).includes('bob-typed-this'),
-    timers: await alice.locator('.timers').innerText() };
+    timers: await alice.locator('.timers').innerText(), greeting };
+  // A watcher who joins late (bob reloads) is shown the recent screen.
+  await bob.reload();
+  await bob.waitForFunction(() => /Connected/.test(document.querySelector('.term-status')?.textContent || ''), null, { timeout: T });
+  w.facts.flight.lateWatcherSaw = (await w.waitScreen(bob, 'watched-42')).includes('watched-42');
   await w.shot(alice, 'flight-terminal');
   await w.shot(bob, 'flight-watching');
   await w.accessible(alice, 'session, active');

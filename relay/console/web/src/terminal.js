@@ -21,6 +21,7 @@ export function openTerminal(el, wsURL, { readOnly, onStatus }) {
   let ws;
   let closed = false;
   let failures = 0;
+  let connections = 0;
   let firstFailure = 0;
   const sendSize = () => {
     if (ws && ws.readyState === WebSocket.OPEN) ws.send(JSON.stringify({ type: 'resize', cols: term.cols, rows: term.rows }));
@@ -30,6 +31,14 @@ export function openTerminal(el, wsURL, { readOnly, onStatus }) {
     ws.binaryType = 'arraybuffer';
     ws.onopen = () => {
       failures = 0;
+      // The relay shows each connection the recent screen first; a
+      // reconnection starts from a clean one rather than repeat it. The
+      // greeting is the page's, never sent to the shell or recorded: a
+      // prompt printed before the relay attached (a kubelet streams only
+      // what comes after) shows again only once Enter asks for it.
+      if (connections++ > 0) term.reset();
+      term.write(readOnly ? '\x1b[2m[watching the debug container: read-only]\x1b[0m\r\n'
+        : '\x1b[2m[connected to the debug container: press Enter if no prompt shows]\x1b[0m\r\n');
       onStatus('connected');
       sendSize();
       if (!readOnly) term.focus();

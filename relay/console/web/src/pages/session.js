@@ -60,7 +60,10 @@ export async function sessionPage(main, me, cluster, ns, name, focus) {
     if (s.status.deadline) parts.push(`Hard stop in ${countdown(s.status.deadline)}`);
     if (s.live) {
       parts.push(`idle limit in ${countdown(s.live.idleEndsAt)}`);
-      parts.push(s.live.aloneEndsAt ? `nobody watching: ends in ${countdown(s.live.aloneEndsAt)}` : `${s.live.viewers} terminal(s) open`);
+      const people = (s.live.attached || []).map((a) => `${a.name} ${a.typing ? 'typing' : 'watching'}`);
+      parts.push(s.live.aloneEndsAt
+        ? `no terminal open: the disconnect limit ends it in ${countdown(s.live.aloneEndsAt)}`
+        : `terminal open: ${people.join(', ') || `${s.live.viewers} viewer(s)`}`);
     }
     timers.textContent = parts.join(' · ');
   };
@@ -113,6 +116,8 @@ export async function sessionPage(main, me, cluster, ns, name, focus) {
     const box = h('div', { class: 'terminal', 'aria-label': watching ? 'Session terminal (read-only)' : 'Session terminal' });
     const ws = location.origin.replace(/^http/, 'ws') + sessionPath(s.cluster, s.namespace, s.name) + '/terminal';
     term = openTerminal(box, ws, { readOnly: watching, onStatus: (what, detail) => {
+      // Who is attached changed: show it now, not at the next poll.
+      if (what === 'connected') fresh(() => api.get(s.cluster, s.namespace, s.name)).catch(() => {});
       status.textContent = { connected: watching ? 'Connected: watching' : 'Connected', reconnecting: 'Connection lost: reconnecting…',
         lost: 'Connection lost. Reload the page to try again.', closed: 'The terminal closed.', error: 'The relay said: ' + (detail || '') }[what] || what;
     } });
