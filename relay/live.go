@@ -298,12 +298,28 @@ func (s *Server) terminal(w http.ResponseWriter, r *http.Request, c Caller) erro
 	if readOnly && !s.cfg.can(c, ActionApprove, t.Name, ns) {
 		return forbidden("only the requester, or an approver watching, opens this terminal")
 	}
+	opts := terminal.Options{ReadOnly: readOnly, Subprotocol: TerminalProtocol,
+		CheckOrigin: func(*http.Request) bool { return true }, // checked above, before the upgrade
+		Count:       func(dir string, n int) { s.metrics.bytes.WithLabelValues(dir).Add(float64(n)) },
+	}
+	if over(sess) {
+		return terminal.Ended(w, r, opts, "the session is "+string(sess.Status.Phase))
+	}
 	if sess.Status.Phase != v1alpha1.PhaseActive {
 		return conflict("the session is %s, not Active", sess.Status.Phase)
 	}
 	key := sessionKey{t.Name, ns, sess.Name}
 	live, held, passed, err := s.running(w, r, t, sess)
-	if passed || err != nil {
+	if passed {
+		return nil
+	}
+	if err != nil {
+		// Ended between the read above and now (its relay let it go):
+		// the terminal closes as one open at the end did.
+		now := &v1alpha1.Session{}
+		if t.Client.Get(r.Context(), client.ObjectKeyFromObject(sess), now) == nil && over(now) {
+			return terminal.Ended(w, r, opts, "the session is "+string(now.Status.Phase))
+		}
 		return err
 	}
 	if !readOnly {
@@ -324,13 +340,14 @@ func (s *Server) terminal(w http.ResponseWriter, r *http.Request, c Caller) erro
 	role := map[bool]string{true: "watcher", false: "requester"}[readOnly]
 	s.metrics.terminals.WithLabelValues(role).Inc()
 	defer s.metrics.terminals.WithLabelValues(role).Dec()
-	err = terminal.Serve(w, r, live, terminal.Options{
-		ReadOnly: readOnly, Subprotocol: TerminalProtocol,
-		CheckOrigin: func(*http.Request) bool { return true }, // checked above, before the upgrade
-		Count:       func(dir string, n int) { s.metrics.bytes.WithLabelValues(dir).Add(float64(n)) },
-	})
+	err = terminal.Serve(w, r, live, opts)
 	s.log.V(1).Info("terminal closed", "session", key.String(), "caller", c.Name, "after", time.Since(start), "error", err)
 	return nil
+}
+
+// over says the session has ended, for good.
+func over(sess *v1alpha1.Session) bool {
+	return sess.Status.Phase == v1alpha1.PhaseEnded || sess.Status.Phase == v1alpha1.PhaseExpired
 }
 
 // originAllowed lets non-browser clients (no Origin) through to the token

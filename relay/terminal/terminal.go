@@ -83,17 +83,7 @@ const (
 // browser leaves. The session goes on when a browser leaves: reconnecting
 // within the disconnect limit resumes it.
 func Serve(w http.ResponseWriter, r *http.Request, s Session, o Options) error {
-	up := websocket.Upgrader{
-		ReadBufferSize: 4096, WriteBufferSize: 32 << 10,
-		// A write buffer only while writing: an idle terminal holds none
-		// (docs/benchmarks.md, memory per session).
-		WriteBufferPool: writeBuffers,
-		CheckOrigin:     o.CheckOrigin,
-	}
-	if o.Subprotocol != "" {
-		up.Subprotocols = []string{o.Subprotocol}
-	}
-	conn, err := up.Upgrade(w, r, nil)
+	conn, err := upgrader(o).Upgrade(w, r, nil)
 	if err != nil {
 		return err // the upgrader answered the request
 	}
@@ -116,6 +106,34 @@ func Serve(w http.ResponseWriter, r *http.Request, s Session, o Options) error {
 	_ = out.Close()
 	<-writerDone
 	return err
+}
+
+func upgrader(o Options) *websocket.Upgrader {
+	up := &websocket.Upgrader{
+		ReadBufferSize: 4096, WriteBufferSize: 32 << 10,
+		// A write buffer only while writing: an idle terminal holds none
+		// (docs/benchmarks.md, memory per session).
+		WriteBufferPool: writeBuffers,
+		CheckOrigin:     o.CheckOrigin,
+	}
+	if o.Subprotocol != "" {
+		up.Subprotocols = []string{o.Subprotocol}
+	}
+	return up
+}
+
+// Ended answers a terminal asked for after its session ended as a
+// terminal open at the end closes: upgraded, then closed with CloseEnded
+// and why. A page that read the session a moment before its end then stops,
+// where an HTTP refusal of the handshake would read to it as a network
+// failure to retry.
+func Ended(w http.ResponseWriter, r *http.Request, o Options, why string) error {
+	conn, err := upgrader(o).Upgrade(w, r, nil)
+	if err != nil {
+		return err // the upgrader answered the request
+	}
+	defer conn.Close()
+	return conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(CloseEnded, truncate(why, 120)), time.Now().Add(5*time.Second))
 }
 
 // writeBuffers are the terminals' WebSocket write buffers, shared.

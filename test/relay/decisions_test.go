@@ -71,6 +71,20 @@ func TestApproverEndsAndKeepsThePod(t *testing.T) {
 		t.Fatalf("the audit log lost bob's words:\n%s", tr.audit.String())
 	}
 	tr.must(t, http.StatusConflict, token(t, bob), "POST", path+"/end", "")
+	// A page that read the session Active a moment before its end opens a
+	// terminal that closes as ended, not a handshake refused to retry.
+	late, _, err := tr.dial(t, bob, ns, s.Name, nil)
+	if err != nil {
+		t.Fatalf("a terminal after the end: %v, want one that closes as ended", err)
+	}
+	select {
+	case err := <-late.closed:
+		if !websocket.IsCloseError(err, terminal.CloseEnded) {
+			t.Fatalf("a terminal after the end closed with %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a terminal after the end stayed open")
+	}
 	assertNothingLeft(t, ns, s.Name, "web-1", true)
 }
 
