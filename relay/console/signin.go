@@ -392,7 +392,7 @@ func CheckURL(raw string) error {
 
 var messagePage = template.Must(template.New("message").Parse(`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width">
-<title>{{.Title}}: breakglass</title></head>
+<link rel="icon" href="data:,"><title>{{.Title}}: breakglass</title></head>
 <body><main><h1>{{.Title}}</h1><p>{{.Text}}</p><p><a href="/auth/login?next=/console/">Sign in</a></p></main></body></html>
 `))
 

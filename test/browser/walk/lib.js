@@ -106,7 +106,10 @@ class Walk {
     return page.locator('.xterm-rows').innerText();
   }
 
+  // type types as a person does once the page says the terminal is
+  // connected (keys before that go nowhere, as on the screen).
   async type(page, text) {
+    await page.waitForFunction(() => /^Connected/.test(document.querySelector('.term-status')?.textContent || ''), null, { timeout: T });
     await page.click('.terminal');
     await page.keyboard.type(text);
     await page.keyboard.press('Enter');
