@@ -19,6 +19,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -56,6 +57,7 @@ type walkResult struct {
 		}
 		Ground []struct {
 			Mode, Session, Screen, ManifestSHA256, Rekor string
+			VerifyHint                                   string
 			ProcessAccess                                bool
 			Checks                                       []string
 		}
@@ -65,14 +67,19 @@ type walkResult struct {
 		}
 		Overdue   struct{ Session, To, Link, Reviewed string }
 		Sensitive struct {
-			RefusedToAlice string
-			BobChecks      []string
+			RefusedToAlice, AliceRow string
+			AliceDownloads           int
+			BobChecks                []string
 		}
 		Dave struct {
 			ApproveButtons, ApproveAPI, ReviewAPI int
 			ApproveBody, ReviewBody               string
 		}
-		SignOut struct{ Path, Text, After string }
+		SignOut   struct{ Path, Text, After string }
+		CarolHome struct {
+			Nav      string
+			Headings []string
+		}
 	} `json:"facts"`
 }
 
@@ -154,7 +161,7 @@ func TestConsoleWalk(t *testing.T) {
 		case !strings.Contains(f.Flight.Timers, "Hard stop in") || !strings.Contains(f.Flight.Timers, "idle limit in") ||
 			!strings.Contains(f.Flight.Timers, "terminal open: alice@example.com typing, bob@example.com watching"):
 			t.Errorf("timers: %q", f.Flight.Timers)
-		case !strings.Contains(f.Flight.EndedBy, "Ended by bob@example.com (approver): “found it: the payment gateway timeout”"):
+		case !strings.Contains(f.Flight.EndedBy, "Ended by bob@example.com, an approver: “found it: the payment gateway timeout”"):
 			t.Errorf("alice read %q", f.Flight.EndedBy)
 		case f.Flight.Denial != "Denied by bob@example.com: not during the freeze":
 			t.Errorf("alice read %q", f.Flight.Denial)
@@ -178,6 +185,11 @@ func TestConsoleWalk(t *testing.T) {
 			if len(g.Checks) != 2 || strings.Contains(strings.Join(g.Checks, ""), "✗") {
 				t.Errorf("%s: the page's checks: %q", g.Mode, g.Checks)
 			}
+			// Anchored: the relay signed it, so the hint pins its key and the log's.
+			if !strings.Contains(g.VerifyHint, "--session session.yaml --key relay.pub --rekor-public-key rekor.pub") ||
+				!strings.Contains(g.VerifyHint, "kubectl get session "+g.Session+" -n shop -o yaml") {
+				t.Errorf("%s: the verify hint: %q", g.Mode, g.VerifyHint)
+			}
 			manifestOnDisk(t, state, "ground", g.Session, g.ManifestSHA256)
 			inRekor(t, info.RekorURL, g.Rekor, g.ManifestSHA256)
 		}
@@ -200,6 +212,13 @@ func TestConsoleWalk(t *testing.T) {
 		}
 	})
 
+	t.Run("only what each person may do", func(t *testing.T) {
+		c := f.CarolHome
+		if strings.Contains(c.Nav, "Request a session") || !slices.Equal(c.Headings, []string{"Overdue reviews", "Reviews due"}) {
+			t.Errorf("carol, who only reviews, is offered %q and shown %q", c.Nav, c.Headings)
+		}
+	})
+
 	t.Run("sign out", func(t *testing.T) {
 		s := f.SignOut
 		if s.Path != "/auth/signed-out" || !strings.Contains(s.Text, "You are signed out") || strings.HasPrefix(s.After, info.RelayURL) {
@@ -211,6 +230,12 @@ func TestConsoleWalk(t *testing.T) {
 		s := f.Sensitive
 		if !strings.Contains(s.RefusedToAlice, "sensitive") || len(s.BobChecks) != 2 || strings.Contains(strings.Join(s.BobChecks, ""), "✗") {
 			t.Errorf("%+v", s)
+		}
+		// The list: marked, what bob granted (live with processes), and no
+		// link for alice to a recording she may not open.
+		if s.AliceDownloads != 0 || !strings.Contains(s.AliceRow, "sensitive") || !strings.Contains(s.AliceRow, "live + processes") ||
+			!strings.Contains(s.AliceRow, "not yours to view") {
+			t.Errorf("alice's view of the sensitive recording: %d download links; its row %q", s.AliceDownloads, s.AliceRow)
 		}
 	})
 

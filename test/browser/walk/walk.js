@@ -102,6 +102,7 @@ async function ground(w, alice, bob) {
       facts.checks = await alice.locator('#recording .checks li').allInnerTexts();
       facts.manifestSHA256 = await alice.locator('#manifest-sha256').innerText();
       facts.rekor = await alice.locator('#rekor-entry').innerText();
+      facts.verifyHint = await alice.locator('#verify-hint pre').textContent();
       await alice.waitForSelector('#player .ap-wrapper, #player .ap-player', { timeout: T });
       await w.shot(alice, `ground-${mode}-recording`);
     }
@@ -147,6 +148,10 @@ async function glass(w, alice, bob, carol) {
   await carol.click('#review-button');
   await carol.waitForSelector('#reviewed', { timeout: T });
   w.facts.overdue = { session: nameOf(late), to: overdue.to, link: overdue.link, reviewed: await carol.locator('#reviewed').innerText() };
+  // carol reviews and nothing else: her pages offer only that.
+  await w.visit(carol, '/console/');
+  w.facts.carolHome = { nav: await carol.locator('#top nav').innerText(), headings: await carol.locator('main h2').allInnerTexts() };
+  await w.shot(carol, 'home');
 }
 
 async function recordings(w, alice, bob) {
@@ -156,8 +161,16 @@ async function recordings(w, alice, bob) {
   const path = `/console/sessions/ground/shop/${live.session}`;
   await w.visit(alice, path);
   await alice.waitForSelector('#recording .notice.error', { timeout: T });
-  w.facts.sensitive = { refusedToAlice: await alice.locator('#recording .notice.error').innerText() };
+  w.facts.sensitive = { refusedToAlice: await alice.locator('#recording .notice.error').innerText(),
+    aliceDownloads: await alice.locator('#recording a[download]').count() };
   await w.shot(alice, 'sensitive-refused');
+  // The list marks it sensitive, says what was granted, and offers alice
+  // nothing she cannot open.
+  await w.visit(alice, '/console/recordings');
+  const row = alice.locator('tr', { hasText: live.session });
+  await row.waitFor({ timeout: T });
+  w.facts.sensitive.aliceRow = await row.innerText();
+  await w.shot(alice, 'recordings');
   await w.visit(bob, path);
   await bob.waitForSelector('#player .ap-wrapper, #player .ap-player', { timeout: T });
   w.facts.sensitive.bobChecks = await bob.locator('#recording .checks li').allInnerTexts();

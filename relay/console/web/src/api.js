@@ -73,6 +73,19 @@ export function can(me, action, cluster, ns) {
   return c.allowed.some((a) => a.actions.includes(action) && (a.namespaces.includes('*') || a.namespaces.includes(ns)));
 }
 
+// mayAnywhere says whether me may do one of actions somewhere: what the
+// page shows at all (a link, a queue).
+export function mayAnywhere(me, ...actions) {
+  return me.clusters.some((c) => c.allowed.some((a) => actions.some((x) => a.actions.includes(x))));
+}
+
+// mayPlay mirrors the relay's rule for a recording: the requester, approvers
+// and reviewers; a sensitive one (process access) also needs viewSensitive.
+export function mayPlay(me, s) {
+  return (!s.status.approval?.processAccess || can(me, 'viewSensitive', s.cluster, s.namespace)) &&
+    (isRequester(me, s) || can(me, 'approve', s.cluster, s.namespace) || can(me, 'review', s.cluster, s.namespace));
+}
+
 export function isRequester(me, s) {
   return s.spec.requesterID ? s.spec.requesterID === me.id : s.spec.requester === me.name;
 }

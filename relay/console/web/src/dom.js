@@ -31,6 +31,20 @@ export function age(iso) {
 }
 
 // countdown says how long until iso, as m:ss.
+// minutes says a Go duration ("30m0s", "1h15m0s") in words.
+export function minutes(d) {
+  const m = /^(?:(\d+)h)?(?:(\d+)m)?(?:(\d+(?:\.\d+)?)s)?$/.exec(d || '');
+  if (!m || !d) return d || '';
+  const total = Number(m[1] || 0) * 60 + Number(m[2] || 0) + Math.round(Number(m[3] || 0) / 60);
+  return `${total} minute${total === 1 ? '' : 's'}`;
+}
+
+// endedWhy says why a session ended, in words.
+export const endedWhy = {
+  user: 'the requester', approver: 'an approver', hardStop: 'its hard stop', idle: 'its idle limit',
+  disconnect: 'its disconnect limit (no terminal open)', swept: 'the sweeper', failedStart: 'a failed start',
+};
+
 export function countdown(iso) {
   const s = Math.round((Date.parse(iso) - Date.now()) / 1000);
   if (s <= 0) return 'now';

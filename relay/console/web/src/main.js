@@ -1,7 +1,7 @@
 import '@xterm/xterm/css/xterm.css';
 import 'asciinema-player/dist/bundle/asciinema-player.css';
 import './style.css';
-import { api, APIError } from './api.js';
+import { api, APIError, mayAnywhere } from './api.js';
 import { h, link, notice } from './dom.js';
 import { homePage, recordingsPage } from './pages/lists.js';
 import { requestPage } from './pages/request.js';
@@ -54,7 +54,8 @@ function header() {
   document.getElementById('top').replaceChildren(
     h('a', { class: 'brand', href: '/console/', 'data-route': true }, 'breakglass'),
     h('nav', { 'aria-label': 'Main' },
-      link('/console/', 'Sessions'), link('/console/request', 'Request a session'), link('/console/recordings', 'Recordings')),
+      link('/console/', 'Sessions'), mayAnywhere(me, 'request', 'breakGlass') ? link('/console/request', 'Request a session') : null,
+      link('/console/recordings', 'Recordings')),
     h('form', { method: 'post', action: '/auth/logout', class: 'who' },
       h('span', { id: 'signed-in-as' }, 'Signed in as ', h('strong', {}, me.name)),
       h('button', { type: 'submit' }, 'Sign out')),

@@ -1,4 +1,4 @@
-import { api, can, isRequester, sessionPath } from '../api.js';
+import { api, can, isRequester, mayPlay, sessionPath } from '../api.js';
 import { h, notice } from '../dom.js';
 import { play, sha256 } from '../player.js';
 
@@ -18,19 +18,24 @@ export function evidenceSection(me, s) {
   const rekor = ev.logIndex !== undefined && ev.logIndex !== null
     ? `entry ${ev.entryID || '?'} at index ${ev.logIndex}`
     : ev.anchorPending ? 'pending: the log has not taken it yet' : 'not anchored (no transparency log configured)';
+  const sensitive = s.status.approval?.processAccess;
   const section = h('section', { id: 'recording', 'aria-labelledby': 'recording-title' },
     h('h2', { id: 'recording-title' }, 'Recording'),
-    s.status.approval?.processAccess ? h('p', { class: 'tag sensitive' }, 'Sensitive: the session had process access') : null,
+    sensitive ? h('p', { class: 'tag sensitive' }, 'Sensitive: the session had process access') : null,
     h('dl', { class: 'facts' },
       h('dt', {}, 'Manifest SHA-256 (anchored)'), h('dd', { class: 'hash', id: 'manifest-sha256' }, ev.manifestSHA256 || '—'),
-      h('dt', {}, 'Rekor'), h('dd', { id: 'rekor-entry' }, rekor)),
-    checks, stage,
+      h('dt', {}, 'Rekor'), h('dd', { id: 'rekor-entry' }, rekor)));
+  if (!mayPlay(me, s)) {
+    section.append(notice('error', sensitive
+      ? 'This recording is sensitive: you may not view sensitive recordings here, so it is neither played nor offered for download.'
+      : 'Only the requester, approvers and reviewers play this recording.'));
+    return section;
+  }
+  section.append(checks, stage,
     h('p', {}, 'Download: ', h('a', { href: files + 'manifest', download: 'manifest.json' }, 'manifest'), ' · ',
       h('a', { href: files + 'cast', download: 'recording.cast' }, 'recording'), ' · ',
       h('a', { href: files + 'transcript', download: 'transcript.raw' }, 'transcript')),
-    h('details', {}, h('summary', {}, 'Verify it yourself, without this console'),
-      h('p', {}, 'With the files above, the bundle from the evidence store and the relay\'s published key (GET /api/v1/signing-key):'),
-      h('pre', {}, 'kubectl breakglass recording verify DIR --key relay.pub --online')));
+    verifyHint(s));
   (async () => {
     const item = (ok, text) => checks.append(h('li', { class: ok ? 'ok' : 'bad' }, (ok ? '✓ ' : '✗ ') + text));
     try {
@@ -50,6 +55,26 @@ export function evidenceSection(me, s) {
     }
   })();
   return section;
+}
+
+// verifyHint is the command that checks this recording without the
+// console, for what this relay did with it: a recording anchored in a
+// transparency log was signed by the relay and is checked against its key
+// and the log's; one that was not carries no signature, and only its files
+// and its Session can be checked.
+function verifyHint(s) {
+  const ev = s.status.evidence || {};
+  const exported = `kubectl get session ${s.name} -n ${s.namespace} -o yaml > session.yaml`;
+  const anchored = ev.entryID || ev.anchorPending;
+  return h('details', { id: 'verify-hint' }, h('summary', {}, 'Verify it yourself, without this console'),
+    anchored
+      ? h('p', {}, 'Download the three files above into DIR with the bundle from the evidence store' +
+        (ev.anchorPending ? ' (once the log has taken the entry)' : '') +
+        '; take the relay\'s public key (GET /api/v1/signing-key) and the log\'s from sources you trust:')
+      : h('p', {}, 'This relay anchors nothing in a transparency log, so the recording carries no signature: the check proves its files whole and its Session\'s, not who made it. Download the three files above into DIR:'),
+    h('pre', {}, exported + '\n' + (anchored
+      ? 'kubectl breakglass recording verify DIR --session session.yaml --key relay.pub --rekor-public-key rekor.pub --online'
+      : 'kubectl breakglass recording verify DIR --session session.yaml --integrity-only')));
 }
 
 // reviewSection shows a glass-broken session's review: due, done, or the

@@ -1,4 +1,4 @@
-import { api, can, isRequester } from '../api.js';
+import { api, can, isRequester, mayAnywhere, mayPlay } from '../api.js';
 import { age, h, link } from '../dom.js';
 
 export const sessionURL = (s, page) =>
@@ -36,17 +36,41 @@ export async function homePage(main, me) {
   const watch = all.filter((s) => s.status.phase === 'Active' && !isRequester(me, s) && can(me, 'approve', s.cluster, s.namespace));
   main.append(
     h('h1', {}, 'Sessions'),
-    table('Waiting for your decision', toDecide, 'approve', 'No request waits for you.'),
-    table('Overdue reviews (fallback reviewer)', overdue, 'review', 'No review is overdue.'),
-    table('Reviews due', reviews.filter((s) => !overdue.includes(s)), 'review', 'No review is due.'),
-    table('Active sessions you may watch', watch, '', 'Nobody else is in a session you may watch.'),
-    table('Your sessions', mine, '', 'You have not asked for a session.'),
+    // Only the queues this person works: an approver's, a reviewer's.
+    mayAnywhere(me, 'approve') ? table('Waiting for your decision', toDecide, 'approve', 'No request waits for you.') : null,
+    mayAnywhere(me, 'review') ? table('Overdue reviews', overdue, 'review', 'No review is overdue.') : null,
+    mayAnywhere(me, 'review') ? table('Reviews due', reviews.filter((s) => !overdue.includes(s)), 'review', 'No review is due.') : null,
+    mayAnywhere(me, 'approve') ? table('Active sessions you may watch', watch, '', 'Nobody else is in a session you may watch.') : null,
+    mayAnywhere(me, 'request', 'breakGlass') || mine.length ? table('Your sessions', mine, '', 'You have not asked for a session.') : null,
   );
 }
 
-export async function recordingsPage(main) {
-  const ended = (await api.list()).filter((s) => s.status.phase === 'Ended');
+// granted is what the approver allowed, which may be less than was asked.
+const granted = (s) => {
+  const a = s.status.approval;
+  if (!a) return s.spec.mode;
+  return a.mode + (a.processAccess ? ' + processes' : '') + (a.keepPod ? ', pod kept' : '');
+};
+
+function recordingsTable(me, rows) {
+  if (rows.length === 0) return h('p', { class: 'empty' }, 'No session has ended yet.');
+  return h('table', {},
+    h('thead', {}, h('tr', {}, ['Session', 'Where', 'Granted', 'Requester', 'Reason', 'Ended', 'Recording'].map((c) => h('th', { scope: 'col' }, c)))),
+    h('tbody', {}, rows.map((s) => h('tr', {},
+      h('td', {}, link(sessionURL(s, ''), s.name), s.status.approval?.processAccess ? h('span', { class: 'tag sensitive' }, 'sensitive') : null),
+      h('td', {}, `${s.cluster} / ${s.namespace} / ${s.spec.targetPod}`),
+      h('td', { class: 'granted' }, granted(s)),
+      h('td', {}, s.spec.requester),
+      h('td', { class: 'reason' }, s.spec.reason),
+      h('td', {}, age(s.status.end?.at)),
+      h('td', { class: 'playable' }, !s.status.evidence?.manifestSHA256 ? 'being finalized'
+        : mayPlay(me, s) ? link(sessionURL(s, ''), 'play and check') : 'not yours to view'),
+    ))));
+}
+
+export async function recordingsPage(main, me) {
+  const ended = (await api.list()).filter((s) => s.status.phase === 'Ended' && s.status.startedAt);
   main.append(h('h1', {}, 'Recordings'),
-    h('p', {}, 'Every ended session was recorded byte for byte. Recordings of sessions with process access are sensitive: only people allowed to view sensitive recordings play them.'),
-    table('Ended sessions', ended, '', 'No session has ended yet.'));
+    h('p', {}, 'Every session that ran was recorded byte for byte. Recordings of sessions with process access are sensitive: only people allowed to view sensitive recordings play them.'),
+    h('section', {}, h('h2', {}, 'Ended sessions'), recordingsTable(me, ended)));
 }

@@ -28,7 +28,7 @@ export async function requestPage(main, me) {
     main.append(notice('info', 'You may not request sessions anywhere. Ask your administrator for the permission.'));
     return;
   }
-  const cluster = h('select', { required: true }, clusters.map((c) => h('option', { value: c.name }, `${c.name} (${c.tier})`)));
+  const cluster = h('select', { required: true }, clusters.map((c) => h('option', { value: c.name }, c.tier && c.tier !== c.name ? `${c.name} (${c.tier})` : c.name)));
   const nsList = h('datalist', { id: 'namespaces' });
   const namespace = h('input', { type: 'text', required: true, list: 'namespaces', autocomplete: 'off', pattern: '[a-z0-9]([a-z0-9\\-]*[a-z0-9])?' });
   const pod = h('input', { type: 'text', required: true, autocomplete: 'off', spellcheck: 'false' });
@@ -84,7 +84,7 @@ export async function requestPage(main, me) {
   const understood = h('input', { type: 'checkbox', id: 'glass-understood' });
   const glassDialog = h('section', { class: 'glass-warning', hidden: true, 'aria-labelledby': 'glass-title' },
     h('h2', { id: 'glass-title' }, 'Break the glass?'),
-    h('p', {}, 'The session starts without anyone approving it. Everyone is told at once, every byte is recorded, and someone else must review the session afterwards: a review falls due, and an overdue one goes to the fallback reviewer.'),
+    h('p', {}, 'Nobody approves it first: once you press Start on its page, it runs at once. Everyone is told straight away, every byte is recorded, and someone else must review the session afterwards: a review falls due, and an overdue one goes to the fallback reviewer.'),
     h('div', { class: 'field check' }, understood, h('label', { for: 'glass-understood' }, 'I understand: this is an emergency and I will be asked why.')),
     h('button', { type: 'button', class: 'danger', id: 'glass-confirm', onclick: () => {
       if (!form.reportValidity()) return;

@@ -1,5 +1,5 @@
 import { api, can, isRequester, sessionPath } from '../api.js';
-import { countdown, h, notice } from '../dom.js';
+import { countdown, endedWhy, h, minutes, notice } from '../dom.js';
 import { phaseBadge } from './lists.js';
 import { evidenceSection, reviewSection } from './evidence.js';
 import { openTerminal } from '../terminal.js';
@@ -11,7 +11,7 @@ function facts(s) {
     ['Cluster', s.cluster], ['Namespace', s.namespace], ['Pod', s.spec.targetPod],
     ['App container', s.spec.targetContainer || '—'], ['Mode', s.spec.mode],
     ['Process access asked', yes(s.spec.processAccess)], ['Keep the pod asked', yes(s.spec.keepPod)],
-    ['Duration', s.spec.duration], ['Requester', s.spec.requester], ['Reason', s.spec.reason],
+    ['Duration', minutes(s.spec.duration)], ['Requester', s.spec.requester], ['Reason', s.spec.reason],
   ];
   return h('dl', { class: 'facts session' }, rows.flatMap(([k, v]) => [h('dt', {}, k), h('dd', {}, v)]));
 }
@@ -102,7 +102,7 @@ export async function sessionPage(main, me, cluster, ns, name, focus) {
         return activeView(mine);
       case 'Ended':
         return [st.approval ? approvalFacts(st.approval) : h('p', { class: 'approval' }, 'Never approved.'),
-          notice('info', `Ended by ${st.end?.by} (${st.end?.reason})${st.end?.abnormal ? ', abnormally' : ''}${st.end?.note ? `: “${st.end.note}”` : '.'}`),
+          notice('info', `Ended by ${st.end?.by}, ${endedWhy[st.end?.reason] || st.end?.reason}${st.end?.abnormal ? ', abnormally' : ''}${st.end?.note ? `: “${st.end.note}”` : '.'}`),
           evidenceSection(me, s), reviewSection(me, s, act, focus)];
       default:
         return [notice('info', `The session is ${st.phase || 'being created'}.`)];
