@@ -2,6 +2,7 @@ package relay
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/url"
 	"slices"
@@ -168,6 +169,11 @@ func (s *Server) start(w http.ResponseWriter, r *http.Request, c Caller) error {
 		if apierrors.IsInvalid(err) || apierrors.IsForbidden(err) {
 			return clusterError(err)
 		}
+		if apierrors.IsNotFound(err) {
+			// Checked here, under the session's own grant: the relay has
+			// no standing read to check it with when the request is made.
+			return &apiError{http.StatusNotFound, "TargetNotFound", fmt.Sprintf("%v: withdraw this request and ask again for a pod that runs now", err)}
+		}
 		return &apiError{http.StatusServiceUnavailable, "StartFailed", err.Error()}
 	}
 	s.metrics.live.Inc()
@@ -235,8 +241,11 @@ func (s *Server) end(w http.ResponseWriter, r *http.Request, c Caller) error {
 	}
 	ns := sess.Namespace
 	reason := v1alpha1.EndUser
+	notStarted := sess.Status.Phase == v1alpha1.PhasePending || sess.Status.Phase == v1alpha1.PhaseApproved
 	if !c.IsRequester(sess) {
-		if !s.cfg.can(c, ActionEnd, t.Name, ns) {
+		// An approver cancels a request not yet started (one they could
+		// have denied); a running session ends by the end permission.
+		if !s.cfg.can(c, ActionEnd, t.Name, ns) && !(notStarted && s.cfg.can(c, ActionApprove, t.Name, ns)) {
 			return forbidden("%s may not end sessions in %s/%s", c.Name, t.Name, ns)
 		}
 		reason = v1alpha1.EndApprover

@@ -75,7 +75,11 @@ type walkResult struct {
 			ApproveButtons, ApproveAPI, ReviewAPI int
 			ApproveBody, ReviewBody               string
 		}
-		SignOut   struct{ Path, Text, After string }
+		SignOut struct{ Path, Text, After string }
+		Missing struct {
+			StartError, Ended string
+			NeverStarted      int
+		}
 		CarolHome struct {
 			Nav      string
 			Headings []string
@@ -216,6 +220,14 @@ func TestConsoleWalk(t *testing.T) {
 		c := f.CarolHome
 		if strings.Contains(c.Nav, "Request a session") || !slices.Equal(c.Headings, []string{"Overdue reviews", "Reviews due"}) {
 			t.Errorf("carol, who only reviews, is offered %q and shown %q", c.Nav, c.Headings)
+		}
+	})
+
+	t.Run("a pod that is not there", func(t *testing.T) {
+		m := f.Missing
+		if !strings.Contains(m.StartError, `"gone-since" not found`) || !strings.Contains(m.StartError, "withdraw this request") ||
+			!strings.Contains(m.Ended, "Ended by alice@example.com, the requester: “wrong pod”") || m.NeverStarted != 1 {
+			t.Errorf("%+v", m)
 		}
 	})
 

@@ -178,6 +178,28 @@ async function recordings(w, alice, bob) {
   await w.accessible(bob, 'recording');
 }
 
+// missing: a request for a pod that is not there: the start says so and
+// what to do, and alice withdraws it.
+async function missing(w, alice, bob) {
+  const path = await w.request(alice, { cluster: 'flight', pod: 'gone-since', reason: 'the pod from the alert' });
+  await w.visit(bob, path + '/approve');
+  await bob.click('#approve-button');
+  await w.phase(alice, 'Approved');
+  await alice.click('#start');
+  await alice.waitForSelector('.out .notice.error', { timeout: T });
+  w.facts.missing = { startError: await alice.locator('.out .notice.error').innerText() };
+  // Chromium logs the start's 404 answer as a page error: expected here.
+  const before = alice.errors.length;
+  alice.errors = alice.errors.filter((e) => !/status of 404/.test(e));
+  w.facts.missing.logged404 = before - alice.errors.length;
+  await w.shot(alice, 'missing-pod');
+  await alice.fill('#withdraw-reason', 'wrong pod');
+  await alice.click('#withdraw');
+  await w.phase(alice, 'Ended');
+  w.facts.missing.ended = (await alice.locator('.notice').allInnerTexts()).join(' ');
+  w.facts.missing.neverStarted = await alice.locator('#never-started').count();
+}
+
 async function never(w, dave, bob) {
   // dave may request, approve and review in shop, but never his own
   // session: the button is absent and the relay refuses anyway.
@@ -226,6 +248,7 @@ async function signOut(w, person) {
     await glass(w, alice, bob, carol);
     await recordings(w, alice, bob);
     await never(w, dave, bob);
+    await missing(w, alice, bob);
     await signOut(w, dave);
     await w.visit(bob, '/console/');
     await w.shot(bob, 'home');

@@ -91,22 +91,41 @@ export async function sessionPage(main, me, cluster, ns, name, focus) {
     switch (st.phase) {
       case 'Pending':
         if (!mine && can(me, 'approve', s.cluster, s.namespace)) return [approvalForm()];
-        return [notice('info', mine ? 'Waiting for another person to approve your request.' : 'Waiting for an approver.')];
+        return [notice('info', mine ? 'Waiting for another person to approve your request.' : 'Waiting for an approver.'),
+          mine ? takeBack('Withdraw the request', 'withdraw') : null];
       case 'Denied':
         return [notice(mine ? 'error' : 'info', `Denied by ${st.denial?.by}: ${st.denial?.reason || 'no reason given'}`), reviewSection(me, s, act, focus)];
       case 'Approved':
-        return [approvalFacts(st.approval), mine
-          ? h('button', { class: 'primary', id: 'start', onclick: (e) => { e.target.disabled = true; out.replaceChildren(notice('info', 'Starting: granting, adding the debug container, attaching…')); act(() => api.start(s.cluster, s.namespace, s.name)); } }, 'Start the session')
-          : notice('info', `Approved; waiting for ${s.spec.requester} to start it.`)];
+        if (mine) {
+          return [approvalFacts(st.approval),
+            h('button', { class: 'primary', id: 'start', onclick: async (e) => {
+              e.target.disabled = true;
+              out.replaceChildren(notice('info', 'Starting: granting, adding the debug container, attaching…'));
+              await act(() => api.start(s.cluster, s.namespace, s.name));
+              e.target.disabled = false;
+            } }, 'Start the session'),
+            takeBack('Withdraw the request', 'withdraw')];
+        }
+        return [approvalFacts(st.approval), notice('info', `Approved; waiting for ${s.spec.requester} to start it.`),
+          can(me, 'approve', s.cluster, s.namespace) || can(me, 'end', s.cluster, s.namespace) ? takeBack('Cancel the session', 'cancel') : null];
       case 'Active':
         return activeView(mine);
       case 'Ended':
         return [st.approval ? approvalFacts(st.approval) : h('p', { class: 'approval' }, 'Never approved.'),
           notice('info', `Ended by ${st.end?.by}, ${endedWhy[st.end?.reason] || st.end?.reason}${st.end?.abnormal ? ', abnormally' : ''}${st.end?.note ? `: “${st.end.note}”` : '.'}`),
-          evidenceSection(me, s), reviewSection(me, s, act, focus)];
+          st.startedAt ? evidenceSection(me, s) : h('p', { id: 'never-started' }, 'It never started: nothing ran, so there is no recording.'),
+          reviewSection(me, s, act, focus)];
       default:
         return [notice('info', `The session is ${st.phase || 'being created'}.`)];
     }
+  };
+
+  // takeBack ends a session that has not started: its requester withdraws
+  // it, an approver cancels it. Nothing was granted yet.
+  const takeBack = (label, id) => {
+    const why = h('input', { type: 'text', id: id + '-reason', maxlength: 1024 });
+    return h('form', { class: 'inline', onsubmit: (e) => { e.preventDefault(); act(() => api.end(s.cluster, s.namespace, s.name, why.value)); } },
+      h('label', { for: id + '-reason' }, 'Why (optional)'), why, h('button', { type: 'submit', id }, label));
   };
 
   const activeView = (mine) => {
