@@ -379,6 +379,7 @@ func (s *Server) originAllowed(r *http.Request) bool {
 // several replicas hands them over instead (Live.Release): another takes
 // each up within an adoption interval, and its terminals reconnect there.
 func (s *Server) Close(ctx context.Context) {
+	s.closeOnce.Do(func() { close(s.closing) })
 	s.mu.Lock()
 	var lives []*session.Live
 	for _, l := range s.live {

@@ -106,6 +106,10 @@ type Server struct {
 	adoptAfter map[sessionKey]time.Time
 	// watchers runs each live session's limits; Close waits for them.
 	watchers sync.WaitGroup
+	// closing is closed when the relay closes: event streams end, so that
+	// the HTTP server's shutdown does not wait on them.
+	closing   chan struct{}
+	closeOnce sync.Once
 }
 
 type target struct {
@@ -140,7 +144,7 @@ func NewServer(o Options) (*Server, error) {
 	}
 	s := &Server{cfg: o.Config, auth: o.Auth, clusters: map[string]*target{}, store: o.Store, audit: o.Audit,
 		notifier: o.Notifier, console: o.Console, peers: o.Peers, anchorer: o.Anchorer, clock: o.Clock, log: o.Log, metrics: newMetrics(), live: map[sessionKey]*liveSession{},
-		adoptWait: map[sessionKey]time.Duration{}, adoptAfter: map[sessionKey]time.Time{},
+		adoptWait: map[sessionKey]time.Duration{}, adoptAfter: map[sessionKey]time.Time{}, closing: make(chan struct{}),
 		unauthenticated: rate.NewLimiter(rate.Limit(UnauthenticatedAuditRate), UnauthenticatedAuditBurst)}
 	for _, c := range o.Config.Clusters {
 		t, ok := o.Targets[c.Name]
@@ -211,6 +215,7 @@ func (s *Server) routes() []route {
 	return []route{
 		{"GET", "/api/v1/me", s.authed(s.me)},
 		{"GET", "/api/v1/sessions", s.authed(s.list)},
+		{"GET", "/api/v1/events", s.authed(s.events)},
 		{"POST", many, s.authed(s.request)},
 		{"GET", one, s.authed(s.get)},
 		{"POST", one + "/approve", s.authed(s.approve)},

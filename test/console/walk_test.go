@@ -76,6 +76,7 @@ type walkResult struct {
 			ApproveBody, ReviewBody               string
 		}
 		SignOut struct{ Path, Text, After string }
+		Queue   struct{ ShownAfterMs int }
 		Missing struct {
 			StartError, Ended string
 			NeverStarted      int
@@ -221,6 +222,14 @@ func TestConsoleWalk(t *testing.T) {
 		if strings.Contains(c.Nav, "Request a session") || !slices.Equal(c.Headings, []string{"Overdue reviews", "Reviews due"}) {
 			t.Errorf("carol, who only reviews, is offered %q and shown %q", c.Nav, c.Headings)
 		}
+	})
+
+	t.Run("queues current", func(t *testing.T) {
+		// The walk waited at most 10 s; the figure is for the log.
+		if f.Queue.ShownAfterMs <= 0 {
+			t.Errorf("bob's queue: %+v", f.Queue)
+		}
+		t.Logf("a new request reached bob's open queue %d ms after dave asked", f.Queue.ShownAfterMs)
 	})
 
 	t.Run("a pod that is not there", func(t *testing.T) {

@@ -203,8 +203,14 @@ async function missing(w, alice, bob) {
 async function never(w, dave, bob) {
   // dave may request, approve and review in shop, but never his own
   // session: the button is absent and the relay refuses anyway.
+  await w.visit(bob, '/console/');
   const path = await w.request(dave, { cluster: 'flight', pod: cfg.pods.flight, reason: 'my own look' });
+  const asked = Date.now();
   await w.phase(dave, 'Pending');
+  // bob's queue, open all along, shows the request without a reload.
+  await bob.locator('section', { hasText: 'Waiting for your decision' }).locator('tr', { hasText: nameOf(path) }).waitFor({ timeout: 10000 });
+  w.facts.queue = { shownAfterMs: Date.now() - asked };
+  await w.shot(bob, 'queue-current');
   const approve = await w.api(dave, 'POST', apiPath(path) + '/approve', {});
   w.facts.dave = { approveButtons: await dave.locator('#approve-button').count(), approveAPI: approve.status, approveBody: approve.body };
   await w.shot(dave, 'own-request');

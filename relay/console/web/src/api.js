@@ -66,6 +66,38 @@ export const api = {
   },
 };
 
+// onSessions calls changed when a session the person may see changes (at
+// most every 300 ms) and when the relay's event stream opens again after a
+// break, in which changes may have been missed. It returns what stops it.
+export function onSessions(changed) {
+  let es;
+  let timer = null;
+  let stopped = false;
+  let opened = 0;
+  let pending = null; // the one change waiting, or null for several or unknown ones
+  const soon = (e) => {
+    if (stopped) return;
+    if (timer) { pending = null; return; }
+    pending = e?.data ? JSON.parse(e.data) : null;
+    timer = setTimeout(() => { timer = null; if (!stopped) changed(pending); }, 300);
+  };
+  const open = () => {
+    es = new EventSource('/api/v1/events');
+    es.addEventListener('session', soon);
+    es.onopen = () => { if (opened++ > 0) soon(); };
+    es.onerror = async () => {
+      // The browser reconnects by itself, unless the relay refused the
+      // stream (its cookie ran out): renew it through any call, then open
+      // the stream again.
+      if (stopped || es.readyState !== EventSource.CLOSED) return;
+      try { await api.me(); } catch { return; }
+      setTimeout(() => { if (!stopped) { opened++; open(); } }, 2000);
+    };
+  };
+  open();
+  return () => { stopped = true; clearTimeout(timer); es.close(); };
+}
+
 // can says whether me may do action in cluster/ns: what the page offers.
 export function can(me, action, cluster, ns) {
   const c = me.clusters.find((x) => x.name === cluster);

@@ -1,4 +1,4 @@
-import { api, can, isRequester, mayAnywhere, mayPlay } from '../api.js';
+import { api, can, isRequester, mayAnywhere, mayPlay, onSessions } from '../api.js';
 import { age, h, link } from '../dom.js';
 
 export const sessionURL = (s, page) =>
@@ -27,14 +27,31 @@ function table(caption, rows, page, empty) {
 
 const reviewDue = (s) => (s.status.phase === 'Ended' || s.status.phase === 'Denied') && s.status.review?.dueAt && !s.status.review?.by;
 
-export async function homePage(main, me) {
+// current renders a list page now and again whenever a session changes;
+// what it returns stops that when the person leaves the page.
+async function current(main, render) {
+  main.replaceChildren(...(await render()));
+  return onSessions(async () => {
+    try {
+      main.replaceChildren(...(await render()));
+    } catch {
+      // The next change, or a reload, shows it.
+    }
+  });
+}
+
+export function homePage(main, me) {
+  return current(main, () => homeContent(me));
+}
+
+async function homeContent(me) {
   const all = await api.list();
   const mine = all.filter((s) => isRequester(me, s));
   const toDecide = all.filter((s) => s.status.phase === 'Pending' && !isRequester(me, s) && can(me, 'approve', s.cluster, s.namespace));
   const reviews = all.filter((s) => reviewDue(s) && !isRequester(me, s) && can(me, 'review', s.cluster, s.namespace));
   const overdue = reviews.filter((s) => Date.parse(s.status.review.dueAt) < Date.now());
   const watch = all.filter((s) => s.status.phase === 'Active' && !isRequester(me, s) && can(me, 'approve', s.cluster, s.namespace));
-  main.append(
+  return [
     h('h1', {}, 'Sessions'),
     // Only the queues this person works: an approver's, a reviewer's.
     mayAnywhere(me, 'approve') ? table('Waiting for your decision', toDecide, 'approve', 'No request waits for you.') : null,
@@ -42,7 +59,7 @@ export async function homePage(main, me) {
     mayAnywhere(me, 'review') ? table('Reviews due', reviews.filter((s) => !overdue.includes(s)), 'review', 'No review is due.') : null,
     mayAnywhere(me, 'approve') ? table('Active sessions you may watch', watch, '', 'Nobody else is in a session you may watch.') : null,
     mayAnywhere(me, 'request', 'breakGlass') || mine.length ? table('Your sessions', mine, '', 'You have not asked for a session.') : null,
-  );
+  ].filter(Boolean);
 }
 
 // granted is what the approver allowed, which may be less than was asked.
@@ -68,9 +85,11 @@ function recordingsTable(me, rows) {
     ))));
 }
 
-export async function recordingsPage(main, me) {
-  const ended = (await api.list()).filter((s) => s.status.phase === 'Ended' && s.status.startedAt);
-  main.append(h('h1', {}, 'Recordings'),
-    h('p', {}, 'Every session that ran was recorded byte for byte. Recordings of sessions with process access are sensitive: only people allowed to view sensitive recordings play them.'),
-    h('section', {}, h('h2', {}, 'Ended sessions'), recordingsTable(me, ended)));
+export function recordingsPage(main, me) {
+  return current(main, async () => {
+    const ended = (await api.list()).filter((s) => s.status.phase === 'Ended' && s.status.startedAt);
+    return [h('h1', {}, 'Recordings'),
+      h('p', {}, 'Every session that ran was recorded byte for byte. Recordings of sessions with process access are sensitive: only people allowed to view sensitive recordings play them.'),
+      h('section', {}, h('h2', {}, 'Ended sessions'), recordingsTable(me, ended))];
+  });
 }

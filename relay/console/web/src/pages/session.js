@@ -1,4 +1,4 @@
-import { api, can, isRequester, sessionPath } from '../api.js';
+import { api, can, isRequester, onSessions, sessionPath } from '../api.js';
 import { countdown, endedWhy, h, minutes, notice } from '../dom.js';
 import { phaseBadge } from './lists.js';
 import { evidenceSection, reviewSection } from './evidence.js';
@@ -174,15 +174,20 @@ export async function sessionPage(main, me, cluster, ns, name, focus) {
   };
 
   draw();
-  const poll = setInterval(async () => {
+  const reread = async () => {
     try {
       await fresh(() => api.get(cluster, ns, name));
     } catch (e) {
       out.replaceChildren(notice('error', e.message));
     }
-  }, 2000);
+  };
+  // The session's changes come as events; only a running one's timers and
+  // terminals (the relay's count, not the Session's) are read every 2 s.
+  const stopEvents = onSessions((e) => { if (!e || (e.cluster === cluster && e.namespace === ns && e.name === name)) reread(); });
+  const poll = setInterval(() => { if (s.status.phase === 'Active') reread(); }, 2000);
   const clock = setInterval(tick, 1000);
   return () => {
+    stopEvents();
     clearInterval(poll);
     clearInterval(clock);
     if (term) term.close();

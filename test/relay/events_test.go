@@ -1,0 +1,94 @@
+package relay_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/utils/clock"
+
+	"github.com/tower-dev/breakglass/api/v1alpha1"
+	"github.com/tower-dev/breakglass/relay"
+)
+
+// eventStream is one open GET /api/v1/events: its session events as they
+// arrive.
+type eventStream struct {
+	events <-chan relay.SessionEvent
+	status int
+	ctype  string
+}
+
+func (tr *testRelay) openEvents(t *testing.T, tok string) *eventStream {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, "GET", tr.url+"/api/v1/events", nil)
+	req.Header.Set("Authorization", "Bearer "+tok)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	events := make(chan relay.SessionEvent, 16)
+	done := make(chan struct{})
+	t.Cleanup(func() { cancel(); resp.Body.Close(); <-done })
+	go func() {
+		defer close(done)
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+			if data, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+				var e relay.SessionEvent
+				if json.Unmarshal([]byte(data), &e) == nil {
+					events <- e
+				}
+			}
+		}
+	}()
+	return &eventStream{events: events, status: resp.StatusCode, ctype: resp.Header.Get("Content-Type")}
+}
+
+// next waits for the event about name in phase.
+func (es *eventStream) next(t *testing.T, name string, phase v1alpha1.SessionPhase) {
+	t.Helper()
+	deadline := time.After(20 * time.Second)
+	for {
+		select {
+		case e := <-es.events:
+			if e.Name == name && e.Phase == phase {
+				return
+			}
+		case <-deadline:
+			t.Fatalf("no event for %s %s within 20s", name, phase)
+		}
+	}
+}
+
+// TestSessionEvents: an open page hears of a new request and of its
+// approval as they happen, and only people who may see the namespace do.
+func TestSessionEvents(t *testing.T) {
+	ns := cl.Namespace(t, "relay-events")
+	tr := startRelay(t, config(), clock.RealClock{})
+	if a := tr.call(t, "", "GET", "/api/v1/events", ""); a.status != http.StatusUnauthorized {
+		t.Fatalf("events without a token: %d", a.status)
+	}
+	bobs := tr.openEvents(t, token(t, bob))
+	eves := tr.openEvents(t, token(t, eve))
+	for _, es := range []*eventStream{bobs, eves} {
+		if es.status != http.StatusOK || es.ctype != "text/event-stream" {
+			t.Fatalf("the stream: %d %s", es.status, es.ctype)
+		}
+	}
+	s := tr.request(t, alice, ns, "web-1", "")
+	bobs.next(t, s.Name, v1alpha1.PhasePending)
+	tr.must(t, http.StatusOK, token(t, bob), "POST", sessionPath(ns, s.Name)+"/approve", `{}`)
+	bobs.next(t, s.Name, v1alpha1.PhaseApproved)
+	select {
+	case e := <-eves.events:
+		t.Fatalf("eve, who may see nothing in %s, heard of %+v", ns, e)
+	case <-time.After(time.Second):
+	}
+}
