@@ -245,7 +245,8 @@ func (s *Server) end(w http.ResponseWriter, r *http.Request, c Caller) error {
 	if !c.IsRequester(sess) {
 		// An approver cancels a request not yet started (one they could
 		// have denied); a running session ends by the end permission.
-		if !s.cfg.can(c, ActionEnd, t.Name, ns) && !(notStarted && s.cfg.can(c, ActionApprove, t.Name, ns)) {
+		mayCancel := notStarted && s.cfg.can(c, ActionApprove, t.Name, ns)
+		if !mayCancel && !s.cfg.can(c, ActionEnd, t.Name, ns) {
 			return forbidden("%s may not end sessions in %s/%s", c.Name, t.Name, ns)
 		}
 		reason = v1alpha1.EndApprover
