@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/coreos/go-oidc/v3/oidc"
 
@@ -24,6 +25,8 @@ type Caller struct {
 	// verified email); it decides nothing.
 	Name   string
 	Groups []string
+	// Expires is when the token runs out: a stream opened with it ends then.
+	Expires time.Time
 }
 
 // IdentityOf is the identity a token's issuer and subject name.
@@ -104,7 +107,7 @@ func (a *Authenticator) Verify(ctx context.Context, raw string) (Caller, error) 
 			return Caller{}, fmt.Errorf("%w: the token's email is not verified (email_verified is not true)", errUnauthenticated)
 		}
 	}
-	c := Caller{ID: IdentityOf(tok.Issuer, tok.Subject), Name: name}
+	c := Caller{ID: IdentityOf(tok.Issuer, tok.Subject), Name: name, Expires: tok.Expiry}
 	switch groups := claims[a.groupsClaim].(type) {
 	case nil:
 	case []any:

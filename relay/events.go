@@ -1,135 +1,145 @@
 package relay
 
 import (
-	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
-
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/watch"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
 )
 
 // SessionEvent says that a Session the caller may see changed. It names
 // the Session and its phase only: a page reads what it shows through the
-// API, as before, so an event tells nobody more than they could read.
+// API, as before, so an event tells nobody more than they could read. An
+// event with no name says changes may have been missed: read again.
 type SessionEvent struct {
 	Cluster   string                `json:"cluster"`
-	Namespace string                `json:"namespace"`
-	Name      string                `json:"name"`
-	Phase     v1alpha1.SessionPhase `json:"phase"`
+	Namespace string                `json:"namespace,omitempty"`
+	Name      string                `json:"name,omitempty"`
+	Phase     v1alpha1.SessionPhase `json:"phase,omitempty"`
 	// Deleted: the Session is gone (its record kept elsewhere).
 	Deleted bool `json:"deleted,omitempty"`
 }
 
-// eventStreamFor bounds one event stream: the browser reconnects on its
-// own (EventSource), and each connection checks the caller's token again.
-const eventStreamFor = 5 * time.Minute
-
-// keepAliveEvery is how often an idle stream says it is there, so that
-// proxies between the browser and the relay keep it open.
-const keepAliveEvery = 20 * time.Second
+const (
+	// eventStreamFor bounds one event stream (and the token's lifetime
+	// does too): the browser reconnects on its own (EventSource), and each
+	// connection checks the caller's token and permissions again.
+	eventStreamFor = 5 * time.Minute
+	// keepAliveEvery is how often an idle stream says it is there, so
+	// that proxies between the browser and the relay keep it open.
+	keepAliveEvery = 20 * time.Second
+	// eventWriteWithin bounds each write: a client that stops reading
+	// does not hold its handler (or the relay's shutdown).
+	eventWriteWithin = 30 * time.Second
+	// Streams per person and per replica: each is cheap (the watch is
+	// shared), but not free.
+	streamsPerCaller = 8
+	streamsPerRelay  = 512
+)
 
 // events streams SessionEvents as Server-Sent Events while the caller's
 // page is open: queues and lists stay current without polling every
-// Session. It watches Sessions on each cluster from now on (the page reads
-// the list when the stream opens); a watch that ends ends the stream, and
-// the browser reconnects.
+// Session. Every stream on this replica shares one watch per cluster
+// (sessionFeed); the page reads the list when its stream opens.
 func (s *Server) events(w http.ResponseWriter, r *http.Request, c Caller) error {
-	flusher, ok := w.(http.Flusher)
-	if !ok {
-		return errors.New("this server cannot stream events")
+	rc := http.NewResponseController(w)
+	if !s.cfg.seesAny(c) {
+		return forbidden("%s may see no sessions anywhere: there is nothing to stream", c.Name)
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), eventStreamFor)
-	defer cancel()
-	changes := make(chan SessionEvent, 64)
-	var watches sync.WaitGroup
-	defer watches.Wait()
-	defer cancel() // runs first: the watches stop, then Wait returns
-	for name, t := range s.clusters {
-		wi, err := watchSessions(ctx, t)
-		if err != nil {
-			return fmt.Errorf("watching sessions on %s: %w", name, err)
-		}
-		watches.Add(1)
-		go func() {
-			defer watches.Done()
-			defer wi.Stop()
-			forwardSessions(ctx, cancel, wi, func(sess *v1alpha1.Session, deleted bool) {
-				if !s.cfg.sees(c, name, sess.Namespace) {
-					return
-				}
-				select {
-				case changes <- SessionEvent{Cluster: name, Namespace: sess.Namespace, Name: sess.Name, Phase: sess.Status.Phase, Deleted: deleted}:
-				case <-ctx.Done():
-				}
-			})
-		}()
+	if err := s.streams.take(c.ID); err != nil {
+		return err
 	}
+	defer s.streams.give(c.ID)
+	sub := newStreamSub()
+	for name, feed := range s.feeds {
+		stop := feed.subscribe(sub, func(ns string) bool { return s.cfg.sees(c, name, ns) })
+		defer stop()
+	}
+	until := time.Now().Add(eventStreamFor)
+	if !c.Expires.IsZero() && c.Expires.Before(until) {
+		until = c.Expires
+	}
+	ends := time.NewTimer(time.Until(until))
+	defer ends.Stop()
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Accel-Buffering", "no") // nginx: pass each event on at once
 	w.WriteHeader(http.StatusOK)
-	_, _ = fmt.Fprint(w, "retry: 2000\n\n")
-	flusher.Flush()
 	keepAlive := time.NewTicker(keepAliveEvery)
 	defer keepAlive.Stop()
+	write := func(format string, a ...any) bool {
+		_ = rc.SetWriteDeadline(time.Now().Add(eventWriteWithin))
+		if _, err := fmt.Fprintf(w, format, a...); err != nil {
+			return false
+		}
+		return rc.Flush() == nil
+	}
+	if !write("retry: 2000\n\n") {
+		return nil
+	}
 	for {
-		var err error
 		select {
-		case <-ctx.Done():
+		case <-r.Context().Done():
+			return nil
+		case <-ends.C:
 			return nil
 		case <-s.closing:
 			return nil
-		case e := <-changes:
+		case <-sub.behind:
+			return nil // too far behind: the browser reconnects and reads again
+		case e := <-sub.events:
 			b, _ := json.Marshal(e)
-			_, err = fmt.Fprintf(w, "event: session\ndata: %s\n\n", b)
+			if !write("event: session\ndata: %s\n\n", b) {
+				return nil
+			}
 		case <-keepAlive.C:
-			_, err = fmt.Fprint(w, ": still here\n\n")
-		}
-		if err != nil {
-			return nil // the browser left
-		}
-		flusher.Flush()
-	}
-}
-
-// watchSessions watches t's Sessions from now on: from a list's resource
-// version, so that the watch does not begin by replaying every Session.
-func watchSessions(ctx context.Context, t *target) (watch.Interface, error) {
-	wc, err := client.NewWithWatch(t.Config, client.Options{Scheme: t.Client.Scheme(), Mapper: t.Client.RESTMapper()})
-	if err != nil {
-		return nil, err
-	}
-	now := &v1alpha1.SessionList{}
-	if err := wc.List(ctx, now, client.Limit(1)); err != nil {
-		return nil, err
-	}
-	return wc.Watch(ctx, &v1alpha1.SessionList{}, &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: now.ResourceVersion}})
-}
-
-// forwardSessions hands each Session the watch reports to send, until ctx
-// ends or the watch does (then it cancels the stream).
-func forwardSessions(ctx context.Context, cancel context.CancelFunc, wi watch.Interface, send func(*v1alpha1.Session, bool)) {
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case ev, ok := <-wi.ResultChan():
-			if !ok || ev.Type == watch.Error {
-				cancel()
-				return
-			}
-			if sess, isSession := ev.Object.(*v1alpha1.Session); isSession {
-				send(sess, ev.Type == watch.Deleted)
+			if !write(": still here\n\n") {
+				return nil
 			}
 		}
 	}
+}
+
+// streamCount bounds the event streams open on this replica.
+type streamCount struct {
+	mu     sync.Mutex
+	total  int
+	caller map[string]int
+}
+
+func newStreamCount() *streamCount { return &streamCount{caller: map[string]int{}} }
+
+func (n *streamCount) take(id string) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	switch {
+	case n.caller[id] >= streamsPerCaller:
+		return &apiError{http.StatusTooManyRequests, "TooManyStreams", fmt.Sprintf("at most %d event streams at a time for one person: close a page", streamsPerCaller)}
+	case n.total >= streamsPerRelay:
+		return &apiError{http.StatusServiceUnavailable, "TooManyStreams", "this relay streams to as many pages as it may: try again shortly"}
+	}
+	n.caller[id]++
+	n.total++
+	return nil
+}
+
+func (n *streamCount) give(id string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.caller[id]--; n.caller[id] <= 0 {
+		delete(n.caller, id)
+	}
+	n.total--
+}
+
+// seesAny says whether c has any permission anywhere.
+func (cfg *Config) seesAny(c Caller) bool {
+	return slices.ContainsFunc(cfg.Permissions, func(p Permission) bool {
+		return len(p.Actions) > 0 && slices.ContainsFunc(p.Groups, func(g string) bool { return slices.Contains(c.Groups, g) })
+	})
 }

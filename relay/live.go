@@ -169,9 +169,12 @@ func (s *Server) start(w http.ResponseWriter, r *http.Request, c Caller) error {
 		if apierrors.IsInvalid(err) || apierrors.IsForbidden(err) {
 			return clusterError(err)
 		}
-		if apierrors.IsNotFound(err) {
-			// Checked here, under the session's own grant: the relay has
-			// no standing read to check it with when the request is made.
+		// The target is read here first, under the session's own grant (the
+		// relay has no standing read to check it with when the request is
+		// made): a pod not there leaves the session Approved, to withdraw.
+		// Anything not found later ended the start already.
+		now := &v1alpha1.Session{}
+		if apierrors.IsNotFound(err) && t.Client.Get(ctx, client.ObjectKeyFromObject(sess), now) == nil && now.Status.Phase == v1alpha1.PhaseApproved {
 			return &apiError{http.StatusNotFound, "TargetNotFound", fmt.Sprintf("%v: withdraw this request and ask again for a pod that runs now", err)}
 		}
 		return &apiError{http.StatusServiceUnavailable, "StartFailed", err.Error()}
@@ -243,9 +246,14 @@ func (s *Server) end(w http.ResponseWriter, r *http.Request, c Caller) error {
 	reason := v1alpha1.EndUser
 	notStarted := sess.Status.Phase == v1alpha1.PhasePending || sess.Status.Phase == v1alpha1.PhaseApproved
 	if !c.IsRequester(sess) {
-		// An approver cancels a request not yet started (one they could
-		// have denied); a running session ends by the end permission.
-		mayCancel := notStarted && s.cfg.can(c, ActionApprove, t.Name, ns)
+		// An approver cancels a request not yet started that a person
+		// decides on: one they could deny, or a person approved. Never a
+		// broken glass, or one the cluster needs no approval for: the
+		// approver role is no veto there. A running session ends by the
+		// end permission.
+		decided := sess.Status.Phase == v1alpha1.PhasePending ||
+			(sess.Status.Approval != nil && sess.Status.Approval.ByID != "" && !sess.Spec.GlassBroken)
+		mayCancel := notStarted && decided && s.cfg.can(c, ActionApprove, t.Name, ns)
 		if !mayCancel && !s.cfg.can(c, ActionEnd, t.Name, ns) {
 			return forbidden("%s may not end sessions in %s/%s", c.Name, t.Name, ns)
 		}

@@ -110,6 +110,10 @@ type Server struct {
 	// the HTTP server's shutdown does not wait on them.
 	closing   chan struct{}
 	closeOnce sync.Once
+	// feeds are the clusters' Session watches the event streams share;
+	// streams counts those streams.
+	feeds   map[string]*sessionFeed
+	streams *streamCount
 }
 
 type target struct {
@@ -145,6 +149,7 @@ func NewServer(o Options) (*Server, error) {
 	s := &Server{cfg: o.Config, auth: o.Auth, clusters: map[string]*target{}, store: o.Store, audit: o.Audit,
 		notifier: o.Notifier, console: o.Console, peers: o.Peers, anchorer: o.Anchorer, clock: o.Clock, log: o.Log, metrics: newMetrics(), live: map[sessionKey]*liveSession{},
 		adoptWait: map[sessionKey]time.Duration{}, adoptAfter: map[sessionKey]time.Time{}, closing: make(chan struct{}),
+		feeds: map[string]*sessionFeed{}, streams: newStreamCount(),
 		unauthenticated: rate.NewLimiter(rate.Limit(UnauthenticatedAuditRate), UnauthenticatedAuditBurst)}
 	for _, c := range o.Config.Clusters {
 		t, ok := o.Targets[c.Name]
@@ -156,6 +161,7 @@ func NewServer(o Options) (*Server, error) {
 			DebugImage: c.DebugImage, Grace: o.Config.Limits.Grace.Duration, Retention: o.Config.Recording.Retention.Duration,
 			MaxTTL: maxDuration, Anchorer: o.Anchorer, Log: o.Log, Replica: replica,
 		}}
+		s.feeds[c.Name] = newSessionFeed(c.Name, s.clusters[c.Name])
 	}
 	if o.Checkpoints != nil {
 		every := o.CheckpointEvery

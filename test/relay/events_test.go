@@ -12,6 +12,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
+	"github.com/tower-dev/breakglass/internal/oidcissuer"
 	"github.com/tower-dev/breakglass/relay"
 )
 
@@ -68,16 +69,23 @@ func (es *eventStream) next(t *testing.T, name string, phase v1alpha1.SessionPha
 }
 
 // TestSessionEvents: an open page hears of a new request and of its
-// approval as they happen, and only people who may see the namespace do.
+// approval as they happen, and only people who may see the namespace do;
+// someone who may see nothing gets no stream, and one person only so many.
 func TestSessionEvents(t *testing.T) {
 	ns := cl.Namespace(t, "relay-events")
-	tr := startRelay(t, config(), clock.RealClock{})
+	cfg := config()
+	cfg.Permissions = append(cfg.Permissions, relay.Permission{Groups: []string{"other-team"}, Namespaces: []string{"elsewhere"}, Actions: []relay.Action{relay.ActionRequest}})
+	tr := startRelay(t, cfg, clock.RealClock{})
+	olga := oidcissuer.Person{Email: "olga@example.com", Groups: []string{"other-team"}}
 	if a := tr.call(t, "", "GET", "/api/v1/events", ""); a.status != http.StatusUnauthorized {
 		t.Fatalf("events without a token: %d", a.status)
 	}
+	if a := tr.call(t, token(t, eve), "GET", "/api/v1/events", ""); a.status != http.StatusForbidden {
+		t.Fatalf("events for eve, who may see nothing: %d", a.status)
+	}
 	bobs := tr.openEvents(t, token(t, bob))
-	eves := tr.openEvents(t, token(t, eve))
-	for _, es := range []*eventStream{bobs, eves} {
+	olgas := tr.openEvents(t, token(t, olga))
+	for _, es := range []*eventStream{bobs, olgas} {
 		if es.status != http.StatusOK || es.ctype != "text/event-stream" {
 			t.Fatalf("the stream: %d %s", es.status, es.ctype)
 		}
@@ -87,8 +95,14 @@ func TestSessionEvents(t *testing.T) {
 	tr.must(t, http.StatusOK, token(t, bob), "POST", sessionPath(ns, s.Name)+"/approve", `{}`)
 	bobs.next(t, s.Name, v1alpha1.PhaseApproved)
 	select {
-	case e := <-eves.events:
-		t.Fatalf("eve, who may see nothing in %s, heard of %+v", ns, e)
+	case e := <-olgas.events:
+		t.Fatalf("olga, who may see nothing in %s, heard of %+v", ns, e)
 	case <-time.After(time.Second):
+	}
+	for range 7 {
+		tr.openEvents(t, token(t, bob))
+	}
+	if a := tr.call(t, token(t, bob), "GET", "/api/v1/events", ""); a.status != http.StatusTooManyRequests {
+		t.Fatalf("bob's ninth stream: %d", a.status)
 	}
 }

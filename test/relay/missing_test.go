@@ -44,6 +44,10 @@ func TestMissingTarget(t *testing.T) {
 	if e := cancelled.Status.End; e == nil || e.By != approverOnly.Email || e.Reason != v1alpha1.EndApprover {
 		t.Fatalf("cancelled: %+v", cancelled.Status)
 	}
+	// A broken glass needs nobody's approval: the approver role is no
+	// veto over it.
+	glass := tr.request(t, carol, ns, "nothere", `,"glassBroken":true`)
+	tr.must(t, http.StatusForbidden, token(t, approverOnly), "POST", sessionPath(ns, glass.Name)+"/end", "")
 	cl.RunningPod(t, ns, "web-1")
 	running := sessionPath(ns, tr.request(t, alice, ns, "web-1", "").Name)
 	tr.must(t, http.StatusOK, token(t, bob), "POST", running+"/approve", `{}`)

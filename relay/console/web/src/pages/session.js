@@ -107,7 +107,9 @@ export async function sessionPage(main, me, cluster, ns, name, focus) {
             takeBack('Withdraw the request', 'withdraw')];
         }
         return [approvalFacts(st.approval), notice('info', `Approved; waiting for ${s.spec.requester} to start it.`),
-          can(me, 'approve', s.cluster, s.namespace) || can(me, 'end', s.cluster, s.namespace) ? takeBack('Cancel the session', 'cancel') : null];
+          // As the relay decides: an approver cancels what a person approved, never a broken glass.
+          (st.approval?.byID && !s.spec.glassBroken && can(me, 'approve', s.cluster, s.namespace)) || can(me, 'end', s.cluster, s.namespace)
+            ? takeBack('Cancel the session', 'cancel') : null];
       case 'Active':
         return activeView(mine);
       case 'Ended':
@@ -183,7 +185,7 @@ export async function sessionPage(main, me, cluster, ns, name, focus) {
   };
   // The session's changes come as events; only a running one's timers and
   // terminals (the relay's count, not the Session's) are read every 2 s.
-  const stopEvents = onSessions((e) => { if (!e || (e.cluster === cluster && e.namespace === ns && e.name === name)) reread(); });
+  const stopEvents = onSessions((e) => { if (!e?.name || (e.cluster === cluster && e.namespace === ns && e.name === name)) reread(); });
   const poll = setInterval(() => { if (s.status.phase === 'Active') reread(); }, 2000);
   const clock = setInterval(tick, 1000);
   return () => {
