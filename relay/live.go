@@ -316,7 +316,12 @@ func (s *Server) terminal(w http.ResponseWriter, r *http.Request, c Caller) erro
 	if readOnly && !s.cfg.can(c, ActionApprove, t.Name, ns) {
 		return forbidden("only the requester, or an approver watching, opens this terminal")
 	}
+	// A watcher joining a process-access session is not shown what came
+	// before unless they may view its recording (viewSensitive): from now
+	// on, they see only what they could have watched live.
+	sensitive := sess.Status.Approval != nil && sess.Status.Approval.ProcessAccess
 	opts := terminal.Options{ReadOnly: readOnly, Subprotocol: TerminalProtocol,
+		FromNow:     readOnly && sensitive && !s.cfg.can(c, ActionViewSensitive, t.Name, ns),
 		CheckOrigin: func(*http.Request) bool { return true }, // checked above, before the upgrade
 		Count:       func(dir string, n int) { s.metrics.bytes.WithLabelValues(dir).Add(float64(n)) },
 	}

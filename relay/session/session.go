@@ -438,7 +438,11 @@ func (l *Live) Ended() <-chan struct{} { return l.ended }
 
 // Output returns a viewer of the terminal's output from now on; closing it
 // is the viewer leaving.
-func (l *Live) Output() io.ReadCloser { return l.out.subscribe(l.r.Clock.Now) }
+func (l *Live) Output() io.ReadCloser { return l.out.subscribe(l.r.Clock.Now, true) }
+
+// OutputFromNow returns a viewer of the output from now on only: no replay
+// of the recent screen.
+func (l *Live) OutputFromNow() io.ReadCloser { return l.out.subscribe(l.r.Clock.Now, false) }
 
 // End ends the session: detach, finalize the recording, recycle the pod
 // unless the approver chose to keep it, revoke the grant, and write who

@@ -112,7 +112,7 @@ func (q *chunkQueue) pop() ([]byte, bool) {
 	}
 }
 
-func (f *fanout) subscribe(now func() time.Time) io.ReadCloser {
+func (f *fanout) subscribe(now func() time.Time, replay bool) io.ReadCloser {
 	r, w := io.Pipe()
 	v := &viewer{PipeReader: r, w: w, queue: newChunkQueue(), f: f}
 	f.mu.Lock()
@@ -122,8 +122,8 @@ func (f *fanout) subscribe(now func() time.Time) io.ReadCloser {
 		_ = w.Close()
 		return v
 	}
-	if replay := f.replayLocked(); len(replay) > 0 {
-		v.queue.push(replay)
+	if recent := f.replayLocked(); replay && len(recent) > 0 {
+		v.queue.push(recent)
 	}
 	f.subs = append(f.subs, v)
 	f.mu.Unlock()

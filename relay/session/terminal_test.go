@@ -11,7 +11,7 @@ import (
 
 func TestFanoutDeliversEveryByteInOrder(t *testing.T) {
 	f := newFanout(time.Now())
-	v := f.subscribe(time.Now)
+	v := f.subscribe(time.Now, true)
 	var want bytes.Buffer
 	got := make(chan []byte)
 	go func() { b, _ := io.ReadAll(v); got <- b }()
@@ -28,8 +28,8 @@ func TestFanoutDeliversEveryByteInOrder(t *testing.T) {
 
 func TestFanoutCutsOffASlowViewerWithoutBlocking(t *testing.T) {
 	f := newFanout(time.Now())
-	slow := f.subscribe(time.Now) // never reads
-	fast := f.subscribe(time.Now)
+	slow := f.subscribe(time.Now, true) // never reads
+	fast := f.subscribe(time.Now, true)
 	done := make(chan struct{})
 	go func() { _, _ = io.Copy(io.Discard, fast); close(done) }()
 	finished := make(chan struct{})
@@ -66,7 +66,7 @@ func TestFanoutKnowsWhenNobodyWatches(t *testing.T) {
 	if n, alone := f.watchers(); n != 0 || !alone.Equal(start) {
 		t.Fatalf("at the start: %d, %v", n, alone)
 	}
-	v := f.subscribe(func() time.Time { return now })
+	v := f.subscribe(func() time.Time { return now }, true)
 	now = start.Add(time.Minute)
 	if err := v.Close(); err != nil {
 		t.Fatal(err)
@@ -82,7 +82,7 @@ func TestFanoutKnowsWhenNobodyWatches(t *testing.T) {
 func TestFanoutShowsAJoiningViewerTheRecentScreen(t *testing.T) {
 	f := newFanout(time.Now())
 	f.write([]byte("$ "))
-	early := f.subscribe(time.Now)
+	early := f.subscribe(time.Now, true)
 	var all bytes.Buffer
 	all.WriteString("$ ")
 	for i := range 400 {
@@ -90,12 +90,16 @@ func TestFanoutShowsAJoiningViewerTheRecentScreen(t *testing.T) {
 		all.Write(line)
 		f.write(line)
 	}
-	late := f.subscribe(time.Now)
+	late := f.subscribe(time.Now, true)
+	fromNow := f.subscribe(time.Now, false)
 	f.write([]byte("after\r\n"))
 	all.WriteString("after\r\n")
 	f.close()
 	gotEarly, _ := io.ReadAll(early)
 	gotLate, _ := io.ReadAll(late)
+	if got, _ := io.ReadAll(fromNow); string(got) != "after\r\n" {
+		t.Fatalf("a viewer from now on read %q", got)
+	}
 	if !bytes.HasPrefix(gotEarly, []byte("$ ")) || !bytes.Equal(gotEarly, all.Bytes()) {
 		t.Fatalf("the viewer who joined after the prompt read %d bytes from %q, want the whole %d", len(gotEarly), gotEarly[:min(10, len(gotEarly))], all.Len())
 	}

@@ -75,6 +75,8 @@ func (s *fakeSession) Output() io.ReadCloser {
 	return r
 }
 
+func (s *fakeSession) OutputFromNow() io.ReadCloser { return s.Output() }
+
 // FuzzFrames sends frames as a browser would, through a real WebSocket:
 // binary frames reach the terminal byte for byte (never from a watcher),
 // text frames resize it or are answered, and the connection survives both.

@@ -23,8 +23,11 @@ type Session interface {
 	// Write sends the person's keystrokes.
 	Write(p []byte) (int, error)
 	Resize(ctx context.Context, cols, rows uint16) error
-	// Output is a new viewer of the output from now on; closing it leaves.
+	// Output is a new viewer of the recent screen, then the output from
+	// now on; closing it leaves.
 	Output() io.ReadCloser
+	// OutputFromNow is a new viewer of the output from now on only.
+	OutputFromNow() io.ReadCloser
 }
 
 // Options shape one connection.
@@ -37,6 +40,8 @@ type Options struct {
 	CheckOrigin func(r *http.Request) bool
 	// Count is told how many bytes went each way ("in", "out").
 	Count func(direction string, n int)
+	// FromNow shows the connection no output from before it joined.
+	FromNow bool
 }
 
 // MaxFrame bounds what the browser may send in one frame: keystrokes and
@@ -94,6 +99,9 @@ func Serve(w http.ResponseWriter, r *http.Request, s Session, o Options) error {
 		count = func(string, int) {}
 	}
 	out := s.Output()
+	if o.FromNow {
+		out = s.OutputFromNow()
+	}
 	writerDone := make(chan struct{})
 	// writes serializes frames: the output pump and the reader's error
 	// replies share one connection.

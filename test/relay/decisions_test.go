@@ -102,6 +102,23 @@ func TestProcessAccessApproved(t *testing.T) {
 		t.Fatalf("the grant: %+v", started.Status)
 	}
 	tr.must(t, http.StatusConflict, token(t, dana), "GET", path+"/recording", "")
+	// bob, watching without viewSensitive, sees what follows his joining,
+	// not the screen before it: that is the sensitive recording's.
+	aliceTerm, _, err := tr.dial(t, alice, ns, s.Name, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	aliceTerm.send(t, "echo before-$((2+2))\n")
+	aliceTerm.waitFor(t, "before-4")
+	bobTerm, _, err := tr.dial(t, bob, ns, s.Name, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	aliceTerm.send(t, "echo after-$((3+3))\n")
+	bobTerm.waitFor(t, "after-6")
+	if strings.Contains(bobTerm.output(), "before") {
+		t.Fatalf("bob was shown the sensitive screen from before he joined: %q", bobTerm.output())
+	}
 	tr.must(t, http.StatusOK, token(t, alice), "POST", path+"/end", "")
 	assertNothingLeft(t, ns, s.Name, "web-1", false)
 
