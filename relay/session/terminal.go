@@ -142,14 +142,16 @@ func (f *fanout) subscribe(now func() time.Time, replay bool) io.ReadCloser {
 	return v
 }
 
-// end stops feeding v. A viewer cut off (too slow, or gone) gets its error
-// at once; at the session's end it reads what is queued, then EOF.
+// end stops feeding v. A viewer cut off (too slow, gone, or its session
+// moved) gets its error at once; at the session's end it reads what is
+// queued, then EOF. The error goes first: a pump that saw the queue closed
+// would otherwise end the pipe with EOF, and a pipe keeps its first error.
 func (v *viewer) end(why error) {
 	v.once.Do(func() {
-		v.queue.close()
 		if why != nil {
 			_ = v.w.CloseWithError(why)
 		}
+		v.queue.close()
 	})
 }
 

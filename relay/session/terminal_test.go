@@ -50,7 +50,7 @@ func TestFanoutCutsOffASlowViewerWithoutBlocking(t *testing.T) {
 	if n, _ := f.watchers(); n != 1 {
 		t.Fatalf("%d viewers left, want the fast one", n)
 	}
-	// The slow viewer reads what was queued, then learns why it was cut off.
+	// The slow viewer learns why it was cut off.
 	_, err := io.Copy(io.Discard, slow)
 	if !errors.Is(err, ErrTooSlow) {
 		t.Fatalf("the slow viewer's end: %v", err)
@@ -108,5 +108,21 @@ func TestFanoutShowsAJoiningViewerTheRecentScreen(t *testing.T) {
 	}
 	if len(gotLate)%42 != len("after\r\n") {
 		t.Fatalf("the late viewer's replay starts mid-line: %q", gotLate[:42])
+	}
+}
+
+// TestFanoutEndsAViewerWithItsReason: a viewer ended with a reason (the
+// session moved to another relay) reads that reason, never a plain end of
+// output, however its pump and the end interleave: told "ended", a page
+// would not reconnect.
+func TestFanoutEndsAViewerWithItsReason(t *testing.T) {
+	moved := errors.New("moved")
+	for i := range 2000 {
+		f := newFanout(time.Now())
+		v := f.subscribe(time.Now, true)
+		f.closeWith(moved)
+		if _, err := io.ReadAll(v); !errors.Is(err, moved) {
+			t.Fatalf("round %d: the viewer read %v, want its reason", i, err)
+		}
 	}
 }
