@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"os/user"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -19,6 +18,7 @@ import (
 	"time"
 
 	"github.com/tower-dev/breakglass/test/cluster"
+	"github.com/tower-dev/breakglass/test/postgres"
 )
 
 // Log is a running Rekor.
@@ -26,7 +26,6 @@ type Log struct {
 	// URL is Rekor's address.
 	URL   string
 	dir   string
-	pg    string // PostgreSQL's bin folder
 	procs []*exec.Cmd
 	port  int
 	stops []func() error
@@ -42,20 +41,7 @@ func Available() error {
 			return fmt.Errorf("%s not in %s: run make rekor", b, cluster.AssetsDir())
 		}
 	}
-	if _, err := postgresBin(); err != nil {
-		return err
-	}
-	return nil
-}
-
-func postgresBin() (string, error) {
-	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
-	for _, d := range dirs {
-		if _, err := os.Stat(filepath.Join(d, "initdb")); err == nil {
-			return d, nil
-		}
-	}
-	return "", errors.New("PostgreSQL is not installed (apt-get install -y postgresql)")
+	return postgres.Available()
 }
 
 // Start starts PostgreSQL, Trillian and Rekor.
@@ -63,12 +49,11 @@ func Start(ctx context.Context) (_ *Log, err error) {
 	if err := Available(); err != nil {
 		return nil, err
 	}
-	pg, _ := postgresBin()
 	dir, err := os.MkdirTemp("", "breakglass-rekor-")
 	if err != nil {
 		return nil, err
 	}
-	l := &Log{dir: dir, pg: pg}
+	l := &Log{dir: dir}
 	defer func() {
 		if err != nil {
 			_ = l.Stop()
@@ -145,73 +130,25 @@ func (l *Log) startTrillian(ctx context.Context, bin string, args []string) (str
 	return rpc, nil
 }
 
-// startPostgres initializes a throwaway cluster (as the postgres user when
-// running as root: PostgreSQL refuses root), loads Trillian's schema and
+// startPostgres starts a throwaway PostgreSQL, loads Trillian's schema and
 // returns its port.
 func (l *Log) startPostgres(ctx context.Context) (int, error) {
-	data, sock := filepath.Join(l.dir, "pgdata"), filepath.Join(l.dir, "pgsock")
-	for _, d := range []string{data, sock} {
-		if err := os.Mkdir(d, 0o700); err != nil {
-			return 0, err
-		}
-	}
-	// Not bound to ctx: stopping PostgreSQL must work after ctx has ended.
-	asPostgres := func(name string, args ...string) *exec.Cmd {
-		bin := filepath.Join(l.pg, name)
-		if os.Geteuid() == 0 {
-			return exec.Command("runuser", append([]string{"-u", "postgres", "--", bin}, args...)...)
-		}
-		return exec.Command(bin, args...)
-	}
-	if os.Geteuid() == 0 {
-		pgUser, err := user.Lookup("postgres")
-		if err != nil {
-			return 0, err
-		}
-		uid, _ := strconv.Atoi(pgUser.Uid)
-		gid, _ := strconv.Atoi(pgUser.Gid)
-		for _, d := range []string{l.dir, data, sock} {
-			if err := os.Chown(d, uid, gid); err != nil {
-				return 0, err
-			}
-		}
-	}
-	if out, err := asPostgres("initdb", "-D", data, "-A", "trust", "-U", "postgres").CombinedOutput(); err != nil {
-		return 0, fmt.Errorf("initdb: %w\n%s", err, out)
-	}
-	port, err := cluster.FreePort()
+	pg, err := postgres.Start(l.dir)
 	if err != nil {
 		return 0, err
 	}
-	opts := fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 -c fsync=off", port, sock)
-	if out, err := asPostgres("pg_ctl", "-D", data, "-o", opts, "-l", filepath.Join(data, "log"), "-w", "start").CombinedOutput(); err != nil {
-		return 0, fmt.Errorf("starting PostgreSQL: %w\n%s", err, out)
-	}
-	l.stops = append(l.stops, func() error {
-		out, err := asPostgres("pg_ctl", "-D", data, "-m", "immediate", "-w", "stop").CombinedOutput()
-		if err != nil {
-			return fmt.Errorf("stopping PostgreSQL: %w\n%s", err, out)
-		}
-		return nil
-	})
-	psql := func(args ...string) error {
-		base := []string{"-h", "127.0.0.1", "-p", strconv.Itoa(port), "-U", "postgres", "-v", "ON_ERROR_STOP=1", "-q"}
-		if out, err := exec.CommandContext(ctx, filepath.Join(l.pg, "psql"), append(base, args...)...).CombinedOutput(); err != nil {
-			return fmt.Errorf("psql %v: %w\n%s", args, err, out)
-		}
-		return nil
-	}
-	if err := psql("-c", "CREATE DATABASE trillian"); err != nil {
+	l.stops = append(l.stops, pg.Stop)
+	if err := pg.Psql(ctx, "-c", "CREATE DATABASE trillian"); err != nil {
 		return 0, err
 	}
 	schema, err := trillianSchema()
 	if err != nil {
 		return 0, err
 	}
-	if err := psql("-d", "trillian", "-f", schema); err != nil {
+	if err := pg.Psql(ctx, "-d", "trillian", "-f", schema); err != nil {
 		return 0, err
 	}
-	return port, nil
+	return pg.Port, nil
 }
 
 // trillianSchema is the PostgreSQL schema in the Trillian module that
