@@ -43,7 +43,10 @@ func (c Caller) IsRequester(s *v1alpha1.Session) bool {
 
 // Authenticator verifies OIDC bearer tokens against the issuer's key set.
 type Authenticator struct {
-	verifier      *oidc.IDTokenVerifier
+	verifier *oidc.IDTokenVerifier
+	// audiences are the client IDs a token may be issued for: the relay's
+	// own and its portals'.
+	audiences     []string
 	usernameClaim string
 	groupsClaim   string
 }
@@ -59,7 +62,10 @@ func NewAuthenticator(ctx context.Context, c OIDC, hc *http.Client) (*Authentica
 		return nil, fmt.Errorf("oidc issuer %s: %w", c.Issuer, err)
 	}
 	return &Authenticator{
-		verifier:      provider.Verifier(&oidc.Config{ClientID: c.Audience}),
+		// The audience is checked below, against the relay's client ID and
+		// its portals': go-oidc checks only one.
+		verifier:      provider.Verifier(&oidc.Config{SkipClientIDCheck: true}),
+		audiences:     append([]string{c.Audience}, c.PortalAudiences...),
 		usernameClaim: c.UsernameClaim,
 		groupsClaim:   c.GroupsClaim,
 	}, nil
@@ -75,6 +81,10 @@ func (a *Authenticator) Verify(ctx context.Context, raw string) (Caller, error) 
 	tok, err := a.verifier.Verify(ctx, raw)
 	if err != nil {
 		return Caller{}, fmt.Errorf("%w: %w", errUnauthenticated, err)
+	}
+	if !slices.ContainsFunc(tok.Audience, func(aud string) bool { return slices.Contains(a.audiences, aud) }) {
+		return Caller{}, fmt.Errorf("%w: the token is issued for %q, not for this relay or one of its portals (%s)",
+			errUnauthenticated, tok.Audience, strings.Join(a.audiences, ", "))
 	}
 	claims := map[string]any{}
 	if err := tok.Claims(&claims); err != nil {

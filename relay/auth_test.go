@@ -51,8 +51,38 @@ func TestClaimsThatDifferOnlyByCaseAreRefused(t *testing.T) {
 // testIssuer is the issuer testAuthenticator trusts.
 const testIssuer = "https://idp.example.com"
 
+// TestPortalsForwardThePersonsOwnIdentity: a token the issuer gave a person
+// for a portal's client (Backstage) names the same person as one for the
+// relay's own, so separation of duty holds across both; a token for any
+// other client is refused.
+func TestPortalsForwardThePersonsOwnIdentity(t *testing.T) {
+	a, signer := testAuthenticator(t)
+	sign := func(aud any) string {
+		tok, err := jwt.Signed(signer).Claims(map[string]any{"iss": testIssuer, "aud": aud, "exp": time.Now().Add(time.Hour).Unix(),
+			"sub": "alice-1", "email": "alice@example.com", "email_verified": true}).Serialize()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tok
+	}
+	own, err := a.Verify(context.Background(), sign("tower"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	portal, err := a.Verify(context.Background(), sign("backstage"))
+	if err != nil || portal.ID != own.ID {
+		t.Fatalf("the portal's token names %+v (%v), the relay's %+v: want the same person", portal, err, own)
+	}
+	for _, aud := range []any{"grafana", []string{"grafana", "other"}, ""} {
+		if _, err := a.Verify(context.Background(), sign(aud)); err == nil || !strings.Contains(err.Error(), "not for this relay") {
+			t.Errorf("a token for %v: %v, want refused", aud, err)
+		}
+	}
+}
+
 // testAuthenticator is an Authenticator for client "tower" of testIssuer
-// (username from email, groups from groups) and the signer of its key.
+// and its portal "backstage" (username from email, groups from groups) and
+// the signer of its key.
 func testAuthenticator(tb testing.TB) (*Authenticator, jose.Signer) {
 	tb.Helper()
 	key, err := rsa.GenerateKey(rand.Reader, 2048)
@@ -63,6 +93,6 @@ func testAuthenticator(tb testing.TB) (*Authenticator, jose.Signer) {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return &Authenticator{usernameClaim: "email", groupsClaim: "groups",
-		verifier: oidc.NewVerifier(testIssuer, &oidc.StaticKeySet{PublicKeys: []crypto.PublicKey{&key.PublicKey}}, &oidc.Config{ClientID: "tower"})}, signer
+	return &Authenticator{usernameClaim: "email", groupsClaim: "groups", audiences: []string{"tower", "backstage"},
+		verifier: oidc.NewVerifier(testIssuer, &oidc.StaticKeySet{PublicKeys: []crypto.PublicKey{&key.PublicKey}}, &oidc.Config{SkipClientIDCheck: true})}, signer
 }

@@ -65,6 +65,13 @@ type OIDC struct {
 	Issuer string `json:"issuer"`
 	// Audience is the client ID tokens must be issued for.
 	Audience string `json:"audience"`
+	// PortalAudiences are the client IDs of portals that sign people in
+	// at the same issuer and forward each person's own ID token (Tower's
+	// Backstage backend): a person is the same issuer and subject whichever
+	// way they come, so "never your own" holds across the console, the CLI
+	// and the portal. A portal cannot make such a token up; it only carries
+	// one the issuer gave the person.
+	PortalAudiences []string `json:"portalAudiences,omitempty"`
 	// UsernameClaim names a person (default "email").
 	UsernameClaim string `json:"usernameClaim,omitempty"`
 	// GroupsClaim lists their groups (default "groups").
@@ -254,6 +261,11 @@ func (c *Config) Complete() error {
 	}
 	if c.OIDC.Audience == "" {
 		errs = append(errs, errors.New("oidc.audience: the client ID tokens are issued for is required"))
+	}
+	for i, aud := range c.OIDC.PortalAudiences {
+		if aud == "" || aud == c.OIDC.Audience {
+			errs = append(errs, fmt.Errorf("oidc.portalAudiences[%d]: %q is not a portal's client ID (empty, or the relay's own)", i, aud))
+		}
 	}
 	for _, o := range c.AllowedOrigins {
 		if u, err := url.Parse(o); err != nil || u.Scheme == "" || u.Host == "" || u.Path != "" {

@@ -35,7 +35,12 @@ func (e *Ended) Error() string { return fmt.Sprintf("the terminal closed: %s (%d
 func (c *Client) Attach(ctx context.Context, t Target, in io.Reader, out, notes io.Writer, resize <-chan Size) error {
 	u := "ws" + strings.TrimPrefix(strings.TrimSuffix(c.BaseURL, "/"), "http") + t.path() + "/terminal"
 	d := websocket.Dialer{Subprotocols: []string{relay.TerminalProtocol}, TLSClientConfig: c.TLS}
-	conn, resp, err := d.DialContext(ctx, u, http.Header{"Authorization": {"Bearer " + c.Token}})
+	h := c.Header.Clone()
+	if h == nil {
+		h = http.Header{}
+	}
+	h.Set("Authorization", "Bearer "+c.Token)
+	conn, resp, err := d.DialContext(ctx, u, h)
 	if resp != nil {
 		defer resp.Body.Close()
 	}

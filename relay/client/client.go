@@ -37,7 +37,11 @@ type Client struct {
 	BaseURL string
 	// Token is the person's OIDC ID token.
 	Token string
-	HTTP  *http.Client
+	// Header goes with every call and the terminal's dial: what a portal
+	// in front of the relay asks for beside its own token (Tower's
+	// Backstage backend: the person's ID token, the entity asked about).
+	Header http.Header
+	HTTP   *http.Client
 	// TLS is how to trust the relay (its certificate authority, the name
 	// on its certificate) when that is not the system's way; it applies to
 	// the terminal's WebSocket too, and to calls when HTTP is nil.
@@ -78,6 +82,9 @@ func (c *Client) do(ctx context.Context, method, path string, body, out any) err
 	req, err := http.NewRequestWithContext(ctx, method, strings.TrimSuffix(c.BaseURL, "/")+path, r)
 	if err != nil {
 		return err
+	}
+	for k, v := range c.Header {
+		req.Header[k] = v
 	}
 	if c.Token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.Token)
