@@ -75,6 +75,15 @@ func TestCodeFlowWithPKCE(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The userinfo endpoint (Backstage's OIDC provider reads the profile
+	// there) answers for the access token, and for no made-up one.
+	info, err := provider.UserInfo(ctx, oauth2.StaticTokenSource(tok))
+	if err != nil || info.Email != "alice@example.com" || info.Subject != "alice@example.com" {
+		t.Fatalf("userinfo: %+v %v", info, err)
+	}
+	if _, err := provider.UserInfo(ctx, oauth2.StaticTokenSource(&oauth2.Token{AccessToken: raw + "x"})); err == nil {
+		t.Fatal("userinfo answered a token whose signature is wrong")
+	}
 	var claims struct {
 		Email  string   `json:"email"`
 		Groups []string `json:"groups"`

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/go-jose/go-jose/v4"
@@ -54,6 +55,7 @@ func StartOn(addr string) (*Issuer, error) {
 		writeJSON(w, map[string]any{
 			"issuer": i.URL, "jwks_uri": i.URL + "/keys",
 			"authorization_endpoint": i.URL + "/auth", "token_endpoint": i.URL + "/token", "revocation_endpoint": i.URL + "/revoke",
+			"userinfo_endpoint":             i.URL + "/userinfo",
 			"device_authorization_endpoint": i.URL + "/device/code",
 			"response_types_supported":      []string{"code"}, "subject_types_supported": []string{"public"},
 			"id_token_signing_alg_values_supported": []string{"RS256"},
@@ -66,6 +68,7 @@ func StartOn(addr string) (*Issuer, error) {
 	mux.HandleFunc("GET /keys", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, jose.JSONWebKeySet{Keys: []jose.JSONWebKey{{Key: &key.PublicKey, KeyID: i.keyID, Algorithm: "RS256", Use: "sig"}}})
 	})
+	mux.HandleFunc("GET /userinfo", i.userinfo)
 	i.flows.routes(i, mux)
 	i.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() { _ = i.srv.Serve(ln) }()
@@ -105,6 +108,29 @@ func (i *Issuer) Sign(claims map[string]any) (string, error) {
 		return "", fmt.Errorf("signing a token: %w", err)
 	}
 	return tok, nil
+}
+
+// userinfo answers the claims of the access token it was sent (one this
+// issuer signed and that has not expired): what a client such as
+// Backstage's OIDC provider reads the person's profile from.
+func (i *Issuer) userinfo(w http.ResponseWriter, r *http.Request) {
+	raw, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	tok, err := jwt.ParseSigned(raw, []jose.SignatureAlgorithm{jose.RS256})
+	claims := map[string]any{}
+	var std jwt.Claims
+	if ok && err == nil {
+		err = tok.Claims(&i.key.PublicKey, &claims, &std)
+	}
+	if !ok || err != nil || std.Expiry == nil || time.Now().After(std.Expiry.Time()) {
+		w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)
+		http.Error(w, "the access token is missing, not this issuer's, or expired", http.StatusUnauthorized)
+		return
+	}
+	info := map[string]any{"sub": claims["sub"], "email": claims["email"], "email_verified": claims["email_verified"], "groups": claims["groups"]}
+	if email, _ := claims["email"].(string); email != "" {
+		info["name"], _, _ = strings.Cut(email, "@")
+	}
+	writeJSON(w, info)
 }
 
 // Close stops serving.
