@@ -6,6 +6,10 @@ import { mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
 
 const out = new URL('../dist/', import.meta.url).pathname;
+// The terminal and player are the Backstage plugin's too: one source, in
+// its workspace; their own imports (xterm.js, asciinema) resolve to this
+// console's packages, so the console builds without that workspace installed.
+const terminal = new URL('../../../backstage/packages/terminal/src/index.js', import.meta.url).pathname;
 for (const f of readdirSync(out)) {
   if (f !== '.gitkeep') rmSync(join(out, f), { recursive: true, force: true });
 }
@@ -13,6 +17,8 @@ mkdirSync(join(out, 'assets'), { recursive: true });
 const result = await build({
   entryPoints: ['src/main.js'],
   bundle: true,
+  alias: { '@tower-dev/breakglass-terminal': terminal },
+  nodePaths: [new URL('node_modules/', import.meta.url).pathname],
   minify: true,
   format: 'esm',
   target: ['es2022'],

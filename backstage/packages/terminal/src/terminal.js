@@ -3,12 +3,15 @@ import { Terminal } from '@xterm/xterm';
 
 const encoder = new TextEncoder();
 
-// openTerminal attaches xterm.js to a session's terminal WebSocket on the
-// relay (same origin: the session cookie authenticates it, and the relay
-// checks the Origin). It fits the window, sends each new size, and
-// reconnects after a network blip (the relay keeps the session for the
-// disconnect limit). A watcher's terminal takes no input.
-export function openTerminal(el, wsURL, { readOnly, onStatus }) {
+// openTerminal attaches xterm.js to a session's terminal WebSocket: the
+// relay's own (the console: same origin, its session cookie authenticates
+// it, and the relay checks the Origin) or a portal's in front of it (Tower
+// in Backstage: credentials() answers the subprotocols that carry its
+// tokens, asked again at each connection, as tokens expire). It fits the
+// window, sends each new size, and reconnects after a network blip (the
+// relay keeps the session for the disconnect limit). A watcher's terminal
+// takes no input.
+export function openTerminal(el, wsURL, { readOnly, onStatus, credentials = async () => [] }) {
   const term = new Terminal({ disableStdin: readOnly, cursorBlink: !readOnly, scrollback: 5000, fontSize: 14,
     screenReaderMode: false, theme: { background: '#111418', foreground: '#e8eaed' },
     // A link the pod prints (OSC 8) opens nothing: the pod's output is not
@@ -26,8 +29,16 @@ export function openTerminal(el, wsURL, { readOnly, onStatus }) {
   const sendSize = () => {
     if (ws && ws.readyState === WebSocket.OPEN) ws.send(JSON.stringify({ type: 'resize', cols: term.cols, rows: term.rows }));
   };
-  const connect = () => {
-    ws = new WebSocket(wsURL, ['breakglass.terminal.v1']);
+  const connect = async () => {
+    let extra;
+    try {
+      extra = await credentials();
+    } catch (e) {
+      onStatus('error', `signing the terminal in: ${e.message}`);
+      return;
+    }
+    if (closed) return;
+    ws = new WebSocket(wsURL, ['breakglass.terminal.v1', ...extra]);
     ws.binaryType = 'arraybuffer';
     ws.onopen = () => {
       failures = 0;

@@ -1,6 +1,6 @@
 import { api, can, isRequester, mayPlay, sessionPath } from '../api.js';
 import { h, notice } from '../dom.js';
-import { play, sha256 } from '../player.js';
+import { play, sha256 } from '@tower-dev/breakglass-terminal';
 
 const decoder = new TextDecoder();
 

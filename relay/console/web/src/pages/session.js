@@ -2,7 +2,7 @@ import { api, can, isRequester, onSessions, sessionPath } from '../api.js';
 import { countdown, endedWhy, h, minutes, notice } from '../dom.js';
 import { phaseBadge } from './lists.js';
 import { evidenceSection, reviewSection } from './evidence.js';
-import { openTerminal } from '../terminal.js';
+import { openTerminal } from '@tower-dev/breakglass-terminal';
 
 const yes = (b) => (b ? 'yes' : 'no');
 

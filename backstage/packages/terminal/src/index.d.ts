@@ -1,0 +1,19 @@
+/** What the terminal says about its connection. */
+export type TerminalStatus = 'connected' | 'reconnecting' | 'closed' | 'lost' | 'error';
+
+export interface TerminalOptions {
+  /** A watcher's terminal takes no input. */
+  readOnly: boolean;
+  onStatus(status: TerminalStatus, message?: string): void;
+  /** The subprotocols that carry a portal's tokens, asked at each connection. */
+  credentials?: () => Promise<string[]>;
+}
+
+/** Attaches xterm.js to a session's terminal WebSocket at wsURL. */
+export function openTerminal(el: HTMLElement, wsURL: string, options: TerminalOptions): { close(): void };
+
+/** Shows an asciicast v2 recording with asciinema's player. */
+export function play(el: HTMLElement, castText: string): { dispose(): void };
+
+/** The SHA-256 of bytes, in hex. */
+export function sha256(bytes: ArrayBuffer | Uint8Array): Promise<string>;
