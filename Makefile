@@ -9,7 +9,7 @@ NODE_BINS := $(BIN)/kubelet $(BIN)/kube-controller-manager $(BIN)/kube-scheduler
 
 export KUBEBUILDER_ASSETS := $(BIN)
 
-.PHONY: all build cross test-cross krew console node dev image debug-image rekor debian-packages test test-unit test-integration test-faults fuzz bench bench-load generate verify-generate lint tools clean
+.PHONY: all build backstage cross test-cross krew console node dev image debug-image rekor debian-packages test test-unit test-integration test-faults fuzz bench bench-load generate verify-generate lint tools clean
 
 all: build
 
@@ -41,13 +41,26 @@ krew: cross
 # The web console: npm packages from the lockfile, bundled by esbuild into
 # relay/console/dist, which the relay's binary embeds (go:embed).
 CONSOLE_WEB := relay/console/web
-CONSOLE_SRC := $(CONSOLE_WEB)/build.mjs $(wildcard $(CONSOLE_WEB)/src/*.js $(CONSOLE_WEB)/src/*/*.js $(CONSOLE_WEB)/src/*.css)
+CONSOLE_SRC := $(CONSOLE_WEB)/build.mjs $(wildcard $(CONSOLE_WEB)/src/*.js $(CONSOLE_WEB)/src/*/*.js $(CONSOLE_WEB)/src/*.css backstage/packages/terminal/src/*.js)
 console: relay/console/dist/index.html
 $(CONSOLE_WEB)/node_modules/.package-lock.json: $(CONSOLE_WEB)/package.json $(CONSOLE_WEB)/package-lock.json
 	@command -v npm >/dev/null || { echo "the console is built with Node and npm: make debian-packages (as root) or apt-get install nodejs npm"; exit 1; }
 	cd $(CONSOLE_WEB) && npm ci --no-audit --no-fund
 relay/console/dist/index.html: $(CONSOLE_WEB)/node_modules/.package-lock.json $(CONSOLE_SRC)
 	cd $(CONSOLE_WEB) && node build.mjs
+
+# Tower's Backstage plugins (backstage/): Node.js 22 from the npm registry
+# (Backstage needs 22 or 24; Debian has 20), the workspace's packages from
+# its lockfile (no install scripts: nothing native is built), then a type
+# check of the plugins and the demo backend.
+NODE22 := $(BIN)/node22/bin/node
+BACKSTAGE_PATH := PATH=$(BIN)/node22/bin:$$PATH
+$(NODE22): hack/node22.sh
+	bash hack/node22.sh $(BIN)
+backstage/node_modules/.package-lock.json: $(NODE22) backstage/package.json backstage/package-lock.json $(wildcard backstage/*/*/package.json)
+	cd backstage && $(BACKSTAGE_PATH) npm ci --ignore-scripts
+backstage: backstage/node_modules/.package-lock.json
+	cd backstage && $(BACKSTAGE_PATH) node_modules/.bin/tsc -p .
 
 build: console
 	$(GO) build ./...
@@ -135,8 +148,9 @@ verify-generate: generate
 
 ## dev: the whole plane on this machine (bin/breakglass-dev); Ctrl-C stops it.
 ## make dev DEV_FLAGS=--rekor also runs Rekor (make rekor first) and anchors every recording;
+## DEV_FLAGS=--backstage also runs Backstage with Tower's plugins in front of the relay;
 ## DEV_FLAGS=--real-node runs pods on a kubelet with containerd and runc (make node; root).
-dev: console $(BIN)/kube-apiserver $(BIN)/etcd $(if $(findstring --real-node,$(DEV_FLAGS)),$(NODE_BINS))
+dev: console $(BIN)/kube-apiserver $(BIN)/etcd $(if $(findstring --real-node,$(DEV_FLAGS)),$(NODE_BINS)) $(if $(findstring --backstage,$(DEV_FLAGS)),backstage)
 	$(GO) build -o $(BIN)/kubectl-breakglass ./cmd/kubectl-breakglass
 	$(GO) build -o $(BIN)/breakglass-dev ./cmd/breakglass-dev
 	$(BIN)/breakglass-dev $(DEV_FLAGS)
@@ -166,12 +180,12 @@ test-unit: console
 test/browser/node_modules/.package-lock.json: test/browser/package.json test/browser/package-lock.json
 	cd test/browser && npm ci --no-audit --no-fund
 
-INTEGRATION_DEPS := console $(BIN)/kube-apiserver $(NODE_BINS) $(BIN)/etcd $(BIN)/versitygw $(BIN)/promtool $(BIN)/cosign $(BIN)/rekor-server-v2 $(BIN)/kubectl-kyverno rekor test/browser/node_modules/.package-lock.json
+INTEGRATION_DEPS := console $(BIN)/kube-apiserver $(NODE_BINS) $(BIN)/etcd $(BIN)/versitygw $(BIN)/promtool $(BIN)/cosign $(BIN)/rekor-server-v2 $(BIN)/kubectl-kyverno rekor test/browser/node_modules/.package-lock.json backstage
 
 test-integration: $(INTEGRATION_DEPS)
 	$(GO) test -count=1 -timeout 20m -skip '^TestFault' ./test/integration/... ./test/evidence/... ./test/tlog/...
 	$(GO) test -count=1 -timeout 20m -race -skip '^TestFault' ./test/sweeper/... ./test/cluster/... ./test/session/... ./test/relay/...
-	$(GO) test -count=1 -timeout 20m -skip '^TestFault' ./test/webhook/... ./test/kyverno/... ./test/chart/... ./test/dev/... ./test/console/...
+	$(GO) test -count=1 -timeout 20m -skip '^TestFault' ./test/webhook/... ./test/kyverno/... ./test/chart/... ./test/dev/... ./test/console/... ./test/backstage/...
 
 ## test-faults: the fault suite (every TestFault*, on the real parts): relay
 ## killed, replicas handing over, kube-apiserver restarted, webhook down,

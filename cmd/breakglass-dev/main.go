@@ -30,7 +30,7 @@ func main() {
 
 func newCommand() *cobra.Command {
 	var profile, addr, dir string
-	var withRekor, realNode, both bool
+	var withRekor, realNode, both, backstage bool
 	var reviewWithin time.Duration
 	up := &cobra.Command{
 		Use:   "breakglass-dev",
@@ -54,7 +54,7 @@ Everything runs on loopback and stops, leaving nothing behind, on Ctrl-C.`,
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			out := cmd.OutOrStdout()
-			return dev.Up(ctx, dev.Options{Profile: p, RelayAddr: addr, Dir: dir, Rekor: withRekor, RealNode: realNode, Both: both, ReviewWithin: reviewWithin, Ready: func(i dev.Info) { printWelcome(out, i) }}, cmd.ErrOrStderr())
+			return dev.Up(ctx, dev.Options{Profile: p, RelayAddr: addr, Dir: dir, Rekor: withRekor, RealNode: realNode, Both: both, Backstage: backstage, ReviewWithin: reviewWithin, Ready: func(i dev.Info) { printWelcome(out, i) }}, cmd.ErrOrStderr())
 		},
 	}
 	up.Flags().StringVar(&profile, "profile", "flight", "flight (production rules) or ground: the first cluster's, and its name")
@@ -62,6 +62,7 @@ Everything runs on loopback and stops, leaving nothing behind, on Ctrl-C.`,
 	up.Flags().BoolVar(&withRekor, "rekor", false, "also run Rekor (make rekor builds it; PostgreSQL from Debian) and anchor every recording")
 	up.Flags().BoolVar(&realNode, "real-node", false, "run pods on a kubelet with containerd and runc (make node; Debian's containerd, runc, containernetworking-plugins and iptables; root) instead of the virtual node")
 	up.Flags().BoolVar(&both, "both", false, "also run a cluster of the other profile (a Flight and a Ground cluster, one relay), on the virtual node")
+	up.Flags().BoolVar(&backstage, "backstage", false, "also run Backstage with Tower's break-glass plugins in front of the relay (make backstage builds it; PostgreSQL from Debian), signing in at the demo issuer")
 	up.Flags().DurationVar(&reviewWithin, "review-within", 24*time.Hour, "when a glass-broken session's review falls due; the fallback reviewer (carol) is told after it")
 	up.Flags().StringVar(&dir, "dir", "", "where the kubeconfig, tokens and recordings go (a new temporary folder by default; removed at the end)")
 	return up
@@ -73,6 +74,9 @@ func printWelcome(w io.Writer, i dev.Info) {
 	fmt.Fprintf(w, "\nThe break-glass plane is up (%.1fs).\n\n", i.Started.Seconds())
 	fmt.Fprintf(w, "  console      %s   (sign in as one of the people below)\n", i.ConsoleURL)
 	fmt.Fprintf(w, "  relay        %s\n", i.RelayURL)
+	if i.BackstageURL != "" {
+		fmt.Fprintf(w, "  backstage    %s   (Tower: the break-glass tab on the shop component; sign in as one of the people below)\n", i.BackstageURL)
+	}
 	for _, c := range i.Clusters {
 		fmt.Fprintf(w, "  cluster      %-8s %s plane; kubeconfig %s (cluster admin); demo pod %s/%s (recycled after a session: its replacement has a new name)\n",
 			c.Name, c.Profile, c.Kubeconfig, i.Namespace, c.Pod)

@@ -62,6 +62,11 @@ type Options struct {
 	// ReviewWithin is when a glass-broken session's review falls due
 	// (default 24h); after it, the fallback reviewer is told.
 	ReviewWithin time.Duration
+	// Backstage also runs Backstage's backend with Tower's plugins in front
+	// of the relay (make backstage; PostgreSQL from Debian), signing people
+	// in at the local issuer. BackstageAllowAll swaps its break-glass
+	// policy for one that allows everything, to show the relay refusing.
+	Backstage, BackstageAllowAll bool
 	// Progress, if set, is told each step as it begins: a caller waiting
 	// for Ready knows the plane is still coming up, and which step it is at.
 	Progress func(Step)
@@ -91,6 +96,10 @@ type Info struct {
 	Started                   time.Duration
 	// Steps are the steps Up took, each with how long it took.
 	Steps []Step
+	// BackstageURL is Backstage's backend (and app), when it runs.
+	BackstageURL string
+	// IssuerURL is the local OIDC issuer people sign in at.
+	IssuerURL string
 	// RekorURL is the transparency log, when it runs; RelayKey and RekorKey
 	// are the relay's and the log's public keys (PEM files) to verify with.
 	RekorURL, RelayKey, RekorKey string
@@ -234,12 +243,19 @@ func Up(ctx context.Context, o Options, logs io.Writer) (err error) {
 		return err
 	}
 	stops = append(stops, stopRelay)
+	var backstageURL string
+	if o.Backstage {
+		step("Backstage's backend with Tower's plugins, on PostgreSQL")
+		if backstageURL, err = startBackstage(ctx, o.Dir, issuer, relayURL, o.BackstageAllowAll, &stops, logs); err != nil {
+			return err
+		}
+	}
 
 	if o.Ready != nil {
 		steps[len(steps)-1].Took = time.Since(begin) - steps[len(steps)-1].At
 		info := Info{Kubeconfig: planes[0].kubeconfig, RelayURL: relayURL, Cluster: planes[0].name, Namespace: demoNamespace, Pod: planes[0].pod,
 			ConsoleURL: relayURL + "/console/", Notifications: filepath.Join(o.Dir, "notifications.jsonl"),
-			DebugImage: image.String(), Tokens: tokens, Started: time.Since(begin), Steps: steps}
+			DebugImage: image.String(), Tokens: tokens, Started: time.Since(begin), Steps: steps, BackstageURL: backstageURL, IssuerURL: issuer.URL}
 		for _, pl := range planes {
 			info.Clusters = append(info.Clusters, ClusterInfo{Name: pl.name, Profile: pl.profile, Kubeconfig: pl.kubeconfig, Pod: pl.pod})
 		}

@@ -32,6 +32,9 @@ func startRelay(ctx context.Context, ln net.Listener, relayURL string, planes []
 		NotifyURL:   inboxURL,
 	}
 	cfg.Limits.ReviewWithin.Duration = o.ReviewWithin
+	if o.Backstage {
+		cfg.OIDC.PortalAudiences = []string{backstageAudience}
+	}
 	targets := map[string]relay.Target{}
 	for _, p := range planes {
 		cfg.Clusters = append(cfg.Clusters, relay.Cluster{Name: p.name, Tier: p.tier(), DebugImage: p.image})

@@ -1,0 +1,83 @@
+import { Request } from 'express';
+import { BackstageCredentials, BackstageUserInfo, BackstageUserPrincipal } from '@backstage/backend-plugin-api';
+import { Entity } from '@backstage/catalog-model';
+import type { RouterOptions } from './options';
+import type { Session } from './relay';
+
+/**
+ * IdentityHeader carries the person's own ID token from the organisation's
+ * issuer (the one Backstage signed them in with). The relay verifies it
+ * against the issuer's keys: Backstage's backend passes it on, and could
+ * not make one up.
+ */
+export const IdentityHeader = 'x-breakglass-identity';
+
+/** A refusal, answered as the relay answers: status, reason and message. */
+export class RefusedError extends Error {
+  constructor(readonly status: number, readonly reason: string, message: string) {
+    super(message);
+  }
+}
+
+/** The person behind a call: to Backstage and, by their ID token, to the relay. */
+export interface Person {
+  credentials: BackstageCredentials<BackstageUserPrincipal>;
+  user: BackstageUserInfo;
+  idToken: string;
+  /** The relay's name for them: the token's issuer and subject. */
+  id: string;
+  /** Whether they asked for s (the relay decides again). */
+  asked(s: Session): boolean;
+}
+
+/** People finds who is calling and checks that both identities agree. */
+export class People {
+  constructor(private readonly o: RouterOptions) {}
+
+  async of(req: Request): Promise<Person> {
+    const credentials = await this.o.httpAuth.credentials(req, { allow: ['user'] });
+    return this.fromToken(credentials, req.header(IdentityHeader));
+  }
+
+  async fromToken(credentials: BackstageCredentials<BackstageUserPrincipal>, idToken: string | undefined): Promise<Person> {
+    if (!idToken) {
+      throw new RefusedError(401, 'Unauthenticated', `no ${IdentityHeader}: the page sends the ID token its sign-in got from the issuer`);
+    }
+    const claims = decodeClaims(idToken);
+    const user = await this.o.userInfo.getUserInfo(credentials);
+    // The first layer judges the Backstage user; the relay, the token's
+    // person. They must be one person, or Backstage's permissions would be
+    // checked for one and the relay act for another.
+    const entity = await this.entity(user.userEntityRef);
+    const email = (entity?.spec?.profile as { email?: string } | undefined)?.email;
+    if (!email || typeof claims.email !== 'string' || email.toLowerCase() !== claims.email.toLowerCase()) {
+      throw new RefusedError(403, 'IdentityMismatch',
+        `the identity token names ${String(claims.email)}, but ${user.userEntityRef} is ${email ?? 'without an email in the catalog'}`);
+    }
+    const id = `${claims.iss}#${claims.sub}`;
+    return {
+      credentials, user, idToken, id,
+      asked: s => (s.spec.requesterID ? s.spec.requesterID === id : s.spec.requester === claims.email),
+    };
+  }
+
+  async entity(ref: string): Promise<Entity | undefined> {
+    return this.o.catalog.getEntityByRef(ref, { credentials: await this.o.auth.getOwnServiceCredentials() });
+  }
+}
+
+// decodeClaims reads a JWT's claims without checking its signature: only to
+// match the person against Backstage's user; the relay verifies it.
+function decodeClaims(token: string): Record<string, unknown> {
+  const parts = token.split('.');
+  try {
+    if (parts.length !== 3) throw new Error(`${parts.length} parts, not 3`);
+    const claims = JSON.parse(Buffer.from(parts[1], 'base64url').toString('utf8'));
+    if (typeof claims !== 'object' || claims === null || typeof claims.iss !== 'string' || typeof claims.sub !== 'string') {
+      throw new Error('no issuer and subject');
+    }
+    return claims;
+  } catch (e) {
+    throw new RefusedError(401, 'Unauthenticated', `the identity token is not a JWT: ${(e as Error).message}`);
+  }
+}

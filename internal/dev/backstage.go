@@ -1,0 +1,154 @@
+package dev
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/tower-dev/breakglass/internal/oidcissuer"
+	"github.com/tower-dev/breakglass/test/cluster"
+	"github.com/tower-dev/breakglass/test/postgres"
+)
+
+// backstageAudience is Backstage's OIDC client at the local issuer: the ID
+// tokens it gets for people are the ones its backend forwards to the relay.
+const backstageAudience = "backstage"
+
+// BackstageDir is the Backstage workspace (make backstage installs it).
+func BackstageDir() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..", "backstage")
+}
+
+// randomSecret signs Backstage's session cookies for one run.
+func randomSecret() string {
+	b := make([]byte, 32)
+	_, _ = rand.Read(b)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// BackstageAvailable says why Backstage cannot run here, or nil.
+func BackstageAvailable() error {
+	if _, err := os.Stat(filepath.Join(BackstageDir(), "node_modules", ".package-lock.json")); err != nil {
+		return errors.New("the Backstage workspace is not installed: run make backstage")
+	}
+	if _, err := os.Stat(backstageNode()); err != nil {
+		return errors.New("Node.js 22 is not in bin/node22: run make backstage")
+	}
+	return postgres.Available()
+}
+
+// backstageNode is the Node.js Backstage runs on (22: Debian's 20 is older
+// than Backstage supports); make backstage unpacks it from the npm registry.
+func backstageNode() string { return filepath.Join(cluster.AssetsDir(), "node22", "bin", "node") }
+
+// startBackstage runs Backstage's backend on PostgreSQL, signing people in
+// at the issuer and forwarding break-glass calls to the relay. It answers the
+// backend's address once it reports ready.
+func startBackstage(ctx context.Context, dir string, issuer *oidcissuer.Issuer, relayURL string, allowAll bool, stops *[]func() error, logs io.Writer) (string, error) {
+	if err := BackstageAvailable(); err != nil {
+		return "", err
+	}
+	bsDir := filepath.Join(dir, "backstage")
+	if err := os.MkdirAll(bsDir, 0o755); err != nil {
+		return "", err
+	}
+	// A folder of its own: PostgreSQL runs as its own user, who cannot
+	// enter the plane's (the person's only).
+	pgDir, err := os.MkdirTemp("", "breakglass-backstage-db-")
+	if err != nil {
+		return "", err
+	}
+	*stops = append(*stops, func() error { return os.RemoveAll(pgDir) })
+	pg, err := postgres.Start(pgDir)
+	if err != nil {
+		return "", err
+	}
+	*stops = append(*stops, pg.Stop)
+	port, err := cluster.FreePort()
+	if err != nil {
+		return "", err
+	}
+	url := "http://127.0.0.1:" + strconv.Itoa(port)
+	issuer.AddClient(backstageAudience, url+"/api/auth/oidc/handler/frame")
+	devPolicy := "breakglass"
+	if allowAll {
+		devPolicy = "allow-all"
+	}
+	// Everything that moves with a run; app-config.yaml has the rest.
+	local := fmt.Sprintf(`app:
+  baseUrl: %[1]s
+backend:
+  baseUrl: %[1]s
+  listen: { host: 127.0.0.1, port: %[2]d }
+  cors: { origin: %[1]s }
+  database:
+    connection: { host: 127.0.0.1, port: %[3]d, user: postgres, password: none }
+auth:
+  session: { secret: %[4]q }
+  providers:
+    oidc:
+      development:
+        metadataUrl: %[5]s/.well-known/openid-configuration
+breakglass:
+  relayURL: %[6]s
+  devPolicy: %[7]s
+`, url, port, pg.Port, randomSecret(), issuer.URL, relayURL, devPolicy)
+	localConfig := filepath.Join(bsDir, "app-config.local.yaml")
+	if err := os.WriteFile(localConfig, []byte(local), 0o600); err != nil {
+		return "", err
+	}
+	backend := filepath.Join(BackstageDir(), "packages", "backend")
+	// Not bound to ctx: the stop below ends it, after ctx has ended.
+	cmd := exec.Command(backstageNode(), "--enable-source-maps", "--require", "@backstage/cli-node/config/nodeTransform.cjs", "src/index.ts",
+		"--config", "../../app-config.yaml", "--config", localConfig)
+	cmd.Dir = backend
+	cmd.Env = append(os.Environ(), "NODE_ENV=development", "PATH="+filepath.Dir(backstageNode())+":"+os.Getenv("PATH"))
+	cmd.Stdout, cmd.Stderr = logs, logs
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		return "", err
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	*stops = append(*stops, func() error {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(15 * time.Second):
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			<-exited
+		}
+		return nil
+	})
+	// Ready once its plugins have started and the catalog holds the demo
+	// people; a backend that exits is an error at once. The caller's
+	// progress check catches one that hangs.
+	for {
+		select {
+		case err := <-exited:
+			return "", fmt.Errorf("Backstage's backend exited: %v", err)
+		case <-ctx.Done():
+			return "", ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+		resp, err := http.Get(url + "/.backstage/health/v1/readiness")
+		if err == nil {
+			_ = resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return url, nil
+			}
+		}
+	}
+}

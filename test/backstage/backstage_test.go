@@ -1,0 +1,270 @@
+package backstage
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/tower-dev/breakglass/api/v1alpha1"
+	"github.com/tower-dev/breakglass/internal/dev"
+	"github.com/tower-dev/breakglass/policies"
+	"github.com/tower-dev/breakglass/relay"
+	"github.com/tower-dev/breakglass/relay/client"
+	"github.com/tower-dev/breakglass/test/cluster"
+)
+
+const shop = "component:default/shop"
+
+// plane is the local plane with Backstage's backend (a real one, started
+// with @backstage/backend-defaults, on PostgreSQL) in front of its relay.
+func plane(t *testing.T, allowAll bool) (dev.Info, map[string]Person) {
+	t.Helper()
+	if err := dev.BackstageAvailable(); err != nil {
+		t.Skip(err)
+	}
+	var logs cluster.SyncBuffer
+	r, err := dev.Background(context.Background(), dev.Options{Profile: policies.Ground, RelayAddr: "127.0.0.1:0", Dir: t.TempDir(),
+		Backstage: true, BackstageAllowAll: allowAll}, &logs)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, logs.String())
+	}
+	t.Cleanup(func() {
+		if err := r.Stop(); err != nil {
+			t.Errorf("stopping the plane: %v", err)
+		}
+		if t.Failed() {
+			t.Logf("the plane's log:\n%s", logs.String())
+		}
+	})
+	t.Log(r.Report())
+	people := map[string]Person{}
+	for _, name := range []string{"alice", "bob", "carol", "dave"} {
+		// The catalog takes in the demo people a moment after the backend
+		// is ready; until then Backstage's sign-in finds no such user.
+		p, err := SignIn(r.Info.BackstageURL, name)
+		for deadline := time.Now().Add(time.Minute); err != nil && time.Now().Before(deadline); time.Sleep(time.Second) {
+			p, err = SignIn(r.Info.BackstageURL, name)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.UserEntityRef != "user:default/"+name {
+			t.Fatalf("%s signed in as %s", name, p.UserEntityRef)
+		}
+		people[name] = p
+	}
+	return r.Info, people
+}
+
+// refused asserts err is a refusal with status and a message naming what.
+func refused(t *testing.T, what string, err error, status int, message string) {
+	t.Helper()
+	var e *client.Error
+	if !errors.As(err, &e) || e.Status != status || !strings.Contains(e.Message, message) {
+		t.Fatalf("%s: %v, want %d with %q", what, err, status, message)
+	}
+}
+
+// TestBackstageDrivesASession: the whole flow through Backstage's backend
+// plugin on a real relay and API server. Backstage's permissions refuse
+// first (a non-owner's request, an approval by someone outside the
+// approvers, a watcher who may not watch); two identities that disagree
+// are refused; an approved session's terminal runs through the backend's
+// WebSocket, both as a program (headers) and as a browser (subprotocols);
+// the approver hears of the request in Backstage's notifications, linking
+// to the approval page.
+func TestBackstageDrivesASession(t *testing.T) {
+	ctx := context.Background()
+	info, people := plane(t, false)
+	bs := info.BackstageURL
+	alice, bob, carol := people["alice"].Client(bs, shop), people["bob"].Client(bs, ""), people["carol"].Client(bs, shop)
+	target := client.Target{Cluster: info.Cluster, Namespace: info.Namespace}
+	ask := relay.Request{Pod: info.Pod, Mode: v1alpha1.ModeLive, Duration: "20m", Reason: "checkout returns 500s"}
+
+	_, err := carol.Request(ctx, target, ask)
+	refused(t, "carol, who owns nothing, asks", err, http.StatusForbidden, "Backstage's permissions do not let user:default/carol ask")
+	_, err = people["alice"].Client(bs, "component:default/billing").Request(ctx, target, ask)
+	refused(t, "alice asks in shop naming billing", err, http.StatusForbidden, "runs in namespace billing, not shop")
+	mixed := people["alice"].Client(bs, shop)
+	mixed.Header.Set(IdentityHeader, people["bob"].IDToken)
+	_, err = mixed.Request(ctx, target, ask)
+	refused(t, "alice's Backstage token with bob's ID token", err, http.StatusForbidden, "names bob@example.com, but user:default/alice")
+	_, err = (&client.Client{BaseURL: bs + "/api/breakglass", Token: people["alice"].BackstageToken}).Request(ctx, target, ask)
+	refused(t, "no ID token", err, http.StatusUnauthorized, "x-breakglass-identity")
+
+	s, err := alice.Request(ctx, target, ask)
+	if err != nil {
+		t.Fatal(err)
+	}
+	target.Name = s.Name
+	if s.Spec.RequesterID == "" || !strings.HasPrefix(s.Spec.RequesterID, info.IssuerURL+"#") {
+		t.Fatalf("the relay names the requester %q: want the issuer's identity, not Backstage's", s.Spec.RequesterID)
+	}
+	_, err = alice.Approve(ctx, target, relay.Decision{})
+	refused(t, "alice approves her own", err, http.StatusForbidden, "Backstage's permissions do not let user:default/alice approve")
+	requireNotified(t, bs, people["bob"], "asks for a debug session", fmt.Sprintf("/break-glass/sessions/%s/%s/%s?view=approve", info.Cluster, info.Namespace, s.Name))
+
+	if _, err := bob.Approve(ctx, target, relay.Decision{}); err != nil {
+		t.Fatal(err)
+	}
+	requireNotified(t, bs, people["alice"], "was approved", fmt.Sprintf("/break-glass/sessions/%s/%s/%s", info.Cluster, info.Namespace, s.Name))
+	if _, err := alice.Start(ctx, target); err != nil {
+		t.Fatal(err)
+	}
+
+	in, typed := io.Pipe()
+	var screen cluster.SyncBuffer
+	attached := make(chan error, 1)
+	go func() { attached <- alice.Attach(ctx, target, in, &screen, io.Discard, nil) }()
+	if _, err := typed.Write([]byte("echo demo-$((40+2)) as $(id -u)\n")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "alice's screen", screen.String, "demo-42 as 65532")
+
+	// Bob watches as the plugin's page does: both tokens as subprotocols.
+	watch := watcher(t, bs, people["bob"], target)
+	var watched cluster.SyncBuffer
+	go func() {
+		for {
+			_, data, err := watch.ReadMessage()
+			if err != nil {
+				return
+			}
+			_, _ = watched.Write(data)
+		}
+	}()
+	if _, err := typed.Write([]byte("echo seen-$((6*7))\n")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "bob's screen", watched.String, "seen-42")
+	if _, _, err := dialTerminal(bs, people["carol"], target); err == nil || !strings.Contains(err.Error(), "403") {
+		t.Fatalf("carol, who may not watch, opened the terminal: %v", err)
+	}
+
+	ended, err := alice.End(ctx, target, "")
+	if err != nil || ended.Status.Phase != v1alpha1.PhaseEnded {
+		t.Fatalf("end: %v %+v", err, ended.Status)
+	}
+	var closed *client.Ended
+	if err := <-attached; !errors.As(err, &closed) || closed.Code != 1000 {
+		t.Fatalf("alice's terminal through Backstage: %v", err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		got, err := bob.Get(ctx, target)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Status.Evidence != nil && got.Status.Evidence.ManifestSHA256 != "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no evidence within 30s: %+v", got.Status)
+		}
+	}
+	cast, err := bob.Recording(ctx, target, "cast")
+	if err != nil || !strings.Contains(string(cast), "seen-42") {
+		t.Fatalf("the recording through Backstage: %v %.200q", err, cast)
+	}
+}
+
+// TestBackstageMisconfiguredStillMeetsTheRelay: with a Backstage policy that
+// allows everything, the relay's own checks still refuse: a request by
+// someone the relay does not let ask, and an approval of one's own.
+func TestBackstageMisconfiguredStillMeetsTheRelay(t *testing.T) {
+	ctx := context.Background()
+	info, people := plane(t, true)
+	bs := info.BackstageURL
+	target := client.Target{Cluster: info.Cluster, Namespace: info.Namespace}
+	ask := relay.Request{Pod: info.Pod, Mode: v1alpha1.ModeLive, Duration: "20m", Reason: "checkout returns 500s"}
+
+	_, err := people["carol"].Client(bs, shop).Request(ctx, target, ask)
+	refused(t, "carol asks, Backstage allowing", err, http.StatusForbidden, "carol@example.com may not")
+	dave := people["dave"].Client(bs, shop)
+	s, err := dave.Request(ctx, target, ask)
+	if err != nil {
+		t.Fatal(err)
+	}
+	target.Name = s.Name
+	_, err = dave.Approve(ctx, target, relay.Decision{})
+	refused(t, "dave approves his own, Backstage allowing", err, http.StatusForbidden, "another person decides on it")
+}
+
+func waitFor(t *testing.T, what string, read func() string, want string) {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); !strings.Contains(read(), want); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no %q on %s: %q", want, what, read())
+		}
+	}
+}
+
+// The backend plugin's terminal subprotocols (its terminal.ts).
+const (
+	backstageTokenPrefix = "backstage.breakglass.tower.dev."
+	identityTokenPrefix  = "identity.breakglass.tower.dev."
+)
+
+func dialTerminal(bs string, p Person, t client.Target) (*websocket.Conn, *http.Response, error) {
+	d := websocket.Dialer{Subprotocols: []string{relay.TerminalProtocol, backstageTokenPrefix + p.BackstageToken, identityTokenPrefix + p.IDToken}}
+	u := fmt.Sprintf("ws%s/api/breakglass/api/v1/clusters/%s/namespaces/%s/sessions/%s/terminal", strings.TrimPrefix(bs, "http"), t.Cluster, t.Namespace, t.Name)
+	conn, resp, err := d.Dial(u, http.Header{"Origin": {bs}})
+	if err != nil && resp != nil {
+		body, _ := io.ReadAll(resp.Body)
+		err = fmt.Errorf("%s: %w: %s", resp.Status, err, body)
+	}
+	return conn, resp, err
+}
+
+func watcher(t *testing.T, bs string, p Person, target client.Target) *websocket.Conn {
+	t.Helper()
+	conn, resp, err := dialTerminal(bs, p, target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := resp.Header.Get("Sec-WebSocket-Protocol"); got != relay.TerminalProtocol {
+		t.Fatalf("the answer's subprotocol is %q: the tokens must never be echoed", got)
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+	return conn
+}
+
+// requireNotified: p's Backstage notifications include one whose title has
+// title and whose link is link.
+func requireNotified(t *testing.T, bs string, p Person, title, link string) {
+	t.Helper()
+	var seen []string
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		req, _ := http.NewRequest(http.MethodGet, bs+"/api/notifications/notifications", nil)
+		req.Header.Set("Authorization", "Bearer "+p.BackstageToken)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got struct {
+			Notifications []struct {
+				Payload struct{ Title, Link string } `json:"payload"`
+			} `json:"notifications"`
+		}
+		err = json.NewDecoder(resp.Body).Decode(&got)
+		_ = resp.Body.Close()
+		if err != nil {
+			t.Fatalf("notifications: %s %v", resp.Status, err)
+		}
+		seen = seen[:0]
+		for _, n := range got.Notifications {
+			if strings.Contains(n.Payload.Title, title) && n.Payload.Link == link {
+				return
+			}
+			seen = append(seen, n.Payload.Title+" -> "+n.Payload.Link)
+		}
+	}
+	t.Fatalf("%s was not notified %q linking to %s; saw %q", p.UserEntityRef, title, link, seen)
+}
