@@ -95,8 +95,16 @@ func (a *Authenticator) Verify(ctx context.Context, raw string) (Caller, error) 
 	// and another here (an IdP that lets someone shape a claim's name):
 	// a token whose claims differ from one the relay reads only by case is
 	// refused, and the subject is the exact "sub" (found by FuzzTokenClaims).
+	// A token for several audiences is the relay's only if the party it
+	// was issued to (azp) is one the relay accepts: an IdP may add other
+	// audiences to a token it gives a third party.
+	if len(tok.Audience) > 1 {
+		if azp, _ := claims["azp"].(string); !slices.Contains(a.audiences, azp) {
+			return Caller{}, fmt.Errorf("%w: the token is for several audiences and was issued to %q, not to this relay or one of its portals", errUnauthenticated, azp)
+		}
+	}
 	for k := range claims {
-		for _, want := range []string{"iss", "sub", "aud", "exp", "nbf", "iat", "nonce", "email", "email_verified", a.usernameClaim, a.groupsClaim} {
+		for _, want := range []string{"iss", "sub", "aud", "azp", "exp", "nbf", "iat", "nonce", "email", "email_verified", a.usernameClaim, a.groupsClaim} {
 			if k != want && strings.EqualFold(k, want) {
 				return Caller{}, fmt.Errorf("%w: the token has a claim %q that differs from %q only by case: refused as ambiguous", errUnauthenticated, k, want)
 			}

@@ -73,11 +73,34 @@ func TestPortalsForwardThePersonsOwnIdentity(t *testing.T) {
 	if err != nil || portal.ID != own.ID {
 		t.Fatalf("the portal's token names %+v (%v), the relay's %+v: want the same person", portal, err, own)
 	}
+	// Several audiences: the party it was issued to decides.
+	if _, err := a.Verify(context.Background(), signAzp(t, signer, []string{"backstage", "grafana"}, "backstage")); err != nil {
+		t.Errorf("a token for backstage and grafana, issued to backstage: %v", err)
+	}
+	for _, azp := range []string{"grafana", ""} {
+		if _, err := a.Verify(context.Background(), signAzp(t, signer, []string{"backstage", "grafana"}, azp)); err == nil || !strings.Contains(err.Error(), "issued to") {
+			t.Errorf("a token for backstage and grafana, issued to %q: %v, want refused", azp, err)
+		}
+	}
 	for _, aud := range []any{"grafana", []string{"grafana", "other"}, ""} {
 		if _, err := a.Verify(context.Background(), sign(aud)); err == nil || !strings.Contains(err.Error(), "not for this relay") {
 			t.Errorf("a token for %v: %v, want refused", aud, err)
 		}
 	}
+}
+
+func signAzp(t *testing.T, signer jose.Signer, aud []string, azp string) string {
+	t.Helper()
+	claims := map[string]any{"iss": testIssuer, "aud": aud, "exp": time.Now().Add(time.Hour).Unix(),
+		"sub": "alice-1", "email": "alice@example.com", "email_verified": true}
+	if azp != "" {
+		claims["azp"] = azp
+	}
+	tok, err := jwt.Signed(signer).Claims(claims).Serialize()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok
 }
 
 // testAuthenticator is an Authenticator for client "tower" of testIssuer
