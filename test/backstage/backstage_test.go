@@ -49,9 +49,9 @@ func plane(t *testing.T, allowAll bool) (dev.Info, map[string]Person) {
 	for _, name := range []string{"alice", "bob", "carol", "dave"} {
 		// The catalog takes in the demo people a moment after the backend
 		// is ready; until then Backstage's sign-in finds no such user.
-		p, err := SignIn(r.Info.BackstageURL, name)
+		p, err := SignIn(r.BackstageURL, name)
 		for deadline := time.Now().Add(time.Minute); err != nil && time.Now().Before(deadline); time.Sleep(time.Second) {
-			p, err = SignIn(r.Info.BackstageURL, name)
+			p, err = SignIn(r.BackstageURL, name)
 		}
 		if err != nil {
 			t.Fatal(err)
@@ -99,6 +99,16 @@ func TestBackstageDrivesASession(t *testing.T) {
 	refused(t, "alice's Backstage token with bob's ID token", err, http.StatusForbidden, "names bob@example.com, but user:default/alice")
 	_, err = (&client.Client{BaseURL: bs + "/api/breakglass", Token: people["alice"].BackstageToken}).Request(ctx, target, ask)
 	refused(t, "no ID token", err, http.StatusUnauthorized, "x-breakglass-identity")
+	// Go's JSON takes "GlassBroken" for glassBroken: the first layer must
+	// not judge a request the relay reads differently.
+	status, body := post(t, bs+"/api/breakglass/api/v1/clusters/ground/namespaces/shop/sessions", people["alice"],
+		`{"pod":"`+info.Pod+`","mode":"live","duration":"20m","reason":"r","GlassBroken":true}`)
+	if status != http.StatusBadRequest || !strings.Contains(body, `no field \"GlassBroken\"`) {
+		t.Fatalf("a request spelling glassBroken otherwise: %d %s", status, body)
+	}
+	if status, body := post(t, bs+"/api/breakglass/api/v1/clusters/ground/namespaces/shop/sessions/../../../me/approve", people["bob"], `{}`); status != http.StatusNotFound && status != http.StatusBadRequest {
+		t.Fatalf("a path that climbs: %d %s", status, body)
+	}
 
 	s, err := alice.Request(ctx, target, ask)
 	if err != nil {
@@ -145,7 +155,10 @@ func TestBackstageDrivesASession(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, "bob's screen", watched.String, "seen-42")
-	if _, _, err := dialTerminal(bs, people["carol"], target); err == nil || !strings.Contains(err.Error(), "403") {
+	if conn, err := dialTerminal(bs, people["carol"], target); err == nil || !strings.Contains(err.Error(), "403") {
+		if conn != nil {
+			_ = conn.Close()
+		}
 		t.Fatalf("carol, who may not watch, opened the terminal: %v", err)
 	}
 
@@ -197,6 +210,24 @@ func TestBackstageMisconfiguredStillMeetsTheRelay(t *testing.T) {
 	refused(t, "dave approves his own, Backstage allowing", err, http.StatusForbidden, "another person decides on it")
 }
 
+// post sends body to url as p, through the backend plugin as a page would
+// (asking about the shop component), and answers the status and body.
+func post(t *testing.T, url string, p Person, body string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+p.BackstageToken)
+	req.Header.Set(IdentityHeader, p.IDToken)
+	req.Header.Set(EntityHeader, shop)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
 func waitFor(t *testing.T, what string, read func() string, want string) {
 	t.Helper()
 	for deadline := time.Now().Add(20 * time.Second); !strings.Contains(read(), want); time.Sleep(20 * time.Millisecond) {
@@ -212,25 +243,31 @@ const (
 	identityTokenPrefix  = "identity.breakglass.tower.dev."
 )
 
-func dialTerminal(bs string, p Person, t client.Target) (*websocket.Conn, *http.Response, error) {
+// dialTerminal opens t's terminal as the plugin's page does; an error says
+// the refusal's status and body.
+func dialTerminal(bs string, p Person, t client.Target) (*websocket.Conn, error) {
 	d := websocket.Dialer{Subprotocols: []string{relay.TerminalProtocol, backstageTokenPrefix + p.BackstageToken, identityTokenPrefix + p.IDToken}}
 	u := fmt.Sprintf("ws%s/api/breakglass/api/v1/clusters/%s/namespaces/%s/sessions/%s/terminal", strings.TrimPrefix(bs, "http"), t.Cluster, t.Namespace, t.Name)
 	conn, resp, err := d.Dial(u, http.Header{"Origin": {bs}})
+	if resp != nil {
+		defer resp.Body.Close()
+	}
 	if err != nil && resp != nil {
 		body, _ := io.ReadAll(resp.Body)
-		err = fmt.Errorf("%s: %w: %s", resp.Status, err, body)
+		return nil, fmt.Errorf("%s: %w: %s", resp.Status, err, body)
 	}
-	return conn, resp, err
+	if err == nil && conn.Subprotocol() != relay.TerminalProtocol {
+		_ = conn.Close()
+		return nil, fmt.Errorf("the answer's subprotocol is %q: the tokens must never be echoed", conn.Subprotocol())
+	}
+	return conn, err
 }
 
 func watcher(t *testing.T, bs string, p Person, target client.Target) *websocket.Conn {
 	t.Helper()
-	conn, resp, err := dialTerminal(bs, p, target)
+	conn, err := dialTerminal(bs, p, target)
 	if err != nil {
 		t.Fatal(err)
-	}
-	if got := resp.Header.Get("Sec-WebSocket-Protocol"); got != relay.TerminalProtocol {
-		t.Fatalf("the answer's subprotocol is %q: the tokens must never be echoed", got)
 	}
 	t.Cleanup(func() { _ = conn.Close() })
 	return conn

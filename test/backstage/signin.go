@@ -51,7 +51,7 @@ func SignIn(baseURL, username string) (Person, error) {
 	page, _ := io.ReadAll(resp.Body)
 	_ = resp.Body.Close()
 	if resp.StatusCode != http.StatusOK || !strings.Contains(string(page), "authorization_response") {
-		return Person{}, fmt.Errorf("Backstage's sign-in handler: %s %.300s", resp.Status, page)
+		return Person{}, fmt.Errorf("the Backstage sign-in handler: %s %.300s", resp.Status, page)
 	}
 	req, _ := http.NewRequest(http.MethodGet, baseURL+"/api/auth/oidc/refresh?env=development", nil)
 	req.Header.Set("X-Requested-With", "XMLHttpRequest")
@@ -71,7 +71,7 @@ func SignIn(baseURL, username string) (Person, error) {
 		} `json:"backstageIdentity"`
 	}
 	if err := json.NewDecoder(resp.Body).Decode(&session); err != nil || session.BackstageIdentity.Token == "" || session.ProviderInfo.IDToken == "" {
-		return Person{}, fmt.Errorf("Backstage's session for %s: %s, %v", username, resp.Status, err)
+		return Person{}, fmt.Errorf("the Backstage session for %s: %s, %w", username, resp.Status, err)
 	}
 	return Person{BackstageToken: session.BackstageIdentity.Token, IDToken: session.ProviderInfo.IDToken,
 		UserEntityRef: session.BackstageIdentity.Identity.UserEntityRef}, nil

@@ -50,6 +50,11 @@ export class People {
     // checked for one and the relay act for another.
     const entity = await this.entity(user.userEntityRef);
     const email = (entity?.spec?.profile as { email?: string } | undefined)?.email;
+    // Only an address the issuer verified: an unverified one could be set
+    // to a catalog user's.
+    if (claims.email_verified !== true && claims.email_verified !== 'true') {
+      throw new RefusedError(403, 'IdentityMismatch', 'the identity token\'s email is not verified by the issuer');
+    }
     if (!email || typeof claims.email !== 'string' || email.toLowerCase() !== claims.email.toLowerCase()) {
       throw new RefusedError(403, 'IdentityMismatch',
         `the identity token names ${String(claims.email)}, but ${user.userEntityRef} is ${email ?? 'without an email in the catalog'}`);
@@ -61,8 +66,9 @@ export class People {
     };
   }
 
-  async entity(ref: string): Promise<Entity | undefined> {
-    return this.o.catalog.getEntityByRef(ref, { credentials: await this.o.auth.getOwnServiceCredentials() });
+  /** entity looks ref up as credentials (default: the plugin itself). */
+  async entity(ref: string, credentials?: BackstageCredentials): Promise<Entity | undefined> {
+    return this.o.catalog.getEntityByRef(ref, { credentials: credentials ?? (await this.o.auth.getOwnServiceCredentials()) });
   }
 }
 

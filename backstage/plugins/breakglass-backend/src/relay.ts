@@ -30,7 +30,8 @@ export class Relay {
 
   /** forward passes the relay's answer to the page as it is, streamed. */
   async forward(req: Request, res: Response, p: Person, path: string) {
-    const body = typeof req.body === 'string' ? req.body : undefined;
+    // Only a POST carries a body (fetch refuses one on GET).
+    const body = req.method === 'POST' && typeof req.body === 'string' ? req.body : undefined;
     const answer = await this.call(req.method, path, p, body, req.header('accept'));
     res.status(answer.status);
     for (const h of passedHeaders) {

@@ -1,6 +1,6 @@
 import express, { NextFunction, Request, Response } from 'express';
 import { LoggerService } from '@backstage/backend-plugin-api';
-import { stringifyEntityRef } from '@backstage/catalog-model';
+import { parseEntityRef, stringifyEntityRef } from '@backstage/catalog-model';
 import {
   breakglassApprovePermission,
   breakglassBreakGlassPermission,
@@ -52,8 +52,9 @@ export async function createRouter(options: RouterOptions): Promise<express.Rout
   };
   const route = (fn: (req: Request, res: Response, p: Person) => Promise<void>) =>
     (req: Request, res: Response, next: NextFunction) => {
-      people
-        .of(req)
+      Promise.resolve()
+        .then(() => checkPath(req))
+        .then(() => people.of(req))
         .then(p => fn(req, res, p))
         .catch(e => answerError(res, e, logger))
         .catch(next);
@@ -63,23 +64,44 @@ export async function createRouter(options: RouterOptions): Promise<express.Rout
   const session = (req: Request, p: Person) => relay.json<Session>('GET', sessionPath(req), p);
 
   router.get('/api/v1/me', route((req, res, p) => relay.forward(req, res, p, '/api/v1/me')));
-  router.get('/api/v1/sessions', route((req, res, p) => relay.forward(req, res, p, '/api/v1/sessions')));
-  router.get('/api/v1/events', route((req, res, p) => relay.forward(req, res, p, '/api/v1/events')));
+  router.get('/api/v1/sessions', route((req, res, p) => relay.forward(req, res, p, `/api/v1/sessions${query(req)}`)));
+  router.get('/api/v1/events', route((req, res, p) => relay.forward(req, res, p, `/api/v1/events${query(req)}`)));
 
   router.post(
     '/api/v1/clusters/:cluster/namespaces/:namespace/sessions',
     route(async (req, res, p) => {
       const body = parseBody(req);
+      if (typeof body !== 'object' || body === null || Array.isArray(body)) {
+        throw new RefusedError(400, 'BadRequest', 'a request is a JSON object: pod, mode, duration, reason, ...');
+      }
+      for (const k of Object.keys(body)) {
+        if (!requestFields.includes(k)) {
+          throw new RefusedError(400, 'BadRequest', `a request has no field ${JSON.stringify(k)} (fields: ${requestFields.join(', ')})`);
+        }
+      }
       const entityRef = req.header(EntityHeader) ?? '';
       if (!entityRef) {
         throw new RefusedError(400, 'BadRequest', `a request names the component it is for: ${EntityHeader}: component:namespace/name`);
       }
-      const entity = await people.entity(entityRef);
-      if (!entity) {
-        throw new RefusedError(404, 'NotFound', `no entity ${entityRef} in the catalog`);
+      let ref;
+      try {
+        ref = parseEntityRef(entityRef);
+      } catch (e) {
+        throw new RefusedError(400, 'BadRequest', `${EntityHeader}: ${(e as Error).message}`);
       }
+      // Looked up as the person: an entity they may not see is not found.
+      const entity = ref.kind.toLowerCase() === 'component' ? await people.entity(stringifyEntityRef(ref), p.credentials) : undefined;
+      if (!entity) {
+        throw new RefusedError(404, 'NotFound', `no component ${entityRef} in the catalog that you may see`);
+      }
+      // The entity's owners write this annotation: the relay's namespace
+      // permissions, from the issuer's groups, are what holds an owner who
+      // names a namespace not theirs (docs/backstage.md).
       const ns = entity.metadata.annotations?.[namespaceAnnotation];
-      if (ns && ns !== req.params.namespace) {
+      if (!ns) {
+        throw new RefusedError(403, 'Forbidden', `${stringifyEntityRef(entity)} has no ${namespaceAnnotation} annotation: nothing says where it runs`);
+      }
+      if (ns !== req.params.namespace) {
         throw new RefusedError(403, 'Forbidden', `${stringifyEntityRef(entity)} runs in namespace ${ns}, not ${req.params.namespace}`);
       }
       const glass = body?.glassBroken === true;
@@ -97,9 +119,8 @@ export async function createRouter(options: RouterOptions): Promise<express.Rout
     router.post(
       `${one}/${decision}`,
       route(async (req, res, p) => {
-        // Denying one's own request is withdrawing it: no permission needed.
-        const s = decision === 'deny' ? await session(req, p) : undefined;
-        if (!(s && p.asked(s)) && !(await allowed(p, breakglassApprovePermission))) {
+        // Withdrawing one's own request is an end, not a denial.
+        if (!(await allowed(p, breakglassApprovePermission))) {
           refuse(p, `${decision} sessions`);
         }
         const decided = await relay.json<Session>('POST', `${sessionPath(req)}/${decision}`, p, req.body);
@@ -149,6 +170,31 @@ export async function createRouter(options: RouterOptions): Promise<express.Rout
 }
 
 const enc = encodeURIComponent;
+
+// A request's fields, exactly as the relay's Request names them. The relay
+// (Go) matches JSON keys regardless of case, so "GlassBroken" would break
+// the glass there while this layer checked only the request permission: a
+// key spelled any other way is refused here.
+const requestFields = ['pod', 'container', 'mode', 'processAccess', 'duration', 'reason', 'keepPod', 'glassBroken'];
+
+// Segments of a session's path: names the relay and Kubernetes could have
+// (never "." or "..", which fetch would resolve).
+const segment = /^[A-Za-z0-9][A-Za-z0-9._-]{0,252}$/;
+
+function checkPath(req: Request) {
+  for (const k of ['cluster', 'namespace', 'name'] as const) {
+    const v = req.params[k];
+    if (v !== undefined && !segment.test(v)) {
+      throw new RefusedError(400, 'BadRequest', `${k}: ${JSON.stringify(v)} is not a name`);
+    }
+  }
+}
+
+// query passes a list's filters on as they came (the relay checks them).
+function query(req: Request) {
+  const i = req.originalUrl.indexOf('?');
+  return i < 0 ? '' : req.originalUrl.slice(i);
+}
 
 function parseBody(req: Request): any {
   if (typeof req.body !== 'string' || req.body === '') return undefined;

@@ -16,6 +16,7 @@ export const TerminalProtocol = 'breakglass.terminal.v1';
 export const BackstageTokenPrefix = 'backstage.breakglass.tower.dev.';
 export const IdentityTokenPrefix = 'identity.breakglass.tower.dev.';
 
+const segment = /^[A-Za-z0-9][A-Za-z0-9._-]{0,252}$/;
 const terminalPath = /^\/api\/v1\/clusters\/([^/]+)\/namespaces\/([^/]+)\/sessions\/([^/]+)\/terminal$/;
 
 /**
@@ -30,32 +31,54 @@ export function terminalUpgrades(o: RouterOptions, people: People, relay: Relay)
   let base: string | undefined;
 
   const refuse = (socket: Duplex, status: number, message: string) => {
+    if (socket.destroyed) return;
     socket.end(`HTTP/1.1 ${status} ${status === 401 ? 'Unauthorized' : status === 403 ? 'Forbidden' : 'Refused'}\r\n` +
       `Content-Type: text/plain\r\nContent-Length: ${Buffer.byteLength(message)}\r\nConnection: close\r\n\r\n${message}`);
   };
 
   const upgrade = async (server: Server, req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    // A client that goes away mid-handshake must not become an uncaught error.
+    socket.on('error', () => socket.destroy());
     base ??= new URL(await o.discovery.getBaseUrl('breakglass')).pathname;
     const path = (req.url ?? '').split('?')[0];
     const m = path.startsWith(`${base}/`) ? terminalPath.exec(path.slice(base.length)) : null;
     if (!m) {
       // Not ours. Alone on the server, the upgrade goes on as a plain
       // request, as it would with no listener, so that a plugin that
-      // subscribes as this one does still sees its first.
+      // subscribes as this one does still sees its first; the connection
+      // closes after the answer.
       if (server.listenerCount('upgrade') === 1) {
         const res = new ServerResponse(req);
+        res.shouldKeepAlive = false;
         res.assignSocket(socket as any);
+        res.on('finish', () => socket.destroy());
         server.emit('request', req, res);
       }
       return;
     }
+    let upgraded = false;
+    let upstream: WebSocket | undefined;
+    // A page that leaves before the relay answers leaves no connection
+    // behind at the relay (it would hold the typing slot).
+    socket.on('close', () => {
+      if (!upgraded) upstream?.terminate();
+    });
     try {
-      const protocols = (req.headers['sec-websocket-protocol'] ?? '').split(',').map(p => p.trim());
+      if (!m.slice(1).every(x => segment.test(x))) {
+        throw new RefusedError(400, 'BadRequest', 'the cluster, namespace and session are names');
+      }
+      // What ws would refuse in the handshake, refused before the relay is called.
+      const protocols = (req.headers['sec-websocket-protocol'] ?? '').split(',').map((x: string) => x.trim());
+      if (req.method !== 'GET' || req.headers['sec-websocket-version'] !== '13' ||
+        !/^[+/0-9A-Za-z]{22}==$/.test(String(req.headers['sec-websocket-key'] ?? '')) ||
+        new Set(protocols).size !== protocols.length || protocols.includes('')) {
+        throw new RefusedError(400, 'BadRequest', 'not a WebSocket handshake (version 13, a key, distinct subprotocols)');
+      }
       // A browser sends both tokens as subprotocols; a program (the CLI
       // through Backstage) may send them as the REST calls' headers.
-      const backstageToken = protocols.find(p => p.startsWith(BackstageTokenPrefix))?.slice(BackstageTokenPrefix.length) ??
+      const backstageToken = protocols.find(x => x.startsWith(BackstageTokenPrefix))?.slice(BackstageTokenPrefix.length) ??
         /^Bearer (.+)$/.exec(req.headers.authorization ?? '')?.[1];
-      const idToken = protocols.find(p => p.startsWith(IdentityTokenPrefix))?.slice(IdentityTokenPrefix.length) ??
+      const idToken = protocols.find(x => x.startsWith(IdentityTokenPrefix))?.slice(IdentityTokenPrefix.length) ??
         (req.headers[IdentityHeader] as string | undefined);
       if (!protocols.includes(TerminalProtocol) || !backstageToken) {
         throw new RefusedError(401, 'Unauthenticated', `a terminal speaks ${TerminalProtocol} and sends the Backstage token (as ${BackstageTokenPrefix}<token>, or a Bearer header)`);
@@ -73,19 +96,23 @@ export function terminalUpgrades(o: RouterOptions, people: People, relay: Relay)
           throw new RefusedError(403, 'Forbidden', `Backstage's permissions do not let ${p.user.userEntityRef} watch others' sessions`);
         }
       }
-      const upstream = new WebSocket(`${relay.url.replace(/^http/, 'ws')}${sessionPath}/terminal`, [TerminalProtocol], {
+      if (socket.destroyed) return;
+      const up = new WebSocket(`${relay.url.replace(/^http/, 'ws')}${sessionPath}/terminal`, [TerminalProtocol], {
         headers: { authorization: `Bearer ${p.idToken}` },
+        handshakeTimeout: 15000,
       });
-      upstream.on('unexpected-response', (_r, answer) => {
+      upstream = up;
+      up.on('unexpected-response', (_r, answer) => {
         let text = '';
         answer.on('data', (c: Buffer) => { if (text.length < 4096) text += c.toString(); });
         answer.on('end', () => refuse(socket, answer.statusCode ?? 502, text));
       });
-      upstream.on('error', e => {
-        if (upstream.readyState !== WebSocket.OPEN) refuse(socket, 502, `the relay: ${e.message}`);
+      up.on('error', e => {
+        if (!upgraded) refuse(socket, 502, `the relay: ${e.message}`);
       });
-      upstream.on('open', () => {
-        wss.handleUpgrade(req, socket, head, page => pipe(page, upstream));
+      up.on('open', () => {
+        upgraded = true;
+        wss.handleUpgrade(req, socket, head, page => pipe(page, up));
       });
     } catch (e) {
       const r = e instanceof RefusedError ? e : new RefusedError(401, 'Unauthenticated', (e as Error).message);
@@ -97,7 +124,9 @@ export function terminalUpgrades(o: RouterOptions, people: People, relay: Relay)
     const server = (req.socket as any)?.server as Server | undefined;
     if (!subscribed && server) {
       subscribed = true;
-      server.on('upgrade', (r: IncomingMessage, s: Duplex, h: Buffer) => { void upgrade(server, r, s, h); });
+      server.on('upgrade', (r: IncomingMessage, s: Duplex, h: Buffer) => {
+        upgrade(server, r, s, h).catch(() => s.destroy());
+      });
     }
     next();
   };
