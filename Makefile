@@ -52,7 +52,8 @@ relay/console/dist/index.html: $(CONSOLE_WEB)/node_modules/.package-lock.json $(
 # Tower's Backstage plugins (backstage/): Node.js 22 from the npm registry
 # (Backstage needs 22 or 24; Debian has 20), the workspace's packages from
 # its lockfile (no install scripts: nothing native is built), then a type
-# check of the plugins and the demo backend.
+# check of the plugins and the demo backend, and the demo app built with
+# Backstage's CLI (the backend serves it).
 NODE22 := $(BIN)/node22/bin/node
 BACKSTAGE_PATH := PATH=$(BIN)/node22/bin:$$PATH
 $(NODE22): hack/node22.sh
@@ -61,6 +62,7 @@ backstage/node_modules/.package-lock.json: $(NODE22) backstage/package.json back
 	cd backstage && $(BACKSTAGE_PATH) npm ci --ignore-scripts
 backstage: backstage/node_modules/.package-lock.json
 	cd backstage && $(BACKSTAGE_PATH) node_modules/.bin/tsc -p .
+	cd backstage/packages/app && $(BACKSTAGE_PATH) ../../node_modules/.bin/backstage-cli package build --config ../../app-config.yaml
 
 build: console
 	$(GO) build ./...

@@ -44,7 +44,7 @@ func BackstageAvailable() error {
 		return errors.New("the Backstage workspace is not installed: run make backstage")
 	}
 	if _, err := os.Stat(backstageNode()); err != nil {
-		return errors.New("Node.js 22 is not in bin/node22: run make backstage")
+		return errors.New("no Node.js 22 in bin/node22: run make backstage")
 	}
 	return postgres.Available()
 }
@@ -120,8 +120,10 @@ breakglass:
 	if err := cmd.Start(); err != nil {
 		return "", err
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
+	// exited closes when the backend has; waitErr says how.
+	exited := make(chan struct{})
+	var waitErr error
+	go func() { waitErr = cmd.Wait(); close(exited) }()
 	*stops = append(*stops, func() error {
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
 		select {
@@ -130,15 +132,15 @@ breakglass:
 			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 			<-exited
 		}
-		return nil
+		return stoppedBySignal(waitErr)
 	})
 	// Ready once its plugins have started and the catalog holds the demo
 	// people; a backend that exits is an error at once. The caller's
 	// progress check catches one that hangs.
 	for {
 		select {
-		case err := <-exited:
-			return "", fmt.Errorf("Backstage's backend exited: %v", err)
+		case <-exited:
+			return "", fmt.Errorf("the Backstage backend exited: %w", waitErr)
 		case <-ctx.Done():
 			return "", ctx.Err()
 		case <-time.After(500 * time.Millisecond):
@@ -151,4 +153,13 @@ breakglass:
 			}
 		}
 	}
+}
+
+// stoppedBySignal is nil for a backend that ended because it was told to.
+func stoppedBySignal(err error) error {
+	var exit *exec.ExitError
+	if errors.As(err, &exit) && !exit.Exited() {
+		return nil
+	}
+	return err
 }

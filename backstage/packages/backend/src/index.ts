@@ -1,11 +1,13 @@
 // The Backstage backend that make dev --backstage and the tests run in front
 // of the local plane: the catalog (the demo people, their groups and the
-// shop component), sign-in at the local OIDC issuer, permissions with the
-// break-glass policy, notifications, and Tower's break-glass plugin.
+// shop component), the app's built frontend, sign-in at the local OIDC
+// issuer, permissions with the break-glass policy, notifications, and
+// Tower's break-glass plugin.
 import { createBackend } from '@backstage/backend-defaults';
 import { breakglassPolicyModule } from './policy';
 
 const backend = createBackend();
+backend.add(import('@backstage/plugin-app-backend'));
 backend.add(import('@backstage/plugin-auth-backend'));
 backend.add(import('@backstage/plugin-auth-backend-module-oidc-provider'));
 backend.add(import('@backstage/plugin-catalog-backend'));

@@ -1,0 +1,32 @@
+import { createApp } from '@backstage/frontend-defaults';
+import { createFrontendModule } from '@backstage/frontend-plugin-api';
+import { SignInPageBlueprint } from '@backstage/plugin-app-react';
+import { SignInPage } from '@backstage/core-components';
+import catalogPlugin from '@backstage/plugin-catalog/alpha';
+import notificationsPlugin from '@backstage/plugin-notifications/alpha';
+import signalsPlugin from '@backstage/plugin-signals/alpha';
+import breakglassPlugin, { breakglassAuthApiRef } from '@tower-dev/backstage-plugin-breakglass';
+
+// People sign in at the organisation's issuer (the demo issuer here),
+// through the break-glass plugin's sign-in API: the ID token it keeps is
+// the one the relay is given.
+const signIn = createFrontendModule({
+  pluginId: 'app',
+  extensions: [
+    SignInPageBlueprint.make({
+      params: {
+        loader: async () => props => (
+          <SignInPage
+            {...props}
+            auto
+            provider={{ id: 'oidc', title: 'Demo issuer', message: 'Sign in at the organisation\u2019s issuer', apiRef: breakglassAuthApiRef }}
+          />
+        ),
+      },
+    }),
+  ],
+});
+
+export default createApp({
+  features: [catalogPlugin, notificationsPlugin, signalsPlugin, breakglassPlugin, signIn],
+});
