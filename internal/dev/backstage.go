@@ -56,12 +56,16 @@ func backstageNode() string { return filepath.Join(cluster.AssetsDir(), "node22"
 // startBackstage runs Backstage's backend on PostgreSQL, signing people in
 // at the issuer and forwarding break-glass calls to the relay. It answers the
 // backend's address once it reports ready.
-func startBackstage(ctx context.Context, dir string, issuer *oidcissuer.Issuer, relayURL string, allowAll bool, stops *[]func() error, logs io.Writer) (string, error) {
+func startBackstage(ctx context.Context, dir string, issuer *oidcissuer.Issuer, relayURL string, first *plane, allowAll bool, stops *[]func() error, logs io.Writer) (string, error) {
 	if err := BackstageAvailable(); err != nil {
 		return "", err
 	}
+	kubernetes, err := kubernetesConfig(ctx, first.name, first.c)
+	if err != nil {
+		return "", fmt.Errorf("the Kubernetes plugin's account: %w", err)
+	}
 	bsDir := filepath.Join(dir, "backstage")
-	if err := os.MkdirAll(bsDir, 0o755); err != nil {
+	if err = os.MkdirAll(bsDir, 0o755); err != nil {
 		return "", err
 	}
 	// A folder of its own: PostgreSQL runs as its own user, who cannot
@@ -104,7 +108,7 @@ auth:
 breakglass:
   relayURL: %[6]s
   devPolicy: %[7]s
-`, url, port, pg.Port, randomSecret(), issuer.URL, relayURL, devPolicy)
+%[8]s`, url, port, pg.Port, randomSecret(), issuer.URL, relayURL, devPolicy, kubernetes)
 	localConfig := filepath.Join(bsDir, "app-config.local.yaml")
 	if err := os.WriteFile(localConfig, []byte(local), 0o600); err != nil {
 		return "", err

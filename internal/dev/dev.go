@@ -246,7 +246,7 @@ func Up(ctx context.Context, o Options, logs io.Writer) (err error) {
 	var backstageURL string
 	if o.Backstage {
 		step("Backstage's backend with Tower's plugins, on PostgreSQL")
-		if backstageURL, err = startBackstage(ctx, o.Dir, issuer, relayURL, o.BackstageAllowAll, &stops, logs); err != nil {
+		if backstageURL, err = startBackstage(ctx, o.Dir, issuer, relayURL, planes[0], o.BackstageAllowAll, &stops, logs); err != nil {
 			return err
 		}
 	}

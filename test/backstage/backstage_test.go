@@ -110,6 +110,17 @@ func TestBackstageDrivesASession(t *testing.T) {
 		t.Fatalf("a path that climbs: %d %s", status, body)
 	}
 
+	// Backstage's Kubernetes plugin lists pods with its own account; its
+	// proxy (how its pod terminal would exec) is refused by the policy.
+	req, _ := http.NewRequest(http.MethodGet, bs+"/api/kubernetes/proxy/api/v1/namespaces/shop/pods", nil)
+	req.Header.Set("Authorization", "Bearer "+people["alice"].BackstageToken)
+	req.Header.Set("Backstage-Kubernetes-Cluster", info.Cluster)
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusForbidden {
+		t.Fatalf("the Kubernetes plugin's proxy: %v %v, want 403", resp, err)
+	} else {
+		_ = resp.Body.Close()
+	}
+
 	s, err := alice.Request(ctx, target, ask)
 	if err != nil {
 		t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -21,7 +22,8 @@ import (
 // Backstage's CLI, in Debian's Chromium (test/browser/backstage/walk.js,
 // playwright-core), alice and bob each in a browser context of their own,
 // signing in at the issuer through Backstage's popup. alice asks from the
-// shop component's tab; bob approves from the link in his Backstage
+// shop component's tab, picking the pod Backstage's Kubernetes plugin lists
+// for it; bob approves from the link in his Backstage
 // notification; before that she breaks the glass on a copy with process
 // access, bob reviews it from his queue, and its recording is refused to
 // her and plays for him; alice's terminal shows uid 65532 and a refused write; bob
@@ -52,6 +54,7 @@ func TestBackstageWalk(t *testing.T) {
 		Checked    []string            `json:"checked"`
 		Facts      struct {
 			Session, ApprovalLink, AliceScreen, UID string
+			PodChoices                              []string
 			BobsTypingReached                       bool
 			Hashes                                  []string
 			Glass                                   struct {
@@ -83,6 +86,11 @@ func TestBackstageWalk(t *testing.T) {
 	}
 	if !strings.Contains(f.Glass.AliceRecording, "do not let user:default/alice play the recording") || !f.Glass.Reviewed {
 		t.Errorf("the broken glass: alice's recording %q, reviewed by bob %v", f.Glass.AliceRecording, f.Glass.Reviewed)
+	}
+	// The pods offered are the component's, as Backstage's Kubernetes
+	// plugin found them: the walk's pod among them, and nothing else.
+	if !slices.Contains(f.PodChoices, info.Pod) || len(f.PodChoices) != 2 {
+		t.Errorf("the tab offered %q, want a prompt and %s", f.PodChoices, info.Pod)
 	}
 	if f.BobsTypingReached {
 		t.Error("what bob typed while watching reached alice's shell")

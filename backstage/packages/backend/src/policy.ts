@@ -16,8 +16,9 @@ import {
  * The demo's break-glass policy, as a Backstage admin would write one: an
  * entity's owners may ask for sessions on it and break its glass (decided
  * by the catalog, against the entity); the SRE group approves, ends and
- * reviews; security reviews and plays sensitive recordings. Everything
- * else in Backstage is allowed. `breakglass.devPolicy: allow-all` allows
+ * reviews; security reviews and plays sensitive recordings; the
+ * Kubernetes plugin's proxy is refused to all. Everything else in
+ * Backstage is allowed. `breakglass.devPolicy: allow-all` allows
  * everything, to show the relay refusing what the first layer let through.
  */
 export class BreakglassPolicy implements PermissionPolicy {
@@ -34,6 +35,9 @@ export class BreakglassPolicy implements PermissionPolicy {
     if (isPermission(p, breakglassApprovePermission)) return { result: member('group:default/sre', 'group:default/shop-leads') };
     if (isPermission(p, breakglassEndPermission)) return { result: member('group:default/sre') };
     if (isPermission(p, breakglassReviewPermission)) return { result: member('group:default/sre', 'group:default/security', 'group:default/shop-leads') };
+    // The Kubernetes plugin's proxy would hand its account to the browser
+    // (its pod terminal is exec): here it only lists pods.
+    if (p.name === 'kubernetes.proxy') return { result: AuthorizeResult.DENY };
     if (isPermission(p, breakglassViewSensitivePermission)) return { result: member('group:default/sre', 'group:default/security') };
     return { result: AuthorizeResult.ALLOW };
   }

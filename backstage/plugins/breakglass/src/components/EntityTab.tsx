@@ -7,6 +7,7 @@ import { Content, InfoCard, WarningPanel } from '@backstage/core-components';
 import { breakglassApiRef, SessionRequest } from '../api';
 import { rootRouteRef } from '../plugin';
 import { SessionTable, useSessions } from './common';
+import { usePods } from './pods';
 
 const durations = ['15m', '20m', '30m', '45m', '60m', '75m'];
 
@@ -26,6 +27,7 @@ export function EntityTab() {
   const [error, setError] = useState<string>();
   const [busy, setBusy] = useState(false);
   const set = (patch: Partial<SessionRequest>) => setForm(f => ({ ...f, ...patch }));
+  const pods = usePods(entity, cluster);
 
   const submit = async (e: FormEvent) => {
     e.preventDefault();
@@ -48,7 +50,16 @@ export function EntityTab() {
         <form onSubmit={submit} aria-label="Ask for a debug session">
           <p>
             <label htmlFor="bg-pod">Pod</label>{' '}
-            <input id="bg-pod" required value={form.pod} onChange={e => set({ pod: e.target.value })} placeholder={`a pod in ${namespace}`} />
+            {pods && pods.length > 0 ? (
+              <select id="bg-pod" required value={form.pod} onChange={e => set({ pod: e.target.value })}>
+                <option value="">Pick one of {entity.metadata.name}'s pods</option>
+                {pods.map(p => (
+                  <option key={p}>{p}</option>
+                ))}
+              </select>
+            ) : (
+              <input id="bg-pod" required value={form.pod} onChange={e => set({ pod: e.target.value })} placeholder={`a pod in ${namespace}`} />
+            )}
           </p>
           <fieldset>
             <legend>How</legend>
