@@ -55,6 +55,7 @@ func TestBackstageWalk(t *testing.T) {
 		Facts      struct {
 			Session, ApprovalLink, AliceScreen, UID string
 			PodChoices                              []string
+			Timers                                  string
 			BobsTypingReached                       bool
 			Hashes                                  []string
 			Glass                                   struct {
@@ -91,6 +92,9 @@ func TestBackstageWalk(t *testing.T) {
 	// plugin found them: the walk's pod among them, and nothing else.
 	if !slices.Contains(f.PodChoices, info.Pod) || len(f.PodChoices) != 2 {
 		t.Errorf("the tab offered %q, want a prompt and %s", f.PodChoices, info.Pod)
+	}
+	if !strings.Contains(f.Timers, "Idle limit in") {
+		t.Errorf("alice's timers: %q", f.Timers)
 	}
 	if f.BobsTypingReached {
 		t.Error("what bob typed while watching reached alice's shell")

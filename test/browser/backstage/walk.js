@@ -140,6 +140,9 @@ async function walk(w, alice, bob) {
   await bob.keyboard.press('Enter');
   await alice.waitForTimeout(1000);
   w.facts.bobsTypingReached = (await w.screen(alice)).includes('typed-by-bob');
+  // alice's page says who is attached, and the limits count down.
+  await alice.getByText(/^Attached: .*bob@example.com \(watching\)/).waitFor({ timeout: T });
+  w.facts.timers = await alice.getByText(/^Hard stop in/).locator('xpath=..').innerText();
   await w.shot(bob, 'watching');
   await w.accessible(bob, 'the session, watching');
 

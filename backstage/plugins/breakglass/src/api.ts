@@ -23,6 +23,8 @@ export interface Session {
     requesterID?: string;
     glassBroken?: boolean;
   };
+  /** Set on an Active session the answering relay holds. */
+  live?: { viewers: number; attached: { name: string; typing: boolean }[]; idleEndsAt: string; aloneEndsAt?: string };
   status: {
     phase?: 'Pending' | 'Approved' | 'Active' | 'Ended' | 'Denied';
     approval?: { by: string; byID?: string };

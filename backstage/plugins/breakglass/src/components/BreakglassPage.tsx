@@ -1,6 +1,6 @@
 import { Route, Routes } from 'react-router-dom';
 import { Content, InfoCard } from '@backstage/core-components';
-import { mine, SessionTable, useSessions } from './common';
+import { mine, overdue, SessionTable, useSessions } from './common';
 import { SessionPage } from './SessionPage';
 
 /** The plugin's page: the queues, and each session's page below it. */
@@ -18,7 +18,10 @@ function Queues() {
   // The relay shows each person only the sessions they may act on; the
   // queues sort them by what is asked of this person.
   const waiting = sessions.filter(s => s.status.phase === 'Pending' && !mine(me, s));
-  const reviews = sessions.filter(s => s.status.phase === 'Ended' && s.spec.glassBroken && !s.status.review?.by && !mine(me, s));
+  // Overdue reviews first: those the fallback reviewer has been told of.
+  const reviews = sessions
+    .filter(s => s.status.phase === 'Ended' && s.spec.glassBroken && !s.status.review?.by && !mine(me, s))
+    .sort((a, b) => Number(overdue(b)) - Number(overdue(a)));
   const own = sessions.filter(s => mine(me, s));
   return (
     <Content>

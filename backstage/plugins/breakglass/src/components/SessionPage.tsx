@@ -59,7 +59,16 @@ export function SessionPage() {
           {s.status.denial && (<><dt>Denied by</dt><dd>{s.status.denial.by}: {s.status.denial.reason}</dd></>)}
           {s.status.end && (<><dt>Ended</dt><dd>by {s.status.end.by} ({s.status.end.reason}){s.status.end.note ? `: ${s.status.end.note}` : ''}</dd></>)}
         </dl>
-        {phase === 'Active' && s.status.grant && <p><Countdown at={s.status.grant.expiresAt} label="Hard stop in" /></p>}
+        {phase === 'Active' && s.status.grant && (
+          <p>
+            <Countdown at={s.status.grant.expiresAt} label="Hard stop in" />
+            {s.live && <>{' · '}<Countdown at={s.live.idleEndsAt} label="Idle limit in" /></>}
+            {s.live?.aloneEndsAt && <>{' · '}<Countdown at={s.live.aloneEndsAt} label="Nobody attached: ends in" /></>}
+          </p>
+        )}
+        {s.live && s.live.attached.length > 0 && (
+          <p>Attached: {s.live.attached.map(a => `${a.name}${a.typing ? ' (typing)' : ' (watching)'}`).join(', ')}</p>
+        )}
         {error && <p role="alert">{error}</p>}
         {phase === 'Pending' && !own && (
           <div aria-label="Decide" data-view={params.get('view') ?? ''}>

@@ -27,6 +27,10 @@ export function useSessions(every = 5000) {
   return { me, sessions, error };
 }
 
+/** overdue: a review that fell due unreviewed (the fallback reviewer is told). */
+export const overdue = (s: Session) =>
+  Boolean(s.status.review?.dueAt && !s.status.review.by && Date.parse(s.status.review.dueAt) < Date.now());
+
 /** mine: the relay's identity decides, as it does for "never your own". */
 export const mine = (me: Me | undefined, s: Session) => Boolean(me && s.spec.requesterID === me.id);
 
@@ -55,7 +59,11 @@ export function SessionTable({ sessions, empty }: { sessions: Session[]; empty: 
             <td><SessionLink s={s} /></td>
             <td>{s.cluster}/{s.namespace}/{s.spec.targetPod}</td>
             <td>{s.spec.requester}</td>
-            <td>{s.status.phase ?? 'Pending'}{s.spec.glassBroken ? ' (glass broken)' : ''}</td>
+            <td>
+              {s.status.phase ?? 'Pending'}
+              {s.spec.glassBroken ? ' (glass broken)' : ''}
+              {overdue(s) ? ', review overdue' : ''}
+            </td>
             <td>{s.spec.reason}</td>
           </tr>
         ))}
