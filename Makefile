@@ -52,8 +52,9 @@ relay/console/dist/index.html: $(CONSOLE_WEB)/node_modules/.package-lock.json $(
 # Tower's Backstage plugins (backstage/): Node.js 22 from the npm registry
 # (Backstage needs 22 or 24; Debian has 20), the workspace's packages from
 # its lockfile (no install scripts: nothing native is built), then a type
-# check of the plugins and the demo backend, and the demo app built with
-# Backstage's CLI (the backend serves it).
+# check of everything, the three plugins built as the npm packages they are
+# published as, and the demo app built with Backstage's CLI (the demo
+# backend serves it).
 NODE22 := $(BIN)/node22/bin/node
 BACKSTAGE_PATH := PATH=$(BIN)/node22/bin:$$PATH
 $(NODE22): hack/node22.sh
@@ -61,7 +62,10 @@ $(NODE22): hack/node22.sh
 backstage/node_modules/.package-lock.json: $(NODE22) backstage/package.json backstage/package-lock.json $(wildcard backstage/*/*/package.json)
 	cd backstage && $(BACKSTAGE_PATH) npm ci --ignore-scripts
 backstage: backstage/node_modules/.package-lock.json
-	cd backstage && $(BACKSTAGE_PATH) node_modules/.bin/tsc -p .
+	cd backstage && $(BACKSTAGE_PATH) node_modules/.bin/tsc -p . --noEmit false --declaration --emitDeclarationOnly --outDir dist-types
+	@set -e; for p in breakglass-common breakglass-backend breakglass; do \
+		(cd backstage/plugins/$$p && $(BACKSTAGE_PATH) ../../node_modules/.bin/backstage-cli package build); \
+	done
 	cd backstage/packages/app && $(BACKSTAGE_PATH) ../../node_modules/.bin/backstage-cli package build --config ../../app-config.yaml
 
 build: console

@@ -13,6 +13,8 @@ import {
   OpenIdConnectApi,
   ProfileInfoApi,
   SessionApi,
+  OverridableFrontendPlugin,
+  RouteRef,
 } from '@backstage/frontend-plugin-api';
 import { OAuth2 } from '@backstage/core-app-api';
 import { EntityContentBlueprint } from '@backstage/plugin-catalog-react/alpha';
@@ -82,7 +84,9 @@ const page = PageBlueprint.make({
  *
  * @public
  */
-export const breakglassPlugin = createFrontendPlugin({
+// Typed by hand: the inferred type names a package of Backstage's own that
+// a declaration file cannot refer to.
+export const breakglassPlugin: OverridableFrontendPlugin<{ root: RouteRef<undefined> }> = createFrontendPlugin({
   pluginId: 'breakglass',
   routes: { root: rootRouteRef },
   extensions: [authApi, clientApi, entityTab, page],
