@@ -83,7 +83,7 @@ func (a *Authenticator) Verify(ctx context.Context, raw string) (Caller, error) 
 		return Caller{}, fmt.Errorf("%w: %w", errUnauthenticated, err)
 	}
 	if !slices.ContainsFunc(tok.Audience, func(aud string) bool { return slices.Contains(a.audiences, aud) }) {
-		return Caller{}, fmt.Errorf("%w: the token is issued for %q, not for this relay or one of its portals (%s)",
+		return Caller{}, fmt.Errorf("%w: the token's audience is %q, not this relay or one of its portals (%s)",
 			errUnauthenticated, tok.Audience, strings.Join(a.audiences, ", "))
 	}
 	claims := map[string]any{}
