@@ -6,7 +6,7 @@
 // alice ends, and the recording plays with its hashes. Prints one JSON
 // line: what it saw.
 const { chromium } = require('playwright-core');
-const { Walk, T } = require('../walk/lib.js');
+const { Walk, T, launch } = require('../walk/lib.js');
 
 const cfg = JSON.parse(process.argv[2]);
 
@@ -29,19 +29,17 @@ async function phase(page, want) {
 
 // notificationLink waits for page's person's notification about session
 // on Backstage's notifications page and answers its link.
-async function notificationLink(page, session) {
+async function notificationLink(w, page, session) {
   for (const deadline = Date.now() + T; Date.now() < deadline; await page.waitForTimeout(1000)) {
     await page.goto(cfg.backstage + '/notifications');
     const a = page.locator(`a[href*="/${session}"]`).first();
     if (await a.waitFor({ timeout: 3000 }).then(() => true, () => false)) {
-      await w0.shot(page, 'notification');
+      await w.shot(page, 'notification');
       return a.getAttribute('href');
     }
   }
   throw new Error(`${page.who} was not notified about ${session}`);
 }
-
-let w0;
 
 // glass: alice breaks the glass on a copy of the pod with process access
 // (so the pod itself stays for the walk), bob reviews it from his queue,
@@ -106,7 +104,7 @@ async function walk(w, alice, bob) {
   await w.accessible(alice, 'the session, pending');
 
   // bob opens the link his notification carries.
-  const link = await notificationLink(bob, session);
+  const link = await notificationLink(w, bob, session);
   w.facts.approvalLink = link;
   await bob.goto(new URL(link, cfg.backstage).href);
   await phase(bob, 'Pending');
@@ -157,13 +155,8 @@ async function walk(w, alice, bob) {
 }
 
 (async () => {
-  const browser = await chromium.launch({
-    executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-      '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-  });
+  const browser = await launch(chromium);
   const w = new Walk(browser, cfg);
-  w0 = w;
   const [alice, bob] = await Promise.all(['alice', 'bob'].map((p) => w.person(p)));
   const out = { ok: false };
   try {

@@ -149,4 +149,14 @@ class Walk {
 const apiPath = (pagePath) => pagePath.replace(/^\/console\/sessions\/([^/]+)\/([^/]+)\/([^/]+).*$/, '/api/v1/clusters/$1/namespaces/$2/sessions/$3');
 const nameOf = (pagePath) => pagePath.split('/')[5];
 
-module.exports = { Walk, apiPath, nameOf, T };
+// launch starts Debian's Chromium headless, without the background
+// connections this machine's closed network refuses.
+function launch(chromium) {
+  return chromium.launch({
+    executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+      '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  });
+}
+
+module.exports = { Walk, apiPath, nameOf, T, launch };

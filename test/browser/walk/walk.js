@@ -3,7 +3,7 @@
 // relay. Prints what it saw as JSON on its last line; the Go test checks it
 // against the evidence on disk and in Rekor.
 const { chromium } = require('playwright-core');
-const { Walk, apiPath, nameOf, T } = require('./lib.js');
+const { Walk, apiPath, nameOf, T, launch } = require('./lib.js');
 
 const cfg = JSON.parse(process.argv[2]);
 
@@ -239,11 +239,7 @@ async function signOut(w, person) {
 }
 
 (async () => {
-  const browser = await chromium.launch({
-    executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-      '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-  });
+  const browser = await launch(chromium);
   const w = new Walk(browser, cfg);
   const [alice, bob, carol, dave] = await Promise.all(['alice', 'bob', 'carol', 'dave'].map((p) => w.person(p)));
   const out = { ok: false };

@@ -12,6 +12,12 @@ export interface Session {
   status: { phase?: string };
 }
 
+/**
+ * segment is what a cluster, namespace or session name in a path to the
+ * relay may be: never "." or "..", which fetch and ws would resolve.
+ */
+export const segment = /^[A-Za-z0-9][A-Za-z0-9._-]{0,252}$/;
+
 // What the page may see of the relay's answer headers.
 const passedHeaders = ['content-type', 'content-disposition', 'cache-control', 'x-manifest-sha256', 'breakglass-warning'];
 

@@ -10,7 +10,7 @@ import {
   breakglassViewSensitivePermission,
 } from '@tower-dev/backstage-plugin-breakglass-common';
 import { Person, People, RefusedError } from './person';
-import { Relay, Session } from './relay';
+import { Relay, Session, segment } from './relay';
 import { Notifier } from './notify';
 import { terminalUpgrades } from './terminal';
 import type { RouterOptions } from './options';
@@ -176,10 +176,6 @@ const enc = encodeURIComponent;
 // the glass there while this layer checked only the request permission: a
 // key spelled any other way is refused here.
 const requestFields = ['pod', 'container', 'mode', 'processAccess', 'duration', 'reason', 'keepPod', 'glassBroken'];
-
-// Segments of a session's path: names the relay and Kubernetes could have
-// (never "." or "..", which fetch would resolve).
-const segment = /^[A-Za-z0-9][A-Za-z0-9._-]{0,252}$/;
 
 function checkPath(req: Request) {
   for (const k of ['cluster', 'namespace', 'name'] as const) {

@@ -5,6 +5,7 @@ import WebSocket, { WebSocketServer } from 'ws';
 import { breakglassApprovePermission } from '@tower-dev/backstage-plugin-breakglass-common';
 import type { RouterOptions } from './options';
 import { IdentityHeader, People, RefusedError } from './person';
+import { segment } from './relay';
 import type { Relay, Session } from './relay';
 
 /**
@@ -16,7 +17,6 @@ export const TerminalProtocol = 'breakglass.terminal.v1';
 export const BackstageTokenPrefix = 'backstage.breakglass.tower.dev.';
 export const IdentityTokenPrefix = 'identity.breakglass.tower.dev.';
 
-const segment = /^[A-Za-z0-9][A-Za-z0-9._-]{0,252}$/;
 const terminalPath = /^\/api\/v1\/clusters\/([^/]+)\/namespaces\/([^/]+)\/sessions\/([^/]+)\/terminal$/;
 
 /**
