@@ -248,7 +248,7 @@ func waitFor(t *testing.T, what string, read func() string, want string) {
 	}
 }
 
-// The backend plugin's terminal subprotocols (its terminal.ts).
+// The plugins' terminal subprotocols (breakglass-common's wire.ts).
 const (
 	backstageTokenPrefix = "backstage.breakglass.tower.dev."
 	identityTokenPrefix  = "identity.breakglass.tower.dev."

@@ -77,8 +77,8 @@ func SignIn(baseURL, username string) (Person, error) {
 		UserEntityRef: session.BackstageIdentity.Identity.UserEntityRef}, nil
 }
 
-// IdentityHeader and EntityHeader are the backend plugin's headers (its
-// person.ts and router.ts).
+// IdentityHeader and EntityHeader are the plugins' headers
+// (breakglass-common's wire.ts).
 const (
 	IdentityHeader = "X-Breakglass-Identity"
 	EntityHeader   = "X-Breakglass-Entity"

@@ -1,16 +1,9 @@
 import { Request } from 'express';
 import { BackstageCredentials, BackstageUserInfo, BackstageUserPrincipal } from '@backstage/backend-plugin-api';
 import { Entity } from '@backstage/catalog-model';
+import { breakglassIdentityHeader } from '@tower-dev/backstage-plugin-breakglass-common';
 import type { RouterOptions } from './options';
 import type { Session } from './relay';
-
-/**
- * IdentityHeader carries the person's own ID token from the organisation's
- * issuer (the one Backstage signed them in with). The relay verifies it
- * against the issuer's keys: Backstage's backend passes it on, and could
- * not make one up.
- */
-export const IdentityHeader = 'x-breakglass-identity';
 
 /** A refusal, answered as the relay answers: status, reason and message. */
 export class RefusedError extends Error {
@@ -36,12 +29,12 @@ export class People {
 
   async of(req: Request): Promise<Person> {
     const credentials = await this.o.httpAuth.credentials(req, { allow: ['user'] });
-    return this.fromToken(credentials, req.header(IdentityHeader));
+    return this.fromToken(credentials, req.header(breakglassIdentityHeader));
   }
 
   async fromToken(credentials: BackstageCredentials<BackstageUserPrincipal>, idToken: string | undefined): Promise<Person> {
     if (!idToken) {
-      throw new RefusedError(401, 'Unauthenticated', `no ${IdentityHeader}: the page sends the ID token its sign-in got from the issuer`);
+      throw new RefusedError(401, 'Unauthenticated', `no ${breakglassIdentityHeader}: the page sends the ID token its sign-in got from the issuer`);
     }
     const claims = decodeClaims(idToken);
     const user = await this.o.userInfo.getUserInfo(credentials);

@@ -5,6 +5,7 @@ import {
   breakglassApprovePermission,
   breakglassBreakGlassPermission,
   breakglassEndPermission,
+  breakglassEntityHeader,
   breakglassRequestPermission,
   breakglassReviewPermission,
   breakglassViewSensitivePermission,
@@ -14,9 +15,6 @@ import { Relay, Session, segment } from './relay';
 import { Notifier } from './notify';
 import { terminalUpgrades } from './terminal';
 import type { RouterOptions } from './options';
-
-/** EntityHeader names the catalog entity a request is for (the tab it was made on). */
-export const EntityHeader = 'x-breakglass-entity';
 
 const one = '/api/v1/clusters/:cluster/namespaces/:namespace/sessions/:name';
 
@@ -79,15 +77,15 @@ export async function createRouter(options: RouterOptions): Promise<express.Rout
           throw new RefusedError(400, 'BadRequest', `a request has no field ${JSON.stringify(k)} (fields: ${requestFields.join(', ')})`);
         }
       }
-      const entityRef = req.header(EntityHeader) ?? '';
+      const entityRef = req.header(breakglassEntityHeader) ?? '';
       if (!entityRef) {
-        throw new RefusedError(400, 'BadRequest', `a request names the component it is for: ${EntityHeader}: component:namespace/name`);
+        throw new RefusedError(400, 'BadRequest', `a request names the component it is for: ${breakglassEntityHeader}: component:namespace/name`);
       }
       let ref;
       try {
         ref = parseEntityRef(entityRef);
       } catch (e) {
-        throw new RefusedError(400, 'BadRequest', `${EntityHeader}: ${(e as Error).message}`);
+        throw new RefusedError(400, 'BadRequest', `${breakglassEntityHeader}: ${(e as Error).message}`);
       }
       // Looked up as the person: an entity they may not see is not found.
       const entity = ref.kind.toLowerCase() === 'component' ? await people.entity(stringifyEntityRef(ref), p.credentials) : undefined;

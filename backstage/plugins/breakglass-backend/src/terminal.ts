@@ -2,20 +2,18 @@ import { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { Duplex } from 'node:stream';
 import { NextFunction, Request, Response } from 'express';
 import WebSocket, { WebSocketServer } from 'ws';
-import { breakglassApprovePermission } from '@tower-dev/backstage-plugin-breakglass-common';
+import {
+  breakglassApprovePermission,
+  breakglassBackstageTokenPrefix,
+  breakglassIdentityHeader,
+  breakglassIdentityTokenPrefix,
+  breakglassTerminalProtocol,
+} from '@tower-dev/backstage-plugin-breakglass-common';
 import type { RouterOptions } from './options';
-import { IdentityHeader, People, RefusedError } from './person';
+import { People, RefusedError } from './person';
 import { segment } from './relay';
 import type { Relay, Session } from './relay';
 
-/**
- * The terminal's subprotocols. A browser cannot set headers on a
- * WebSocket, so the page sends its Backstage token and the person's ID
- * token as two more subprotocols; the answer names only the terminal's.
- */
-export const TerminalProtocol = 'breakglass.terminal.v1';
-export const BackstageTokenPrefix = 'backstage.breakglass.tower.dev.';
-export const IdentityTokenPrefix = 'identity.breakglass.tower.dev.';
 
 const terminalPath = /^\/api\/v1\/clusters\/([^/]+)\/namespaces\/([^/]+)\/sessions\/([^/]+)\/terminal$/;
 
@@ -26,7 +24,7 @@ const terminalPath = /^\/api\/v1\/clusters\/([^/]+)\/namespaces\/([^/]+)\/sessio
  * subscribes to its server's upgrades (as Backstage's signals plugin does).
  */
 export function terminalUpgrades(o: RouterOptions, people: People, relay: Relay) {
-  const wss = new WebSocketServer({ noServer: true, clientTracking: false, handleProtocols: () => TerminalProtocol });
+  const wss = new WebSocketServer({ noServer: true, clientTracking: false, handleProtocols: () => breakglassTerminalProtocol });
   let subscribed = false;
   let base: string | undefined;
 
@@ -76,12 +74,12 @@ export function terminalUpgrades(o: RouterOptions, people: People, relay: Relay)
       }
       // A browser sends both tokens as subprotocols; a program (the CLI
       // through Backstage) may send them as the REST calls' headers.
-      const backstageToken = protocols.find(x => x.startsWith(BackstageTokenPrefix))?.slice(BackstageTokenPrefix.length) ??
+      const backstageToken = protocols.find(x => x.startsWith(breakglassBackstageTokenPrefix))?.slice(breakglassBackstageTokenPrefix.length) ??
         /^Bearer (.+)$/.exec(req.headers.authorization ?? '')?.[1];
-      const idToken = protocols.find(x => x.startsWith(IdentityTokenPrefix))?.slice(IdentityTokenPrefix.length) ??
-        (req.headers[IdentityHeader] as string | undefined);
-      if (!protocols.includes(TerminalProtocol) || !backstageToken) {
-        throw new RefusedError(401, 'Unauthenticated', `a terminal speaks ${TerminalProtocol} and sends the Backstage token (as ${BackstageTokenPrefix}<token>, or a Bearer header)`);
+      const idToken = protocols.find(x => x.startsWith(breakglassIdentityTokenPrefix))?.slice(breakglassIdentityTokenPrefix.length) ??
+        (req.headers[breakglassIdentityHeader] as string | undefined);
+      if (!protocols.includes(breakglassTerminalProtocol) || !backstageToken) {
+        throw new RefusedError(401, 'Unauthenticated', `a terminal speaks ${breakglassTerminalProtocol} and sends the Backstage token (as ${breakglassBackstageTokenPrefix}<token>, or a Bearer header)`);
       }
       const credentials = await o.auth.authenticate(backstageToken);
       if (!o.auth.isPrincipal(credentials, 'user')) {
@@ -97,7 +95,7 @@ export function terminalUpgrades(o: RouterOptions, people: People, relay: Relay)
         }
       }
       if (socket.destroyed) return;
-      const up = new WebSocket(`${relay.url.replace(/^http/, 'ws')}${sessionPath}/terminal`, [TerminalProtocol], {
+      const up = new WebSocket(`${relay.url.replace(/^http/, 'ws')}${sessionPath}/terminal`, [breakglassTerminalProtocol], {
         headers: { authorization: `Bearer ${p.idToken}` },
         handshakeTimeout: 15000,
       });

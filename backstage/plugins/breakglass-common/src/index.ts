@@ -8,3 +8,4 @@
  * @packageDocumentation
  */
 export * from './permissions';
+export * from './wire';

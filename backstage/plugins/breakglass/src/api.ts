@@ -5,6 +5,12 @@ import {
   IdentityApi,
   OpenIdConnectApi,
 } from '@backstage/frontend-plugin-api';
+import {
+  breakglassBackstageTokenPrefix,
+  breakglassEntityHeader,
+  breakglassIdentityHeader,
+  breakglassIdentityTokenPrefix,
+} from '@tower-dev/backstage-plugin-breakglass-common';
 
 /** A session as the relay shows it. */
 export interface Session {
@@ -72,9 +78,9 @@ export class BreakglassClient {
 
   private async call(method: string, path: string, body?: unknown, entityRef?: string): Promise<Response> {
     const base = await this.deps.discoveryApi.getBaseUrl('breakglass');
-    const headers: Record<string, string> = { 'x-breakglass-identity': await this.deps.authApi.getIdToken() };
+    const headers: Record<string, string> = { [breakglassIdentityHeader]: await this.deps.authApi.getIdToken() };
     if (body !== undefined) headers['content-type'] = 'application/json';
-    if (entityRef) headers['x-breakglass-entity'] = entityRef;
+    if (entityRef) headers[breakglassEntityHeader] = entityRef;
     const resp = await this.deps.fetchApi.fetch(base + path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
     if (!resp.ok) {
       const data = await resp.json().catch(() => ({}));
@@ -119,7 +125,7 @@ export class BreakglassClient {
       url: `${base.replace(/^http/, 'ws')}${BreakglassClient.path(s.cluster, s.namespace, s.name)}/terminal`,
       credentials: async () => {
         const { token } = await this.deps.identityApi.getCredentials();
-        return [`backstage.breakglass.tower.dev.${token}`, `identity.breakglass.tower.dev.${await this.deps.authApi.getIdToken()}`];
+        return [breakglassBackstageTokenPrefix + token, breakglassIdentityTokenPrefix + (await this.deps.authApi.getIdToken())];
       },
     };
   }
