@@ -18,6 +18,7 @@
 //	start       Approved -> Active    the portal, grant and debug container in place
 //	end         Active   -> Ended     the portal, or the sweeper for an abandoned session
 //	expire      Pending, Approved -> Expired  the sweeper (or the portal), too old to act on
+//	extend-request, extend, extend-deny  Active -> Active  the portal: more time asked, given or refused
 //	evidence, anchor, review, review-due, heartbeat: records that keep the phase
 package lifecycle
 
@@ -52,6 +53,11 @@ const (
 	StepAnchor     = "anchor"
 	StepReview     = "review"
 	StepReviewDue  = "review-due"
+	// An active session's extension: asked for by its requester, then
+	// approved (a new grant, the hard stop moved) or denied by another.
+	StepExtendRequest = "extend-request"
+	StepExtend        = "extend"
+	StepExtendDeny    = "extend-deny"
 	// StepUndone follows a move that was audited but could not be written:
 	// the log says it did not take effect.
 	StepUndone = "undone"

@@ -157,11 +157,11 @@ func RoleBindings() []*rbacv1.ClusterRoleBinding {
 
 // Grant is a session grant as the portal makes it: a RoleBinding in
 // namespace of role to the portal, labelled with its Session and TTL.
-func Grant(namespace, session, role, ttl string) *rbacv1.RoleBinding {
+func Grant(namespace, name, session, role, ttl string) *rbacv1.RoleBinding {
 	return &rbacv1.RoleBinding{
 		TypeMeta: metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "RoleBinding"},
 		ObjectMeta: metav1.ObjectMeta{
-			Name:      "breakglass-" + session,
+			Name:      name,
 			Namespace: namespace,
 			Labels:    map[string]string{v1alpha1.SessionLabel: session, v1alpha1.TTLLabel: ttl},
 		},

@@ -36,11 +36,13 @@ func once(path string) string {
 // portalOnly are the parts of a Session's status only the portal writes: the
 // decisions a person made through it and the session it ran.
 var portalOnly = []string{"approval", "denial", "grant", "debugContainer", "startedAt", "deadline", "heartbeat", "resumes",
-	"relay", "released",
+	"relay", "released", "extensionRequest", "extensions",
 	"review.?by", "review.?at", "review.?comment"}
 
-// writtenOnce are the parts of a Session's status that never change once written.
-var writtenOnce = []string{"approval", "denial", "grant", "debugContainer", "startedAt", "deadline", "end",
+// writtenOnce are the parts of a Session's status that never change once
+// written. The grant and the deadline change only with an approved
+// extension (session.extension-moves).
+var writtenOnce = []string{"approval", "denial", "debugContainer", "startedAt", "end",
 	"review.?by", "review.?at", "review.?comment", "review.?dueAt",
 	"evidence.?manifestSHA256", "evidence.?manifestVersion", "evidence.?cluster", "evidence.?entryID", "evidence.?logIndex"}
 
@@ -67,6 +69,11 @@ func SessionRules() Policy {
 			{Name: "isSweeper", Expression: isSweeperPodExpr},
 			{Name: "phase", Expression: `object.?status.?phase.orValue('')`},
 			{Name: "oldPhase", Expression: `request.operation == 'UPDATE' ? oldObject.?status.?phase.orValue('') : ''`},
+			{Name: "extensions", Expression: `object.?status.?extensions.orValue([])`},
+			// The extension decided by this write, if any (at most one:
+			// session.extensions).
+			{Name: "decided", Expression: `request.operation == 'UPDATE' ?
+				variables.extensions.filter(e, !(e in oldObject.?status.?extensions.orValue([]))) : variables.extensions`},
 		},
 		Validations: []Validation{
 			{
@@ -174,6 +181,61 @@ func SessionRules() Policy {
 					c.type == 'Anchored' ? (object.?status.?evidence.?entryID.orValue('') != '' ? 'True' : 'False') :
 					(object.?status.?review.?by.orValue('') != '' ? 'True' : 'False')))`,
 				Message: "[session.conditions] a Session's conditions (Granted, Attached, Recorded, Anchored, Reviewed) say what its status records, no more: Granted and Attached only while Active with a grant and a debug container, Recorded with the manifest's hash, Anchored with the log entry, Reviewed with the reviewer.",
+			},
+			{
+				// Decided extensions are only added to, one at a time, each
+				// the one its requester asked for while the session ran,
+				// decided by another person.
+				Name: "session.extensions",
+				Expression: update + `size(variables.extensions) <= size(oldObject.?status.?extensions.orValue([])) + 1 &&
+					oldObject.?status.?extensions.orValue([]).all(e, e in variables.extensions) &&
+					(size(variables.decided) == 0 ||
+					 (variables.phase == 'Active' && variables.oldPhase == 'Active' && !object.?status.?extensionRequest.hasValue() &&
+					  variables.decided.all(e, oldObject.?status.?extensionRequest.?at == optional.of(e.at) &&
+					   oldObject.?status.?extensionRequest.?duration == optional.of(e.duration) &&
+					   oldObject.?status.?extensionRequest.?by == optional.of(e.by) &&
+					   oldObject.?status.?extensionRequest.?byID == e.?byID &&
+					   (object.spec.?requesterID.orValue('') != '' ? e.decidedByID != object.spec.requesterID : e.decidedBy != object.spec.requester) &&
+					   (e.?byID.orValue('') != '' ? e.decidedByID != e.byID : e.decidedBy != e.by) &&
+					   (e.decision != 'Approved' || (e.?grant.orValue('') != '' && e.?deadline.hasValue())))))`,
+				Message: "[session.extensions] a session's extensions are only added to, one at a time, while it is Active: each the one its requester asked for, decided by another person (never the requester, under any name), an approved one naming its grant and hard stop.",
+			},
+			{
+				// Asked for only while the session runs, by its requester.
+				Name: "session.extension-request",
+				Expression: `!object.?status.?extensionRequest.hasValue() ||
+					(request.operation == 'UPDATE' && (` + unchanged("extensionRequest") + ` ||
+					 (variables.phase == 'Active' && variables.oldPhase == 'Active' && !oldObject.?status.?extensionRequest.hasValue() &&
+					  (object.spec.?requesterID.orValue('') != '' && object.status.extensionRequest.?byID.orValue('') != '' ?
+					   object.status.extensionRequest.byID == object.spec.requesterID :
+					   object.status.extensionRequest.by == object.spec.requester))))`,
+				Message: "[session.extension-request] more time is asked for by the session's requester, while it is Active, one ask at a time.",
+			},
+			{
+				// A grant's TTL never stretches in place (grant.ttl-immutable):
+				// an extension replaces the grant with a new binding, and the
+				// hard stop moves by exactly what was approved.
+				Name: "session.extension-moves",
+				Expression: update + `(!oldObject.?status.?grant.hasValue() || ` + unchanged("grant") + ` ||
+					(size(variables.decided) == 1 && variables.decided[0].decision == 'Approved' &&
+					 object.?status.?grant.?roleBinding == variables.decided[0].?grant &&
+					 object.?status.?grant.?roleBinding != oldObject.status.grant.?roleBinding &&
+					 object.?status.?grant.?role == oldObject.status.grant.?role)) &&
+					(!oldObject.?status.?deadline.hasValue() || ` + unchanged("deadline") + ` ||
+					(size(variables.decided) == 1 && variables.decided[0].decision == 'Approved' && object.?status.?deadline.hasValue() &&
+					 variables.decided[0].?deadline == object.?status.?deadline &&
+					 timestamp(string(object.status.deadline)) == timestamp(string(oldObject.status.deadline)) + duration(variables.decided[0].duration)))`,
+				Message: "[session.extension-moves] a running session's grant and hard stop change only with an approved extension: a new grant of the same role, and the hard stop later by exactly the time approved.",
+			},
+			{
+				Name: "session.extension-bounds",
+				Expression: `variables.decided.all(e, e.decision != 'Approved') ||
+					(size(variables.extensions.filter(e, e.decision == 'Approved')) <= params.spec.?extensions.?max.orValue(` + fmt.Sprint(v1alpha1.DefaultMaxExtensions) + `) &&
+					 object.?status.?startedAt.hasValue() && object.?status.?deadline.hasValue() &&
+					 timestamp(string(object.status.deadline)) - timestamp(string(object.status.startedAt)) <=
+					 duration(params.spec.?extensions.?maxTotal.orValue('` + v1alpha1.DefaultMaxTotal.String() + `')))`,
+				MessageExpression: `'[session.extension-bounds] a session is extended at most ' + string(params.spec.?extensions.?max.orValue(` + fmt.Sprint(v1alpha1.DefaultMaxExtensions) + `)) +
+					' time(s) and runs at most ' + params.spec.?extensions.?maxTotal.orValue('` + v1alpha1.DefaultMaxTotal.String() + `') + ' in all, from its start to its last hard stop.'`,
 			},
 			{
 				Name: "session.approval-matches",

@@ -196,9 +196,12 @@ func (p *PodSweeper) standsUntil(pod *corev1.Pod, c claim, f sessionFacts) (unti
 			granted = expiry
 		}
 	}
+	// Approved extensions move the hard stop; the Session policy bounds
+	// how many and how long in all, whoever wrote them.
+	added, _ := s.Extended()
 	var stops time.Time
 	if st := s.Status.StartedAt; st != nil {
-		stops = st.Add(s.Spec.Duration.Duration + p.Grace)
+		stops = st.Add(s.Spec.Duration.Duration + added + p.Grace)
 	}
 	if dl := s.Status.Deadline; dl != nil && (stops.IsZero() || dl.Add(p.Grace).Before(stops)) {
 		stops = dl.Add(p.Grace)
@@ -222,9 +225,9 @@ func (p *PodSweeper) standsUntil(pod *corev1.Pod, c claim, f sessionFacts) (unti
 	}
 	// A copy is made under a grant that already stands, so it never
 	// outlives the longest grant from its own creation, a time the API
-	// server wrote.
+	// server wrote, and the time extensions added since.
 	if c.container == "" {
-		if end := pod.CreationTimestamp.Add(MaxGrantTTL); end.Before(until) {
+		if end := pod.CreationTimestamp.Add(MaxGrantTTL + added); end.Before(until) {
 			until, why = end, "the copy is older than the longest grant"
 		}
 	}

@@ -82,6 +82,23 @@ func TestDecidePod(t *testing.T) {
 	deleting := makeGrant("s1", 0, "45m")
 	deleting.DeletionTimestamp = at(time.Minute)
 	liar := func(s *v1alpha1.Session) { s.Status.Deadline = at(24 * time.Hour) }
+	// extendedBy gives the session an extension of d, decided at t0+25m.
+	extendedBy := func(d time.Duration, decision v1alpha1.ExtensionDecision) func(*v1alpha1.Session) {
+		return func(s *v1alpha1.Session) {
+			s.Status.Extensions = append(s.Status.Extensions, v1alpha1.Extension{
+				ExtensionRequest: v1alpha1.ExtensionRequest{Duration: metav1.Duration{Duration: d}, By: "alice", At: *at(24 * time.Minute)},
+				Decision:         decision, DecidedBy: "carol", DecidedByID: "idp#carol", DecidedAt: *at(25 * time.Minute)})
+			if decision == v1alpha1.ExtensionApproved {
+				s.Status.Deadline = at(s.Status.Deadline.Sub(t0) + d)
+			}
+		}
+	}
+	long := func(s *v1alpha1.Session) { s.Spec.Duration.Duration = 75 * time.Minute; s.Status.Deadline = at(75 * time.Minute) }
+	// The grant an extension made at t0+25m (TTL to the new hard stop and grace).
+	xGrant := makeGrant("s1", 25*time.Minute, "27m")
+	xGrant.Name += "-x1"
+	xLong := makeGrant("s1", 70*time.Minute, "47m")
+	xLong.Name += "-x1"
 	for _, tc := range []struct {
 		name        string
 		pod         *corev1.Pod
@@ -131,6 +148,22 @@ func TestDecidePod(t *testing.T) {
 			facts: known(makeSession("s1", copyMode, approved), deleting), now: 2 * time.Minute, wantDelete: true, wantWhy: "holds no grant"},
 		{name: "of two grants the later stands", pod: copyPod("s1"),
 			facts: known(makeSession("s1", copyMode, approved), g15, g45), now: 20 * time.Minute, wantRequeue: 25 * time.Minute},
+		{name: "an approved extension moves the hard stop the sweeper counts", pod: appPod("breakglass-s1"),
+			facts: known(makeSession("s1", live, active, extendedBy(20*time.Minute, v1alpha1.ExtensionApproved)), xGrant),
+			now:   40 * time.Minute, wantRequeue: 10*time.Minute + 30*time.Second},
+		{name: "an extended session past its new hard stop", pod: appPod("breakglass-s1"),
+			facts: known(makeSession("s1", live, active, extendedBy(20*time.Minute, v1alpha1.ExtensionApproved)), xGrant),
+			now:   50*time.Minute + 30*time.Second, wantDelete: true, wantWhy: "past its hard stop"},
+		{name: "a denied extension moves nothing", pod: appPod("breakglass-s1"),
+			facts: known(makeSession("s1", live, active, extendedBy(20*time.Minute, v1alpha1.ExtensionDenied)), g45),
+			now:   31 * time.Minute, wantDelete: true, wantWhy: "past its hard stop"},
+		{name: "an extended copy outlives the longest grant from its creation by the time added", pod: copyPod("s1"),
+			facts: known(makeSession("s1", copyMode, active, long, extendedBy(40*time.Minute, v1alpha1.ExtensionApproved)), xLong),
+			now:   100 * time.Minute, wantRequeue: 15*time.Minute + 30*time.Second},
+		{name: "an extended copy is still bounded from its creation", pod: copyPod("s1"),
+			facts: known(makeSession("s1", copyMode, active, long, extendedBy(40*time.Minute, v1alpha1.ExtensionApproved),
+				liar, func(s *v1alpha1.Session) { s.Status.StartedAt = at(10 * time.Minute) }), xLong),
+			now:   116 * time.Minute, wantDelete: true, wantWhy: "older than the longest grant"},
 		{name: "a new copy whose Session is not seen yet waits for the cache", pod: copyPod("s1"),
 			now: time.Minute + 2*time.Second, wantRequeue: 3 * time.Second},
 		{name: "a copy past its grace whose Session is not seen", pod: copyPod("s1"),

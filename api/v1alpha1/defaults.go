@@ -1,10 +1,21 @@
 package v1alpha1
 
-import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+import (
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
 
 // SystemNamespaces never receive a grant, whatever the chart's values say:
 // the grant policy names them itself.
 var SystemNamespaces = []string{"kube-system", "kube-public", "kube-node-lease", Namespace}
+
+// The extension bounds of a PolicyParams that names none: one extension,
+// two hours in all.
+const (
+	DefaultMaxExtensions = 1
+	DefaultMaxTotal      = 2 * time.Hour
+)
 
 // DefaultPolicyParams is the PolicyParams object the chart installs when its
 // values are left alone, with the given debug images allowed.
@@ -19,6 +30,7 @@ func DefaultPolicyParams(debugImages ...string) *PolicyParams {
 			DebugImages:     debugImages,
 			GrantTTL:        DurationBounds{Min: "15m", Max: "75m"},
 			SessionDuration: DurationBounds{Min: "15m", Max: "75m"},
+			Extensions:      &ExtensionBounds{Max: DefaultMaxExtensions, MaxTotal: DefaultMaxTotal.String()},
 			DebugUserID:     DebugUserID,
 		},
 	}

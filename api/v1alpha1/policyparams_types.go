@@ -12,6 +12,20 @@ type DurationBounds struct {
 	Max string `json:"max"`
 }
 
+// ExtensionBounds bound a session's extensions: how many may be approved,
+// and how long the session may run in all, from its start to its last hard
+// stop.
+type ExtensionBounds struct {
+	// Max is how many extensions one session may be given (0: none).
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=4
+	Max int32 `json:"max"`
+	// MaxTotal is the longest a session may run, extensions included.
+	// +kubebuilder:validation:Pattern=`^([0-9]+h)?([0-9]+m)?([0-9]+s)?$`
+	// +kubebuilder:validation:MaxLength=16
+	MaxTotal string `json:"maxTotal"`
+}
+
 // PolicyParamsSpec is what the admission policies read at every request:
 // the allowlist and bounds an operator tunes. Who the portal is, which
 // accounts are the plane's and which namespaces never receive a grant are
@@ -43,6 +57,11 @@ type PolicyParamsSpec struct {
 	// +listType=set
 	// +optional
 	RuntimeClasses []string `json:"runtimeClasses,omitempty"`
+
+	// Extensions bound the more time an active session may be given.
+	// Absent: one extension, and two hours in all.
+	// +optional
+	Extensions *ExtensionBounds `json:"extensions,omitempty"`
 
 	// DebugUserID is the user id every debug container runs as.
 	// +kubebuilder:validation:Minimum=1

@@ -215,6 +215,64 @@ type Review struct {
 	FallbackNotified bool `json:"fallbackNotified,omitempty"`
 }
 
+// ExtensionRequest is the requester's ask for more time on an active
+// session, waiting for another person to decide it.
+type ExtensionRequest struct {
+	// Duration is how much later the hard stop is to move.
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]+h)?([0-9]+m)?([0-9]+s)?$`
+	// +kubebuilder:validation:MaxLength=16
+	Duration metav1.Duration `json:"duration"`
+	// Reason is why, in the requester's words.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=2048
+	Reason string `json:"reason"`
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	By string `json:"by"`
+	// ByID is the requester's identity ("issuer#subject").
+	// +optional
+	// +kubebuilder:validation:MaxLength=512
+	ByID string      `json:"byID,omitempty"`
+	At   metav1.Time `json:"at"`
+}
+
+// ExtensionDecision is what became of an extension request.
+// +kubebuilder:validation:Enum=Approved;Denied
+type ExtensionDecision string
+
+// The decisions on an extension request.
+const (
+	ExtensionApproved ExtensionDecision = "Approved"
+	ExtensionDenied   ExtensionDecision = "Denied"
+)
+
+// Extension is an extension request and its decision. An approved one
+// replaced the session's grant with Grant, a new RoleBinding (a grant's
+// TTL never changes in place), and moved the hard stop to Deadline: the
+// one before plus Duration.
+type Extension struct {
+	ExtensionRequest `json:",inline"`
+	Decision         ExtensionDecision `json:"decision"`
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	DecidedBy string `json:"decidedBy"`
+	// DecidedByID is the decider's identity ("issuer#subject"): never the
+	// requester's.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=512
+	DecidedByID string      `json:"decidedByID"`
+	DecidedAt   metav1.Time `json:"decidedAt"`
+	// +optional
+	// +kubebuilder:validation:MaxLength=2048
+	Comment string `json:"comment,omitempty"`
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	Grant string `json:"grant,omitempty"`
+	// +optional
+	Deadline *metav1.Time `json:"deadline,omitempty"`
+}
+
 // SessionStatus is what happened. The cluster holds it so that the sweeper can
 // finish a session the relay abandoned.
 type SessionStatus struct {
@@ -233,6 +291,15 @@ type SessionStatus struct {
 	StartedAt *metav1.Time `json:"startedAt,omitempty"`
 	// +optional
 	Deadline *metav1.Time `json:"deadline,omitempty"`
+	// ExtensionRequest is the requester's ask for more time, while another
+	// person has not yet decided it.
+	// +optional
+	ExtensionRequest *ExtensionRequest `json:"extensionRequest,omitempty"`
+	// Extensions are the extension requests decided, in order; only ever
+	// added to. Each approved one moved the Deadline and replaced the Grant.
+	// +optional
+	// +kubebuilder:validation:MaxItems=8
+	Extensions []Extension `json:"extensions,omitempty"`
 	// Heartbeat is the relay's last sign of life for this session.
 	// +optional
 	Heartbeat *metav1.Time `json:"heartbeat,omitempty"`

@@ -41,7 +41,7 @@ func Run(ctx context.Context, kube kubernetes.Interface, namespace string, w io.
 		}
 	}
 	// A grant past the TTL bound, dry run: the policies must refuse it.
-	bad := manifests.Grant(namespace, "helm-test", v1alpha1.DebugRole, "2h")
+	bad := manifests.Grant(namespace, v1alpha1.GrantName("helm-test"), "helm-test", v1alpha1.DebugRole, "2h")
 	_, err := kube.RbacV1().RoleBindings(namespace).Create(ctx, bad, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 	switch {
 	case err == nil:

@@ -11,5 +11,5 @@ import (
 // breakglass:debug to the portal, with the session and TTL labels. The
 // caller sets its namespace.
 func ProbeGrant(session, ttl string) *rbacv1.RoleBinding {
-	return manifests.Grant("", session, v1alpha1.DebugRole, ttl)
+	return manifests.Grant("", v1alpha1.GrantName(session), session, v1alpha1.DebugRole, ttl)
 }
