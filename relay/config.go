@@ -16,10 +16,13 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
+	"github.com/tower-dev/breakglass/api/v1alpha1"
 	"github.com/tower-dev/breakglass/evidence/recording"
 	"github.com/tower-dev/breakglass/relay/console"
+	"github.com/tower-dev/breakglass/relay/session"
 )
 
 // Config is the relay's configuration file.
@@ -148,6 +151,23 @@ type Limits struct {
 	Grace metav1.Duration `json:"grace,omitempty"`
 	// ReviewWithin is when a glass-broken session's review falls due (default 24h).
 	ReviewWithin metav1.Duration `json:"reviewWithin,omitempty"`
+	// Extensions is how many times one session may be given more time
+	// (default 1; 0: never). The cluster's PolicyParams bound it again
+	// (extensions.max): the chart sets both from one value.
+	Extensions *int `json:"extensions,omitempty"`
+	// MaxTotal is the longest a session may run, extensions included
+	// (default 2h), as PolicyParams' extensions.maxTotal.
+	MaxTotal metav1.Duration `json:"maxTotal,omitempty"`
+}
+
+// extensionLimits are the limits' bounds on extensions, their defaults
+// where unset (a Config built in code, not completed).
+func (l Limits) extensionLimits() session.ExtensionLimits {
+	e := session.ExtensionLimits{Max: ptr.Deref(l.Extensions, v1alpha1.DefaultMaxExtensions), MaxTotal: l.MaxTotal.Duration}
+	if e.MaxTotal == 0 {
+		e.MaxTotal = v1alpha1.DefaultMaxTotal
+	}
+	return e
 }
 
 // Recording says where evidence goes: a write-once directory or S3 with
@@ -234,6 +254,16 @@ func (c *Config) Complete() error {
 	def(&c.Limits.Heartbeat, 15*time.Second)
 	def(&c.Limits.Grace, 2*time.Minute)
 	def(&c.Limits.ReviewWithin, 24*time.Hour)
+	def(&c.Limits.MaxTotal, v1alpha1.DefaultMaxTotal)
+	if c.Limits.Extensions == nil {
+		c.Limits.Extensions = ptr.To(v1alpha1.DefaultMaxExtensions)
+	}
+	if n := *c.Limits.Extensions; n < 0 || n > 4 {
+		return fmt.Errorf("limits.extensions: a session is extended 0 to 4 times, not %d", n)
+	}
+	if t := c.Limits.MaxTotal.Duration; t < minDuration || t > 24*time.Hour {
+		return fmt.Errorf("limits.maxTotal: a session runs at most %s to 24h in all, not %s", minDuration, t)
+	}
 	def(&c.Recording.Retention, 365*24*time.Hour)
 	def(&c.Audit.CheckpointEvery, 10*time.Minute)
 	if c.Audit.Chain == "" {

@@ -160,6 +160,7 @@ func NewServer(o Options) (*Server, error) {
 			Cluster: c.Name, Client: t.Client, Kube: t.Kube, Config: t.Config, Store: o.Store, Audit: o.Audit, Clock: o.Clock,
 			DebugImage: c.DebugImage, Grace: o.Config.Limits.Grace.Duration, Retention: o.Config.Recording.Retention.Duration,
 			MaxTTL: maxDuration, Anchorer: o.Anchorer, Log: o.Log, Replica: replica,
+			Extensions: o.Config.Limits.extensionLimits(),
 		}}
 		s.feeds[c.Name] = newSessionFeed(c.Name, s.clusters[c.Name])
 	}
@@ -228,6 +229,9 @@ func (s *Server) routes() []route {
 		{"POST", one + "/deny", s.authed(s.deny)},
 		{"POST", one + "/start", s.authed(s.start)},
 		{"POST", one + "/end", s.authed(s.end)},
+		{"POST", one + "/extensions", s.authed(s.askExtension)},
+		{"POST", one + "/extensions/approve", s.authed(s.approveExtension)},
+		{"POST", one + "/extensions/deny", s.authed(s.denyExtension)},
 		{"POST", one + "/review", s.authed(s.review)},
 		{"GET", one + "/terminal", s.authed(s.terminal)},
 		{"GET", one + "/recording", s.authed(s.recording)},

@@ -198,6 +198,21 @@ func (c *Client) End(ctx context.Context, t Target, reason string) (relay.Sessio
 	return c.post(ctx, t, "end", relay.EndRequest{Reason: reason})
 }
 
+// Extend asks for more time on a running session, for another person to decide.
+func (c *Client) Extend(ctx context.Context, t Target, q relay.ExtensionAsk) (relay.SessionView, error) {
+	return c.post(ctx, t, "extensions", q)
+}
+
+// ApproveExtension approves the extension asked for on t.
+func (c *Client) ApproveExtension(ctx context.Context, t Target, comment string) (relay.SessionView, error) {
+	return c.post(ctx, t, "extensions/approve", relay.Decision{Comment: comment})
+}
+
+// DenyExtension denies the extension asked for on t, saying why.
+func (c *Client) DenyExtension(ctx context.Context, t Target, reason string) (relay.SessionView, error) {
+	return c.post(ctx, t, "extensions/deny", relay.Decision{Reason: reason})
+}
+
 // Review reviews an ended session.
 func (c *Client) Review(ctx context.Context, t Target, comment string) (relay.SessionView, error) {
 	return c.post(ctx, t, "review", relay.Review{Comment: comment})

@@ -35,19 +35,6 @@ const Relay = "breakglass-relay"
 // time instead of sleeping.
 func (l *Live) Watch(ctx context.Context, limits Limits) (v1alpha1.EndReason, error) {
 	r := l.r
-	// The hard stop never changes; the Session itself is written by the end
-	// and the heartbeat under l.mu, so it is read once, under the lock.
-	l.mu.Lock()
-	var deadline time.Time
-	if d := l.Session.Status.Deadline; d != nil {
-		deadline = d.Time
-	}
-	// Whatever the Session says, the stream never outlives the grant: the
-	// API server checked the grant only when the stream opened.
-	if g := l.Session.Status.Grant; g != nil && (deadline.IsZero() || g.ExpiresAt.Time.Before(deadline)) {
-		deadline = g.ExpiresAt.Time
-	}
-	l.mu.Unlock()
 	if limits.Flush <= 0 {
 		limits.Flush = 5 * time.Second
 	}
@@ -69,7 +56,7 @@ func (l *Live) Watch(ctx context.Context, limits Limits) (v1alpha1.EndReason, er
 		viewers, alone := l.out.watchers()
 		var reason v1alpha1.EndReason
 		switch {
-		case !deadline.IsZero() && !now.Before(deadline):
+		case l.stopAt.Load() != 0 && !now.Before(time.Unix(0, l.stopAt.Load())):
 			reason = v1alpha1.EndHardStop
 		case now.Sub(time.Unix(0, l.lastInput.Load())) >= limits.Idle:
 			reason = v1alpha1.EndIdle

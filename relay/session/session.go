@@ -64,6 +64,8 @@ type Runner struct {
 	// Replica names this relay among its replicas, written to the sessions
 	// it runs (status.relay); empty for a relay that runs alone.
 	Replica string
+	// Extensions bound the more time a session may be given.
+	Extensions ExtensionLimits
 }
 
 // Live is a running session: its terminal and its recording.
@@ -94,6 +96,11 @@ type Live struct {
 	recordingFailed atomic.Pointer[error]
 	// beatEvery is Watch's heartbeat interval, kept up during an end.
 	beatEvery atomic.Int64
+	// stopAt is when the session stops (unix nanoseconds; 0: nothing
+	// set): its hard stop or its grant's expiry, whichever comes first. An
+	// extension moves it, with grantTimer (under mu).
+	stopAt     atomic.Int64
+	grantTimer *time.Timer
 }
 
 // Start starts an approved session. A session that cannot be recorded is
@@ -126,7 +133,7 @@ func (r *Runner) Start(ctx context.Context, s *v1alpha1.Session) (_ *Live, err e
 		role = v1alpha1.DebugProcessRole
 	}
 	ttl := min(s.Spec.Duration.Duration+r.Grace, r.MaxTTL)
-	grant := manifests.Grant(s.Namespace, s.Name, role, ttl.String())
+	grant := manifests.Grant(s.Namespace, v1alpha1.GrantName(s.Name), s.Name, role, ttl.String())
 	if err := r.Client.Create(ctx, grant); err != nil {
 		return nil, fmt.Errorf("granting the debug role: %w", err)
 	}
@@ -383,6 +390,7 @@ func (r *Runner) newLive(s *v1alpha1.Session, rec *recording.Recorder) (l *Live,
 	l = &Live{Session: s, r: r, rec: rec, stdin: inW, out: newFanout(r.Clock.Now()), ctx: ctx, cancel: cancel,
 		sizes: newSizeQueue(), ended: make(chan struct{}), streamEnded: make(chan struct{})}
 	l.lastInput.Store(r.Clock.Now().UnixNano())
+	l.stopAt.Store(stopOf(s.Status))
 	stdin = &teeReader{r: inR, record: func(p []byte) error { return rec.Input(ctx, p) }}
 	stdout = writerFunc(func(p []byte) (int, error) {
 		if err := rec.Output(ctx, p); err != nil {
@@ -403,15 +411,45 @@ func (r *Runner) newLive(s *v1alpha1.Session, rec *recording.Recorder) (l *Live,
 // expiry if that comes first, long before; this holds when Watch does not
 // run.
 func (l *Live) endAtGrantExpiry(expires time.Time) {
-	timer := time.AfterFunc(time.Until(expires), func() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.grantTimer = time.AfterFunc(time.Until(expires), func() {
 		if err := l.finish(context.Background(), ending{by: Relay + " (its grant expired)", reason: v1alpha1.EndHardStop}); err != nil {
 			l.r.Log.Error(err, "ending a session at its grant's expiry", "session", l.Session.Namespace+"/"+l.Session.Name)
 		}
 	})
+	timer := l.grantTimer
 	go func() {
 		<-l.ended
 		timer.Stop()
 	}()
+}
+
+// moveStopLocked follows an extension: the hard stop and the backstop at
+// the new grant's expiry move to what the Session now says. Call under mu.
+func (l *Live) moveStopLocked() {
+	l.stopAt.Store(stopOf(l.Session.Status))
+	if g := l.Session.Status.Grant; g != nil && l.grantTimer != nil {
+		l.grantTimer.Reset(time.Until(g.ExpiresAt.Time))
+	}
+}
+
+// stopOf is when a session with status st stops, in unix nanoseconds (0:
+// nothing set): its hard stop, or its grant's expiry if that comes first.
+// Whatever the Session says, the stream never outlives the grant: the API
+// server checked the grant only when the stream opened.
+func stopOf(st v1alpha1.SessionStatus) int64 {
+	var stop time.Time
+	if st.Deadline != nil {
+		stop = st.Deadline.Time
+	}
+	if g := st.Grant; g != nil && (stop.IsZero() || g.ExpiresAt.Time.Before(stop)) {
+		stop = g.ExpiresAt.Time
+	}
+	if stop.IsZero() {
+		return 0
+	}
+	return stop.UnixNano()
 }
 
 // Write sends the person's keystrokes to the terminal.
@@ -608,12 +646,14 @@ func (l *Live) end(ctx context.Context, e ending) error {
 			errs = append(errs, err)
 		}
 	}
+	// Under mu: an extension being approved replaces the grant under it,
+	// and the grant revoked is the one standing after it.
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	grant := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: s.Status.Grant.RoleBinding, Namespace: s.Namespace}}
 	if err := r.Client.Delete(ctx, grant); err != nil && !apierrors.IsNotFound(err) {
 		errs = append(errs, err)
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
 	// A merge patch: the heartbeat may have moved the resource version.
 	errs = append(errs, r.Lifecycle().Make(ctx, s, lifecycle.Move{Step: lifecycle.StepEnd, To: v1alpha1.PhaseEnded, Actor: e.by,
 		Reason: EndReasonText(e.reason, e.note), Merge: true, Record: func(st *v1alpha1.SessionStatus) {

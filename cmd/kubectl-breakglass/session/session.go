@@ -55,7 +55,8 @@ starting (request --wait); 6 the wait timed out.`,
 	f.StringVar(&o.cluster, "cluster", os.Getenv("BREAKGLASS_CLUSTER"), "the target cluster's name in the relay ($BREAKGLASS_CLUSTER; default: the kubeconfig context's)")
 	f.StringVar(&o.configDir, login.ConfigDirFlag, "", "where kubectl breakglass login keeps the login (default: $BREAKGLASS_CONFIG_DIR, else breakglass in your config directory)")
 	o.kube.addFlags(f)
-	cmd.AddCommand(o.request(), o.approve(), o.deny(), o.start(), o.attach(), o.end(), o.review(), o.list(), o.get())
+	cmd.AddCommand(o.request(), o.approve(), o.deny(), o.start(), o.attach(), o.end(), o.review(), o.list(), o.get(),
+		o.extend(), o.approveExtension(), o.denyExtension())
 	return cmd
 }
 
@@ -89,6 +90,12 @@ func printSession(w io.Writer, v relay.SessionView) {
 	}
 	if st.Deadline != nil && st.Phase == v1alpha1.PhaseActive {
 		fmt.Fprintf(w, "  hard stop at %s\n", st.Deadline.Format(time.RFC3339))
+	}
+	for _, x := range st.Extensions {
+		fmt.Fprintf(w, "  %s more asked by %s (%s): %s by %s\n", x.Duration.Duration, x.By, x.Reason, x.Decision, x.DecidedBy)
+	}
+	if x := st.ExtensionRequest; x != nil && st.Phase == v1alpha1.PhaseActive {
+		fmt.Fprintf(w, "  %s more asked by %s, waiting for another person: %s\n", x.Duration.Duration, x.By, x.Reason)
 	}
 	if e := st.End; e != nil {
 		fmt.Fprintf(w, "  ended by %s (%s) at %s\n", e.By, e.Reason, e.At.Format(time.RFC3339))

@@ -54,6 +54,9 @@ export const api = {
   deny: (c, ns, n, reason) => json('POST', sessionPath(c, ns, n) + '/deny', { reason }),
   start: (c, ns, n) => json('POST', sessionPath(c, ns, n) + '/start'),
   end: (c, ns, n, reason) => json('POST', sessionPath(c, ns, n) + '/end', reason ? { reason } : {}),
+  extend: (c, ns, n, duration, reason) => json('POST', sessionPath(c, ns, n) + '/extensions', { duration, reason }),
+  approveExtension: (c, ns, n, comment) => json('POST', sessionPath(c, ns, n) + '/extensions/approve', comment ? { comment } : {}),
+  denyExtension: (c, ns, n, reason) => json('POST', sessionPath(c, ns, n) + '/extensions/deny', reason ? { reason } : {}),
   review: (c, ns, n, comment) => json('POST', sessionPath(c, ns, n) + '/review', { comment }),
   // recording answers the file's bytes and the anchored manifest hash.
   recording: async (c, ns, n, file) => {

@@ -2,6 +2,7 @@ import { api, can, isRequester, onSessions, sessionPath } from '../api.js';
 import { countdown, endedWhy, h, minutes, notice } from '../dom.js';
 import { phaseBadge } from './lists.js';
 import { evidenceSection, reviewSection } from './evidence.js';
+import { extensionKey, extensionSection } from './extension.js';
 import { openTerminal } from '@tower-dev/breakglass-terminal';
 
 const yes = (b) => (b ? 'yes' : 'no');
@@ -26,6 +27,10 @@ export async function sessionPage(main, me, cluster, ns, name, focus) {
   main.append(...[title, s.spec.glassBroken ? h('p', { class: 'tag glass', id: 'glass-broken' }, 'Glass broken: started without approval, reviewed afterwards') : null, facts(s), out, body].filter(Boolean));
   let term = null;
   let shown = '';
+  // The extension box of a running session, redrawn on its own so the
+  // terminal beside it stays open.
+  let extension = null;
+  let extensionShown = '';
   const timers = h('p', { class: 'timers', 'aria-live': 'off' });
 
   // Answers are shown in the order they were asked for: a read sent before
@@ -71,14 +76,25 @@ export async function sessionPage(main, me, cluster, ns, name, focus) {
   const draw = () => {
     title.replaceChildren(`Session ${s.name} `, phaseBadge(s.status.phase));
     const key = [s.status.phase, s.status.review?.by, s.status.evidence?.manifestSHA256, s.status.evidence?.logIndex].join('|');
-    if (key === shown) return tick();
+    if (key === shown) {
+      if (extension && extensionKey(s) !== extensionShown) drawExtension();
+      return tick();
+    }
     shown = key;
     if (term && s.status.phase !== 'Active') {
       term.close();
       term = null;
     }
+    extension = null;
     body.replaceChildren(...phaseView().filter(Boolean));
     tick();
+  };
+
+  const drawExtension = () => {
+    extensionShown = extensionKey(s);
+    const next = extensionSection(me, s, act);
+    extension.replaceWith(next);
+    extension = next;
   };
 
   const approvalFacts = (a) => h('p', { class: 'approval' },
@@ -147,7 +163,9 @@ export async function sessionPage(main, me, cluster, ns, name, focus) {
       ? h('form', { class: 'inline', onsubmit: (e) => { e.preventDefault(); act(() => api.end(s.cluster, s.namespace, s.name, reason.value)); } },
         h('label', { for: 'end-reason' }, 'Why end it (optional)'), reason, h('button', { type: 'submit', class: 'danger', id: 'end' }, 'End the session'))
       : null;
-    return [timers, watching ? h('p', { class: 'watching', id: 'watching' }, 'Watching (read-only): what you type is not sent') : null, status, box, end];
+    extension = extensionSection(me, s, act);
+    extensionShown = extensionKey(s);
+    return [timers, watching ? h('p', { class: 'watching', id: 'watching' }, 'Watching (read-only): what you type is not sent') : null, status, box, extension, end];
   };
 
   const approvalForm = () => {

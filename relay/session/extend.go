@@ -1,0 +1,194 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/tower-dev/breakglass/api/v1alpha1"
+	"github.com/tower-dev/breakglass/lifecycle"
+	"github.com/tower-dev/breakglass/manifests"
+)
+
+// ExtensionLimits bound one session's extensions, as the cluster's Session
+// policy does with its PolicyParams (extensions.max, extensions.maxTotal):
+// the relay refuses in its own words what the cluster would refuse anyway.
+type ExtensionLimits struct {
+	// Max is how many extensions a session may be given.
+	Max int
+	// MaxTotal is the longest a session may run, from its start to its
+	// last hard stop.
+	MaxTotal time.Duration
+}
+
+// MinExtension is the least more time worth asking for.
+const MinExtension = 5 * time.Minute
+
+// ErrExtension is an extension the session's state or limits refuse: the
+// person can do something about it (wait, ask for less, decide the one
+// waiting), so it is a conflict, never a failure of the plane.
+var ErrExtension = errors.New("extension refused")
+
+func refused(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrExtension, fmt.Sprintf(format, args...))
+}
+
+// AskExtension records the requester's ask for d more with reason, for
+// another person to decide. Nothing else changes until then: the hard stop
+// and the grant stay as they are.
+func (l *Live) AskExtension(ctx context.Context, by, byID string, d time.Duration, reason string) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	s, now := l.Session, l.r.Clock.Now()
+	if err := l.extensible(now); err != nil {
+		return err
+	}
+	if q := s.Status.ExtensionRequest; q != nil {
+		return refused("%s asked for %s more at %s: that waits for a decision first", q.By, q.Duration.Duration, q.At.UTC().Format(time.RFC3339))
+	}
+	if err := l.r.fits(s, d, now); err != nil {
+		return err
+	}
+	ask := &v1alpha1.ExtensionRequest{Duration: metav1.Duration{Duration: d}, Reason: reason, By: by, ByID: byID, At: metav1.NewTime(now)}
+	return l.r.Lifecycle().Make(ctx, s, lifecycle.Move{Step: lifecycle.StepExtendRequest, Actor: by,
+		Reason: fmt.Sprintf("%s more: %s", d, reason),
+		Record: func(st *v1alpha1.SessionStatus) { st.ExtensionRequest = ask }})
+}
+
+// DecideExtension approves or denies the extension asked for, as by (never
+// the requester). An approval replaces the grant with a new RoleBinding
+// whose TTL covers the new hard stop (a grant's TTL is never stretched in
+// place, and the new one is within the same bounds as any), moves the hard
+// stop, and only then deletes the grant it replaced. The terminal and its
+// recording go on in one piece.
+func (l *Live) DecideExtension(ctx context.Context, by, byID string, approve bool, comment string) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	s, now := l.Session, l.r.Clock.Now()
+	if err := l.extensible(now); err != nil {
+		return err
+	}
+	q := s.Status.ExtensionRequest
+	switch {
+	case q == nil:
+		return refused("no extension is asked for")
+	case sameIdentity(s.Spec.Requester, s.Spec.RequesterID, by, byID) || sameIdentity(q.By, q.ByID, by, byID):
+		return refused("%s asked for this extension: another person decides on it", by)
+	}
+	decided := v1alpha1.Extension{ExtensionRequest: *q, DecidedBy: by, DecidedByID: byID, DecidedAt: metav1.NewTime(now), Comment: comment}
+	if !approve {
+		decided.Decision = v1alpha1.ExtensionDenied
+		return l.r.Lifecycle().Make(ctx, s, lifecycle.Move{Step: lifecycle.StepExtendDeny, Actor: by,
+			Reason: fmt.Sprintf("%s more, asked by %s: denied: %s", q.Duration.Duration, q.By, comment),
+			Record: func(st *v1alpha1.SessionStatus) {
+				st.Extensions, st.ExtensionRequest = append(st.Extensions, decided), nil
+			}})
+	}
+	if err := l.r.fits(s, q.Duration.Duration, now); err != nil {
+		return err
+	}
+	old := *s.Status.Grant
+	deadline := metav1.NewTime(s.Status.Deadline.Add(q.Duration.Duration))
+	ttl := l.r.extensionTTL(deadline.Time, now)
+	_, approved := s.Extended()
+	grant := manifests.Grant(s.Namespace, v1alpha1.ExtensionGrantName(s.Name, approved+1), s.Name, old.Role, ttl.String())
+	// One left from an approval whose status write failed is this
+	// session's, made by this relay: replaced, so its TTL counts from now.
+	if err := l.r.Client.Delete(ctx, grant); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("clearing an earlier extension grant %s: %w", grant.Name, err)
+	}
+	if err := l.r.Client.Create(ctx, grant); err != nil {
+		return fmt.Errorf("granting the extension: %w", err)
+	}
+	if err := l.r.record(ctx, "grant", s, fmt.Sprintf("%s for %s, replacing %s at an extension", old.Role, ttl, old.RoleBinding)); err != nil {
+		_ = l.r.Client.Delete(context.WithoutCancel(ctx), grant)
+		return fmt.Errorf("auditing the extension's grant: %w", err)
+	}
+	decided.Decision, decided.Grant, decided.Deadline = v1alpha1.ExtensionApproved, grant.Name, &deadline
+	next := &v1alpha1.Grant{RoleBinding: grant.Name, Role: old.Role, ExpiresAt: metav1.NewTime(now.Add(ttl))}
+	if err := l.r.Lifecycle().Make(ctx, s, lifecycle.Move{Step: lifecycle.StepExtend, Actor: by,
+		Reason: fmt.Sprintf("%s more, asked by %s: the hard stop moves to %s; grant %s replaces %s", q.Duration.Duration, q.By,
+			deadline.UTC().Format(time.RFC3339), grant.Name, old.RoleBinding),
+		Record: func(st *v1alpha1.SessionStatus) {
+			st.Extensions, st.ExtensionRequest = append(st.Extensions, decided), nil
+			st.Grant, st.Deadline = next, &deadline
+		}}); err != nil {
+		_ = l.r.Client.Delete(context.WithoutCancel(ctx), grant)
+		return err
+	}
+	l.moveStopLocked()
+	// The new grant stands; the old one goes now rather than at its TTL.
+	gone := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: old.RoleBinding, Namespace: s.Namespace}}
+	if err := l.r.Client.Delete(context.WithoutCancel(ctx), gone); err != nil && !apierrors.IsNotFound(err) {
+		l.r.Log.Error(err, "deleting the grant an extension replaced (the grant sweeper deletes it at its TTL)", "grant", old.RoleBinding)
+	}
+	return nil
+}
+
+// Snapshot is a copy of the Session as this relay last wrote or read it.
+func (l *Live) Snapshot() *v1alpha1.Session {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.Session.DeepCopy()
+}
+
+// extensible says whether an extension may be asked for or decided now:
+// while the session runs here and before its hard stop. Call under l.mu.
+func (l *Live) extensible(now time.Time) error {
+	s := l.Session
+	switch {
+	case l.ending.Load():
+		return refused("the session is ending")
+	case s.Status.Phase != v1alpha1.PhaseActive || s.Status.Deadline == nil || s.Status.Grant == nil || s.Status.StartedAt == nil:
+		return refused("the session is %s, not running", s.Status.Phase)
+	case !now.Before(s.Status.Deadline.Time):
+		return refused("the session is past its hard stop")
+	case s.Spec.Mode == v1alpha1.ModeHeldCopy:
+		return refused("a held copy's app containers are held only for the time first asked for: request a new session")
+	}
+	return nil
+}
+
+// fits checks d more against the session's limits now: how many
+// extensions, how long in all, and a grant that can cover the new hard
+// stop from now within the longest TTL the policies allow.
+func (r *Runner) fits(s *v1alpha1.Session, d time.Duration, now time.Time) error {
+	_, approved := s.Extended()
+	if approved >= r.Extensions.Max {
+		return refused("a session may be extended %d time(s), and this one has been", r.Extensions.Max)
+	}
+	if d < MinExtension || d%time.Second != 0 {
+		return refused("ask for at least %s, in whole seconds, not %s", MinExtension, d)
+	}
+	deadline := s.Status.Deadline.Add(d)
+	if total := deadline.Sub(s.Status.StartedAt.Time); total > r.Extensions.MaxTotal {
+		return refused("a session runs at most %s in all: %s more would make it %s", r.Extensions.MaxTotal, d, total)
+	}
+	if ttl := r.extensionTTL(deadline, now); ttl > r.MaxTTL {
+		room := r.MaxTTL - r.Grace - s.Status.Deadline.Sub(now)
+		return refused("the new grant would need %s, more than the %s a grant may last: ask for at most %s now, or later", ttl, r.MaxTTL, room.Truncate(time.Minute))
+	}
+	return nil
+}
+
+// extensionTTL is the TTL of a grant made now that covers a hard stop at
+// deadline and the grace after it: whole seconds (the TTL label is a
+// duration such as 47m12s), and never under the 15 minutes any grant lasts.
+func (r *Runner) extensionTTL(deadline, now time.Time) time.Duration {
+	ttl := (deadline.Sub(now) + r.Grace + time.Second - 1).Truncate(time.Second)
+	return max(ttl, 15*time.Minute)
+}
+
+// sameIdentity compares two people by identity when both are recorded,
+// else by name, as the Session policy does.
+func sameIdentity(name, id, otherName, otherID string) bool {
+	if id != "" && otherID != "" {
+		return id == otherID
+	}
+	return name == otherName
+}
