@@ -54,6 +54,11 @@ type walkResult struct {
 			AfterBlip, WatcherAfterBlip    bool
 			Timers, Session, EndedBy       string
 			Denial                         string
+			Extension                      struct {
+				Listed, GrantBefore, GrantAfter string
+				MovedBy                         float64
+				TypedAfter                      bool
+			}
 		}
 		Ground []struct {
 			Mode, Session, Screen, ManifestSHA256, Rekor string
@@ -170,6 +175,17 @@ func TestConsoleWalk(t *testing.T) {
 			t.Errorf("alice read %q", f.Flight.EndedBy)
 		case f.Flight.Denial != "Denied by bob@example.com: not during the freeze":
 			t.Errorf("alice read %q", f.Flight.Denial)
+		}
+		x := f.Flight.Extension
+		switch {
+		case !strings.Contains(x.Listed, "15 minutes more asked by alice@example.com") || !strings.Contains(x.Listed, "approved by bob@example.com"):
+			t.Errorf("alice's page lists the extension as %q", x.Listed)
+		case x.MovedBy != 15*60:
+			t.Errorf("the hard stop moved by %gs, want 900", x.MovedBy)
+		case x.GrantBefore == x.GrantAfter || x.GrantAfter != x.GrantBefore+"-x1":
+			t.Errorf("the grant %q was replaced by %q", x.GrantBefore, x.GrantAfter)
+		case !x.TypedAfter:
+			t.Error("alice's terminal did not go on after the extension")
 		}
 		execRefused(t, info)
 	})

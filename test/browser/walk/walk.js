@@ -60,6 +60,28 @@ async function flight(w, alice, bob) {
   await w.type(alice, 'echo after-blip-$((6*7))');
   w.facts.flight.afterBlip = (await w.waitScreen(alice, 'after-blip-42')).includes('after-blip-42');
   w.facts.flight.watcherAfterBlip = (await w.waitScreen(bob, 'after-blip-42')).includes('after-blip-42');
+  // alice asks for more time; bob, watching, gives it on his page; the
+  // terminal goes on, the hard stop later by what was asked.
+  const before = JSON.parse((await w.api(alice, 'GET', apiPath(path))).body);
+  await alice.selectOption('#extend-duration', '15m');
+  await alice.fill('#extend-reason', 'the gateway fix needs a second look');
+  await alice.click('#extend');
+  await alice.waitForFunction(() => /waiting for another person to decide/.test(document.querySelector('#extension')?.textContent || ''), null, { timeout: T });
+  await bob.waitForSelector('#extend-approve', { timeout: T });
+  await w.shot(bob, 'flight-extension-asked');
+  await w.accessible(bob, 'session, extension asked');
+  await bob.fill('#extend-comment', 'take it');
+  await bob.click('#extend-approve');
+  await alice.waitForSelector('#extension-0', { timeout: T });
+  const after = JSON.parse((await w.api(alice, 'GET', apiPath(path))).body);
+  await w.type(alice, 'echo extended-$((6*7))');
+  w.facts.flight.extension = {
+    listed: await alice.locator('#extension-0').innerText(),
+    movedBy: (Date.parse(after.status.deadline) - Date.parse(before.status.deadline)) / 1000,
+    grantBefore: before.status.grant.roleBinding, grantAfter: after.status.grant.roleBinding,
+    typedAfter: (await w.waitScreen(alice, 'extended-42')).includes('extended-42'),
+  };
+  await w.shot(alice, 'flight-extended');
   await bob.fill('#end-reason', 'found it: the payment gateway timeout');
   await bob.click('#end');
   await w.phase(alice, 'Ended');
