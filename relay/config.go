@@ -102,6 +102,15 @@ type Cluster struct {
 	DebugImage string `json:"debugImage"`
 	// RequireApproval may be false on Ground only.
 	RequireApproval *bool `json:"requireApproval,omitempty"`
+	// Moderated are the namespaces ("*": all) whose sessions need a
+	// moderator: the requester's keystrokes reach the shell only while an
+	// approver watches.
+	Moderated []string `json:"moderated,omitempty"`
+}
+
+// Moderates says whether sessions in namespace ns need a moderator.
+func (c Cluster) Moderates(ns string) bool {
+	return slices.Contains(c.Moderated, "*") || slices.Contains(c.Moderated, ns)
 }
 
 // NeedsApproval says whether a second person must approve sessions here.
@@ -323,6 +332,11 @@ func (c *Config) Complete() error {
 		}
 		if cl.DebugImage == "" {
 			errs = append(errs, fmt.Errorf("%s.debugImage: the pinned debug image is required", at))
+		}
+		for _, ns := range cl.Moderated {
+			if ns != "*" && len(validation.IsDNS1123Label(ns)) > 0 {
+				errs = append(errs, fmt.Errorf("%s.moderated: %q is neither a namespace name nor *", at, ns))
+			}
 		}
 	}
 	for i, p := range c.Permissions {

@@ -37,6 +37,12 @@ type liveSession struct {
 	// session's page can say who is typing and who is watching.
 	mu       sync.Mutex
 	attached map[Attached]int
+	// moderated sessions tell onModerators when the count of watchers
+	// changes, and the requester's open terminal through typingNotices
+	// (moderation.go).
+	moderated     bool
+	onModerators  func(before, after int, who string)
+	typingNotices chan terminal.Control
 }
 
 func newLiveSession() *liveSession {
@@ -45,15 +51,22 @@ func newLiveSession() *liveSession {
 
 // attach counts a's terminal until the returned func is called.
 func (l *liveSession) attach(a Attached) (detach func()) {
+	l.count(a, +1)
+	return func() { l.count(a, -1) }
+}
+
+// count adds n to a's terminals, telling a moderated session when its
+// watchers change.
+func (l *liveSession) count(a Attached, n int) {
 	l.mu.Lock()
-	l.attached[a]++
+	before := l.watchersLocked()
+	if l.attached[a] += n; l.attached[a] <= 0 {
+		delete(l.attached, a)
+	}
+	after, hook := l.watchersLocked(), l.onModerators
 	l.mu.Unlock()
-	return func() {
-		l.mu.Lock()
-		defer l.mu.Unlock()
-		if l.attached[a]--; l.attached[a] <= 0 {
-			delete(l.attached, a)
-		}
+	if hook != nil && before != after {
+		hook(before, after, a.Name)
 	}
 }
 
@@ -254,7 +267,9 @@ func (s *Server) end(w http.ResponseWriter, r *http.Request, c Caller) error {
 		decided := sess.Status.Phase == v1alpha1.PhasePending ||
 			(sess.Status.Approval != nil && sess.Status.Approval.ByID != "" && !sess.Spec.GlassBroken)
 		mayCancel := notStarted && decided && s.cfg.can(c, ActionApprove, t.Name, ns)
-		if !mayCancel && !s.cfg.can(c, ActionEnd, t.Name, ns) {
+		// A moderator ends a moderated session at once, as they watch it.
+		mayModerate := sess.Status.Phase == v1alpha1.PhaseActive && t.Moderates(ns) && s.cfg.can(c, ActionApprove, t.Name, ns)
+		if !mayCancel && !mayModerate && !s.cfg.can(c, ActionEnd, t.Name, ns) {
 			return forbidden("%s may not end sessions in %s/%s", c.Name, t.Name, ns)
 		}
 		reason = v1alpha1.EndApprover
@@ -358,12 +373,24 @@ func (s *Server) terminal(w http.ResponseWriter, r *http.Request, c Caller) erro
 	if err := t.runner.Lifecycle().Note(r.Context(), "attach", c.Name, sess, map[bool]string{true: "watching", false: "typing"}[readOnly]); err != nil {
 		return err
 	}
+	var typed terminal.Session = live
+	if t.Moderates(ns) {
+		s.moderate(t, held)
+		if !readOnly {
+			typed = heldInput{Live: live, held: held}
+		}
+	}
+	if !readOnly {
+		notices, done := held.typingTerminal()
+		defer done()
+		opts.Notices = notices
+	}
 	defer held.attach(Attached{Name: c.Name, Typing: !readOnly})()
 	start := time.Now()
 	role := map[bool]string{true: "watcher", false: "requester"}[readOnly]
 	s.metrics.terminals.WithLabelValues(role).Inc()
 	defer s.metrics.terminals.WithLabelValues(role).Dec()
-	err = terminal.Serve(w, r, live, opts)
+	err = terminal.Serve(w, r, typed, opts)
 	s.log.V(1).Info("terminal closed", "session", key.String(), "caller", c.Name, "after", time.Since(start), "error", err)
 	return nil
 }

@@ -67,6 +67,10 @@ type LiveView struct {
 	// AloneEndsAt is when the disconnect limit ends a session with no
 	// terminal open (the requester's or a watcher's).
 	AloneEndsAt *metav1.Time `json:"aloneEndsAt,omitempty"`
+	// Moderated says the requester's input reaches the shell only while a
+	// moderator (an approver) watches; InputHeld that none watches now.
+	Moderated bool `json:"moderated,omitempty"`
+	InputHeld bool `json:"inputHeld,omitempty"`
 }
 
 // Attached is one person with the session's terminal open.
@@ -83,6 +87,9 @@ func (s *Server) liveView(key sessionKey) *LiveView {
 	}
 	lastInput, viewers, alone := held.live.Activity()
 	v := &LiveView{Viewers: viewers, Attached: held.people(), IdleEndsAt: metav1.NewTime(lastInput.Add(s.cfg.Limits.Idle.Duration))}
+	if t := s.clusters[key.cluster]; t != nil && t.Moderates(key.namespace) {
+		v.Moderated, v.InputHeld = true, held.moderators() == 0
+	}
 	if viewers == 0 {
 		at := metav1.NewTime(alone.Add(s.cfg.Limits.Disconnect.Duration))
 		v.AloneEndsAt = &at

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -134,6 +135,12 @@ func (r *Recorder) Output(ctx context.Context, p []byte) error { return r.record
 // Input records bytes the person typed.
 func (r *Recorder) Input(ctx context.Context, p []byte) error { return r.record(ctx, KindInput, p) }
 
+// Mark records a marker: a moment a reviewer is to find, such as a
+// moderator starting or stopping to watch.
+func (r *Recorder) Mark(ctx context.Context, note string) error {
+	return r.record(ctx, KindMarker, []byte(strings.ToValidUTF8(note, "\uFFFD")))
+}
+
 // Resize records a new terminal size.
 func (r *Recorder) Resize(ctx context.Context, width, height int) error {
 	return r.record(ctx, KindResize, []byte(fmt.Sprintf("%dx%d", width, height)))
@@ -158,7 +165,7 @@ func (r *Recorder) record(ctx context.Context, kind byte, p []byte) error {
 	r.last = t
 	writeRecord(&r.raw, kind, t, p)
 	text := p
-	if kind != KindResize {
+	if kind == KindOutput || kind == KindInput {
 		text = r.decode(kind, p, false)
 	}
 	if len(text) > 0 {

@@ -67,6 +67,9 @@ type Options struct {
 	// in at the local issuer. BackstageAllowAll swaps its break-glass
 	// policy for one that allows everything, to show the relay refusing.
 	Backstage, BackstageAllowAll bool
+	// Moderated are the first cluster's namespaces whose sessions need a
+	// moderator watching (the relay's clusters[].moderated).
+	Moderated []string
 	// Progress, if set, is told each step as it begins: a caller waiting
 	// for Ready knows the plane is still coming up, and which step it is at.
 	Progress func(Step)

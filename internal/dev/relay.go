@@ -36,8 +36,11 @@ func startRelay(ctx context.Context, ln net.Listener, relayURL string, planes []
 		cfg.OIDC.PortalAudiences = []string{backstageAudience}
 	}
 	targets := map[string]relay.Target{}
-	for _, p := range planes {
+	for i, p := range planes {
 		cfg.Clusters = append(cfg.Clusters, relay.Cluster{Name: p.name, Tier: p.tier(), DebugImage: p.image})
+		if i == 0 {
+			cfg.Clusters[0].Moderated = o.Moderated
+		}
 		targets[p.name] = relay.Target{Client: p.portal.Client, Kube: p.portal.Kube, Config: p.portal.Config}
 	}
 	if err := cfg.Complete(); err != nil {

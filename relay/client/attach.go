@@ -109,7 +109,7 @@ func (c *Client) Attach(ctx context.Context, t Target, in io.Reader, out, notes 
 		}
 		if kind == websocket.TextMessage {
 			var m terminal.Control
-			if json.Unmarshal(p, &m) == nil && m.Type == "error" && notes != nil {
+			if json.Unmarshal(p, &m) == nil && (m.Type == "error" || m.Type == "held" || m.Type == "moderated") && notes != nil {
 				fmt.Fprintln(notes, "relay:", m.Message)
 			}
 			continue

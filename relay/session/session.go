@@ -458,6 +458,13 @@ func (l *Live) Write(p []byte) (int, error) {
 	return l.stdin.Write(p)
 }
 
+// Ending says someone or something is ending the session, or has.
+func (l *Live) Ending() bool { return l.ending.Load() }
+
+// Mark records a marker in the session's recording: a moment a reviewer
+// is to find.
+func (l *Live) Mark(ctx context.Context, note string) error { return l.rec.Mark(ctx, note) }
+
 // Resize sets the terminal's size and records it.
 func (l *Live) Resize(ctx context.Context, cols, rows uint16) error {
 	if cols == 0 || rows == 0 {

@@ -42,7 +42,15 @@ type Options struct {
 	Count func(direction string, n int)
 	// FromNow shows the connection no output from before it joined.
 	FromNow bool
+	// Notices are control messages the relay tells the browser unasked
+	// (a moderated session's input held or let through); optional.
+	Notices <-chan Control
 }
+
+// ErrHeld is what a Session's Write answers for keystrokes it does not
+// pass on now (a moderated session with no moderator watching): the
+// browser is told why, and the connection goes on.
+var ErrHeld = errors.New("input held")
 
 // MaxFrame bounds what the browser may send in one frame: keystrokes and
 // pastes are small; a larger frame closes the connection with 1009.
@@ -110,7 +118,12 @@ func Serve(w http.ResponseWriter, r *http.Request, s Session, o Options) error {
 		defer close(writerDone)
 		pumpOutput(conn, out, writes, count)
 	}()
+	stopNotices := make(chan struct{})
+	if o.Notices != nil {
+		go forwardNotices(conn, o.Notices, writes, writerDone, stopNotices)
+	}
 	err = readInput(r.Context(), conn, s, o.ReadOnly, writes, writerDone, count)
+	close(stopNotices)
 	_ = out.Close()
 	<-writerDone
 	return err
@@ -198,6 +211,36 @@ func drain(chunks <-chan []byte) {
 	}()
 }
 
+// forwardNotices sends the relay's notices as text frames, through the
+// one writer of the connection, until the connection's reader is done.
+func forwardNotices(conn *websocket.Conn, notices <-chan Control, writes chan<- func() error, writerDone, stop <-chan struct{}) {
+	for {
+		select {
+		case c := <-notices:
+			select {
+			case writes <- textFrame(conn, c):
+			case <-writerDone:
+				return
+			case <-stop:
+				return
+			}
+		case <-writerDone:
+			return
+		case <-stop:
+			return
+		}
+	}
+}
+
+// textFrame is the write of one control message, for the connection's one writer.
+func textFrame(conn *websocket.Conn, c Control) func() error {
+	b, _ := json.Marshal(c)
+	return func() error {
+		_ = conn.SetWriteDeadline(time.Now().Add(writeWait))
+		return conn.WriteMessage(websocket.TextMessage, b)
+	}
+}
+
 // closeFor tells the browser why its stream ended.
 func closeFor(conn *websocket.Conn, why error) {
 	code, text := CloseEnded, "the session has ended"
@@ -222,12 +265,8 @@ func truncate(s string, n int) string {
 
 func readInput(ctx context.Context, conn *websocket.Conn, s Session, readOnly bool, writes chan<- func() error, writerDone <-chan struct{}, count func(string, int)) error {
 	reply := func(c Control) {
-		b, _ := json.Marshal(c)
 		select {
-		case writes <- func() error {
-			_ = conn.SetWriteDeadline(time.Now().Add(writeWait))
-			return conn.WriteMessage(websocket.TextMessage, b)
-		}:
+		case writes <- textFrame(conn, c):
 		case <-writerDone:
 		}
 	}
@@ -245,7 +284,10 @@ func readInput(ctx context.Context, conn *websocket.Conn, s Session, readOnly bo
 				reply(Control{Type: "error", Message: "this terminal is read-only: only the requester types"})
 				continue
 			}
-			if _, err := s.Write(p); err != nil {
+			if _, err := s.Write(p); errors.Is(err, ErrHeld) {
+				reply(Control{Type: "held", Message: err.Error()})
+				continue
+			} else if err != nil {
 				return err
 			}
 			count("in", len(p))

@@ -54,7 +54,9 @@ type walkResult struct {
 			AfterBlip, WatcherAfterBlip    bool
 			Timers, Session, EndedBy       string
 			Denial                         string
-			Extension                      struct {
+			// Moderation is what alice's terminal said alone, then watched.
+			Moderation struct{ Alone, Watched string }
+			Extension  struct {
 				Listed, GrantBefore, GrantAfter string
 				MovedBy                         float64
 				TypedAfter                      bool
@@ -106,6 +108,7 @@ func TestConsoleWalk(t *testing.T) {
 	}
 	var logs cluster.SyncBuffer
 	running, err := dev.Background(context.Background(), dev.Options{Profile: policies.Flight, Both: true, Rekor: true, ReviewWithin: 20 * time.Second,
+		Moderated: []string{"shop"},
 		RelayAddr: "127.0.0.1:0", Dir: state}, &logs)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, logs.String())
@@ -175,6 +178,10 @@ func TestConsoleWalk(t *testing.T) {
 			t.Errorf("alice read %q", f.Flight.EndedBy)
 		case f.Flight.Denial != "Denied by bob@example.com: not during the freeze":
 			t.Errorf("alice read %q", f.Flight.Denial)
+		}
+		if m := f.Flight.Moderation; !strings.HasPrefix(m.Alone, "Input held: moderated session: nobody is watching yet") ||
+			!strings.Contains(m.Watched, "moderated: bob@example.com") {
+			t.Errorf("alice's terminal in a moderated namespace said %q alone and %q watched", m.Alone, m.Watched)
 		}
 		x := f.Flight.Extension
 		switch {

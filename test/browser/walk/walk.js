@@ -28,12 +28,18 @@ async function flight(w, alice, bob) {
   const blip = await w.cuttable(alice);
   await alice.click('#start');
   await w.phase(alice, 'Active');
+  // shop on flight is moderated: alone, alice's input is held; once bob
+  // watches, it goes through.
+  await alice.waitForFunction(() => /^Input held/.test(document.querySelector('.term-status')?.textContent || ''), null, { timeout: T });
+  const alone = await alice.locator('.term-status').innerText();
+  await w.shot(alice, 'flight-moderated-held');
   await w.visit(bob, path);
   await bob.waitForSelector('#watching', { timeout: T });
   await bob.waitForFunction(() => /Connected/.test(document.querySelector('.term-status')?.textContent || ''), null, { timeout: T });
   await alice.waitForFunction(() => /idle limit in/.test(document.querySelector('.timers')?.textContent || ''), null, { timeout: T });
   // Before a key is pressed, the terminal says the shell is there.
-  await alice.waitForFunction(() => document.querySelector('.term-status')?.textContent === 'Connected', null, { timeout: T });
+  await alice.waitForFunction(() => /^Connected, moderated: /.test(document.querySelector('.term-status')?.textContent || ''), null, { timeout: T });
+  const watchedStatus = await alice.locator('.term-status').innerText();
   const greeting = await w.waitScreen(alice, 'press Enter');
   await w.type(alice, 'echo watched-$((6*7)); id -u');
   await w.waitScreen(alice, 'watched-42');
@@ -43,7 +49,7 @@ async function flight(w, alice, bob) {
   // alice's page names who has the terminal open.
   await alice.waitForFunction(() => /watching/.test(document.querySelector('.timers')?.textContent || ''), null, { timeout: T });
   w.facts.flight = { watcherSaw: watched.includes('watched-42'), aliceSawBobsTyping: (await w.screen(alice)).includes('bob-typed-this'),
-    timers: await alice.locator('.timers').innerText(), greeting };
+    timers: await alice.locator('.timers').innerText(), greeting, moderation: { alone, watched: watchedStatus } };
   // A watcher who joins late (bob reloads) is shown the recent screen.
   await bob.reload();
   await bob.waitForFunction(() => /Connected/.test(document.querySelector('.term-status')?.textContent || ''), null, { timeout: T });
@@ -56,7 +62,7 @@ async function flight(w, alice, bob) {
   blip();
   await alice.waitForFunction(() => /reconnecting/.test(document.querySelector('.term-status')?.textContent || ''), null, { timeout: T });
   await w.shot(alice, 'flight-reconnecting');
-  await alice.waitForFunction(() => document.querySelector('.term-status')?.textContent === 'Connected', null, { timeout: T });
+  await alice.waitForFunction(() => /^Connected/.test(document.querySelector('.term-status')?.textContent || ''), null, { timeout: T });
   await w.type(alice, 'echo after-blip-$((6*7))');
   w.facts.flight.afterBlip = (await w.waitScreen(alice, 'after-blip-42')).includes('after-blip-42');
   w.facts.flight.watcherAfterBlip = (await w.waitScreen(bob, 'after-blip-42')).includes('after-blip-42');

@@ -57,7 +57,9 @@ export function openTerminal(el, wsURL, { readOnly, onStatus, credentials = asyn
     ws.onmessage = (e) => {
       if (typeof e.data === 'string') {
         const m = JSON.parse(e.data);
-        if (m.type === 'error') onStatus('error', m.message);
+        // held and moderated: a moderated session's input waits for, or
+        // goes through with, an approver watching.
+        if (m.type === 'error' || m.type === 'held' || m.type === 'moderated') onStatus(m.type, m.message);
         return;
       }
       term.write(new Uint8Array(e.data));

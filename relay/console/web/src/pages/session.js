@@ -64,6 +64,7 @@ export async function sessionPage(main, me, cluster, ns, name, focus) {
     const parts = [];
     if (s.status.deadline) parts.push(`Hard stop in ${countdown(s.status.deadline)}`);
     if (s.live) {
+      if (s.live.moderated) parts.push(s.live.inputHeld ? 'moderated: input held until an approver watches' : 'moderated: an approver is watching');
       parts.push(`idle limit in ${countdown(s.live.idleEndsAt)}`);
       const people = (s.live.attached || []).map((a) => `${a.name} ${a.typing ? 'typing' : 'watching'}`);
       parts.push(s.live.aloneEndsAt
@@ -156,10 +157,12 @@ export async function sessionPage(main, me, cluster, ns, name, focus) {
       // Who is attached changed: show it now, not at the next poll.
       if (what === 'connected') fresh(() => api.get(s.cluster, s.namespace, s.name)).catch(() => {});
       status.textContent = { connected: watching ? 'Connected: watching' : 'Connected', reconnecting: 'Connection lost: reconnecting…',
-        lost: 'Connection lost. Reload the page to try again.', closed: 'The terminal closed.', error: 'The relay said: ' + (detail || '') }[what] || what;
+        lost: 'Connection lost. Reload the page to try again.', closed: 'The terminal closed.', error: 'The relay said: ' + (detail || ''),
+        held: 'Input held: ' + (detail || ''), moderated: 'Connected, moderated: ' + (detail || '') }[what] || what;
     } });
     const reason = h('input', { type: 'text', id: 'end-reason', maxlength: 1024 });
-    const end = (mine || can(me, 'end', s.cluster, s.namespace))
+    // A moderator (an approver watching a moderated session) ends it at once.
+    const end = (mine || can(me, 'end', s.cluster, s.namespace) || (s.live?.moderated && can(me, 'approve', s.cluster, s.namespace)))
       ? h('form', { class: 'inline', onsubmit: (e) => { e.preventDefault(); act(() => api.end(s.cluster, s.namespace, s.name, reason.value)); } },
         h('label', { for: 'end-reason' }, 'Why end it (optional)'), reason, h('button', { type: 'submit', class: 'danger', id: 'end' }, 'End the session'))
       : null;

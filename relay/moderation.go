@@ -1,0 +1,136 @@
+package relay
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/tower-dev/breakglass/relay/session"
+	"github.com/tower-dev/breakglass/relay/terminal"
+)
+
+// A moderated session (a cluster's moderated namespaces) lets the
+// requester's keystrokes reach the shell only while a moderator watches:
+// an approver with the terminal open, who is never the requester (a
+// watcher's terminal is opened only by someone other than the requester,
+// by identity, with approve). The requester's terminal is told when input
+// is held and when it goes through again; the recording and the audit log
+// mark when moderation started and stopped; a moderator may end the
+// session at once, without the end permission.
+
+// StepModeration is the audit step of a moderator starting or stopping to
+// watch a moderated session.
+const StepModeration = "moderation"
+
+// heldInput is a moderated session's terminal as the requester types in
+// it: keystrokes go through only while a moderator watches.
+type heldInput struct {
+	*session.Live
+	held *liveSession
+}
+
+func (h heldInput) Write(p []byte) (int, error) {
+	if h.held.moderators() == 0 {
+		return 0, fmt.Errorf("%w: no moderator is watching this session; what you type reaches the shell once an approver watches", terminal.ErrHeld)
+	}
+	return h.Live.Write(p)
+}
+
+// moderators is how many watchers have the terminal open here.
+func (l *liveSession) moderators() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.watchersLocked()
+}
+
+func (l *liveSession) watchersLocked() int {
+	n := 0
+	for a, c := range l.attached {
+		if !a.Typing {
+			n += c
+		}
+	}
+	return n
+}
+
+// moderate makes held's session moderated: each time moderation starts
+// (a first watcher) or stops (the last one leaves), the recording gets a
+// marker, the audit log an event, and the requester's open terminal a
+// notice.
+func (s *Server) moderate(t *target, held *liveSession) {
+	held.mu.Lock()
+	defer held.mu.Unlock()
+	held.moderated = true
+	held.onModerators = func(before, after int, who string) {
+		live := held.live
+		if live == nil || (before > 0) == (after > 0) {
+			return
+		}
+		if live.Ending() {
+			return // the watchers leaving an ending session stop nothing
+		}
+		ctx := context.Background()
+		note, notice := "moderation started: "+who+" watching; the requester's input reaches the shell",
+			terminal.Control{Type: "moderated", Message: who + " is watching: what you type reaches the shell"}
+		if after == 0 {
+			note, notice = "moderation stopped: "+who+" left and nobody watches; the requester's input is held",
+				terminal.Control{Type: "held", Message: "nobody is watching: what you type is held until an approver watches"}
+		}
+		if err := live.Mark(ctx, note); err != nil {
+			s.log.Error(err, "marking moderation in the recording", "session", live.Session.Namespace+"/"+live.Session.Name)
+		}
+		if err := t.runner.Lifecycle().Note(ctx, StepModeration, who, live.Snapshot(), note); err != nil {
+			s.log.Error(err, "auditing moderation", "session", live.Session.Namespace+"/"+live.Session.Name)
+		}
+		held.notify(notice)
+	}
+}
+
+// notify tells the requester's open terminal, if any, without waiting.
+func (l *liveSession) notify(c terminal.Control) {
+	l.mu.Lock()
+	ch := l.typingNotices
+	l.mu.Unlock()
+	if ch == nil {
+		return
+	}
+	select {
+	case ch <- c:
+	default: // a terminal that does not read its notices misses one
+	}
+}
+
+// typingTerminal opens the notices of the requester's terminal: on a
+// moderated session, it is told at once whether its input is held.
+func (l *liveSession) typingTerminal() (notices <-chan terminal.Control, done func()) {
+	ch := make(chan terminal.Control, 4)
+	l.mu.Lock()
+	l.typingNotices = ch
+	moderated := l.moderated
+	l.mu.Unlock()
+	if moderated {
+		if n := l.moderators(); n == 0 {
+			ch <- terminal.Control{Type: "held", Message: "moderated session: nobody is watching yet, so what you type is held until an approver watches"}
+		} else {
+			ch <- terminal.Control{Type: "moderated", Message: fmt.Sprintf("moderated session: %s watching, so what you type reaches the shell", strings.Join(l.watcherNames(), ", "))}
+		}
+	}
+	return ch, func() {
+		l.mu.Lock()
+		if l.typingNotices == ch {
+			l.typingNotices = nil
+		}
+		l.mu.Unlock()
+	}
+}
+
+// watcherNames are who watch here, by name.
+func (l *liveSession) watcherNames() []string {
+	var names []string
+	for _, a := range l.people() {
+		if !a.Typing {
+			names = append(names, a.Name)
+		}
+	}
+	return names
+}
