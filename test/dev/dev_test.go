@@ -35,6 +35,7 @@ func TestDevRealNode(t *testing.T) {
 }
 
 func walkthrough(t *testing.T, o dev.Options) {
+	o.Moderated = []string{"shop"}
 	dir := t.TempDir()
 	state := filepath.Join(dir, "state")
 	if err := os.Mkdir(state, 0o700); err != nil {
@@ -68,17 +69,46 @@ func walkthrough(t *testing.T, o dev.Options) {
 		t.Fatal(err)
 	}
 	in, typed := io.Pipe()
-	var screen cluster.SyncBuffer
+	var screen, notes, watched cluster.SyncBuffer
 	attached := make(chan error, 1)
-	go func() { attached <- alice.Attach(ctx, target, in, &screen, io.Discard, nil) }()
-	if _, err := typed.Write([]byte("echo demo-$((40+2)) as $(id -u)\n")); err != nil {
-		t.Fatal(err)
-	}
-	for deadline := time.Now().Add(20 * time.Second); !strings.Contains(screen.String(), "demo-42 as 65532"); time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("no demo-42 on the screen: %q", screen.String())
+	go func() { attached <- alice.Attach(ctx, target, in, &screen, &notes, nil) }()
+	// shop is moderated: alone, what alice types is held, never run.
+	waitFor(t, &notes, "nobody is watching yet")
+	type_ := func(line string) {
+		if _, err := typed.Write([]byte(line + "\n")); err != nil {
+			t.Fatal(err)
 		}
 	}
+	type_("echo alone-$((40+1))")
+	waitFor(t, &notes, "no moderator is watching")
+	// bob watches with nothing to type: his input stays open, never written.
+	quiet, hush := io.Pipe()
+	defer hush.Close()
+	go func() { _ = bob.Attach(ctx, target, quiet, &watched, io.Discard, nil) }()
+	waitFor(t, &notes, "bob@example.com is watching")
+	type_("echo demo-$((40+2)) as $(id -u)")
+	waitFor(t, &screen, "demo-42 as 65532")
+	waitFor(t, &watched, "demo-42 as 65532")
+	if strings.Contains(screen.String(), "alone-41") {
+		t.Fatalf("what alice typed alone ran: %q", screen.String())
+	}
+	// More time: asked by alice, given by bob; the terminal goes on.
+	before, err := alice.Get(ctx, target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := alice.Extend(ctx, target, relay.ExtensionAsk{Duration: "15m", Reason: "one more look"}); err != nil {
+		t.Fatal(err)
+	}
+	extended, err := bob.ApproveExtension(ctx, target, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if moved := extended.Status.Deadline.Sub(before.Status.Deadline.Time); moved != 15*time.Minute || extended.Status.Grant.RoleBinding == before.Status.Grant.RoleBinding {
+		t.Fatalf("the hard stop moved by %s, the grant %s -> %s", moved, before.Status.Grant.RoleBinding, extended.Status.Grant.RoleBinding)
+	}
+	type_("echo extended-$((40+3))")
+	waitFor(t, &screen, "extended-43")
 	ended, err := alice.End(ctx, target, "")
 	if err != nil || ended.Status.Evidence == nil {
 		t.Fatalf("end: %v %+v", err, ended.Status)
@@ -106,6 +136,16 @@ func walkthrough(t *testing.T, o dev.Options) {
 	if c, err := net.DialTimeout("tcp", strings.TrimPrefix(info.RelayURL, "http://"), time.Second); err == nil {
 		_ = c.Close()
 		t.Fatal("the relay still listens")
+	}
+}
+
+// waitFor waits until b holds want.
+func waitFor(t *testing.T, b *cluster.SyncBuffer, want string) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(b.String(), want); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no %q within 30s: %q", want, b.String())
+		}
 	}
 }
 
