@@ -93,7 +93,10 @@ func TestDecidePod(t *testing.T) {
 			}
 		}
 	}
-	long := func(s *v1alpha1.Session) { s.Spec.Duration.Duration = 75 * time.Minute; s.Status.Deadline = at(75 * time.Minute) }
+	long := func(s *v1alpha1.Session) {
+		s.Spec.Duration.Duration = 75 * time.Minute
+		s.Status.Deadline = at(75 * time.Minute)
+	}
 	// The grant an extension made at t0+25m (TTL to the new hard stop and grace).
 	xGrant := makeGrant("s1", 25*time.Minute, "27m")
 	xGrant.Name += "-x1"
@@ -163,7 +166,7 @@ func TestDecidePod(t *testing.T) {
 		{name: "an extended copy is still bounded from its creation", pod: copyPod("s1"),
 			facts: known(makeSession("s1", copyMode, active, long, extendedBy(40*time.Minute, v1alpha1.ExtensionApproved),
 				liar, func(s *v1alpha1.Session) { s.Status.StartedAt = at(10 * time.Minute) }), xLong),
-			now:   116 * time.Minute, wantDelete: true, wantWhy: "older than the longest grant"},
+			now: 116 * time.Minute, wantDelete: true, wantWhy: "older than the longest grant"},
 		{name: "a new copy whose Session is not seen yet waits for the cache", pod: copyPod("s1"),
 			now: time.Minute + 2*time.Second, wantRequeue: 3 * time.Second},
 		{name: "a copy past its grace whose Session is not seen", pod: copyPod("s1"),
