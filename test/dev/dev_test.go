@@ -74,19 +74,19 @@ func walkthrough(t *testing.T, o dev.Options) {
 	go func() { attached <- alice.Attach(ctx, target, in, &screen, &notes, nil) }()
 	// shop is moderated: alone, what alice types is held, never run.
 	waitFor(t, &notes, "nobody is watching yet")
-	type_ := func(line string) {
+	typeLine := func(line string) {
 		if _, err := typed.Write([]byte(line + "\n")); err != nil {
 			t.Fatal(err)
 		}
 	}
-	type_("echo alone-$((40+1))")
+	typeLine("echo alone-$((40+1))")
 	waitFor(t, &notes, "no moderator is watching")
 	// bob watches with nothing to type: his input stays open, never written.
 	quiet, hush := io.Pipe()
 	defer hush.Close()
 	go func() { _ = bob.Attach(ctx, target, quiet, &watched, io.Discard, nil) }()
 	waitFor(t, &notes, "bob@example.com is watching")
-	type_("echo demo-$((40+2)) as $(id -u)")
+	typeLine("echo demo-$((40+2)) as $(id -u)")
 	waitFor(t, &screen, "demo-42 as 65532")
 	waitFor(t, &watched, "demo-42 as 65532")
 	if strings.Contains(screen.String(), "alone-41") {
@@ -107,7 +107,7 @@ func walkthrough(t *testing.T, o dev.Options) {
 	if moved := extended.Status.Deadline.Sub(before.Status.Deadline.Time); moved != 15*time.Minute || extended.Status.Grant.RoleBinding == before.Status.Grant.RoleBinding {
 		t.Fatalf("the hard stop moved by %s, the grant %s -> %s", moved, before.Status.Grant.RoleBinding, extended.Status.Grant.RoleBinding)
 	}
-	type_("echo extended-$((40+3))")
+	typeLine("echo extended-$((40+3))")
 	waitFor(t, &screen, "extended-43")
 	ended, err := alice.End(ctx, target, "")
 	if err != nil || ended.Status.Evidence == nil {
