@@ -1,11 +1,24 @@
-# The one image of the webhook, the sweeper and the relay, for those who
-# build with Docker. `make image` builds the same without a Docker engine.
+# The one image of the webhook, the sweeper and the relay, with the relay's
+# web console, for those who build with Docker. `make image` builds the same
+# binary without a Docker engine, onto an empty base instead of distroless.
+
+# The console: its npm packages from the lockfile, bundled by esbuild into
+# relay/console/dist, which the binary embeds (as `make console` does).
+FROM node:22-bookworm-slim AS console
+WORKDIR /src
+COPY relay/console/web/package.json relay/console/web/package-lock.json relay/console/web/
+RUN cd relay/console/web && npm ci --no-audit --no-fund
+COPY relay/console/web/ relay/console/web/
+COPY backstage/packages/terminal/src/ backstage/packages/terminal/src/
+RUN mkdir -p relay/console/dist && cd relay/console/web && node build.mjs
+
 FROM golang:1.26 AS build
 WORKDIR /src
 COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
-RUN CGO_ENABLED=0 go build -trimpath -o /breakglass ./cmd/breakglass
+COPY --from=console /src/relay/console/dist/ relay/console/dist/
+RUN test -f relay/console/dist/index.html && CGO_ENABLED=0 go build -trimpath -o /breakglass ./cmd/breakglass
 
 FROM gcr.io/distroless/static-debian12:nonroot
 COPY --from=build /breakglass /breakglass

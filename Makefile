@@ -9,9 +9,13 @@ NODE_BINS := $(BIN)/kubelet $(BIN)/kube-controller-manager $(BIN)/kube-scheduler
 
 export KUBEBUILDER_ASSETS := $(BIN)
 
-.PHONY: all build backstage cross test-cross krew console node dev image debug-image rekor debian-packages test test-unit test-integration test-faults fuzz bench bench-load generate verify-generate lint tools clean
+.PHONY: help all build backstage cross test-cross krew console node dev image debug-image rekor debian-packages test test-unit test-integration test-faults fuzz bench bench-load generate verify-generate lint tools clean
 
 all: build
+
+## help: these lines: what each target does.
+help:
+	@grep -h '^## ' $(MAKEFILE_LIST) | sed 's/^## //'
 
 # VERSION is the plugin's release (kubectl breakglass version; krew's semver).
 VERSION ?= v0.0.0-dev
@@ -21,6 +25,7 @@ VERSION ?= v0.0.0-dev
 # make test builds the two operating systems other than this one (their
 # terminal code differs; CROSS_PLATFORMS=... overrides); make cross builds all six.
 CROSS_PLATFORMS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64 windows/arm64
+## cross: the kubectl plugin for Linux, macOS and Windows on amd64 and arm64 (bin/cross/).
 cross: console
 	@set -e; for p in $(CROSS_PLATFORMS); do \
 		echo ">> kubectl-breakglass for $$p"; \
@@ -29,6 +34,7 @@ cross: console
 
 # krew: the archives of every platform and the krew plugin manifest for them
 # (bin/krew/breakglass.yaml), for a release at VERSION.
+## krew: the krew plugin manifest and archives for a release at VERSION.
 krew: cross
 	@mkdir -p $(BIN)/krew
 	@set -e; for p in $(CROSS_PLATFORMS); do \
@@ -42,6 +48,7 @@ krew: cross
 # relay/console/dist, which the relay's binary embeds (go:embed).
 CONSOLE_WEB := relay/console/web
 CONSOLE_SRC := $(CONSOLE_WEB)/build.mjs $(wildcard $(CONSOLE_WEB)/src/*.js $(CONSOLE_WEB)/src/*/*.js $(CONSOLE_WEB)/src/*.css backstage/packages/terminal/src/*.js)
+## console: the web console (npm packages from the lockfile, bundled by esbuild into relay/console/dist).
 console: relay/console/dist/index.html
 $(CONSOLE_WEB)/node_modules/.package-lock.json: $(CONSOLE_WEB)/package.json $(CONSOLE_WEB)/package-lock.json
 	@command -v npm >/dev/null || { echo "the console is built with Node and npm: make debian-packages (as root) or apt-get install nodejs npm"; exit 1; }
@@ -61,6 +68,7 @@ $(NODE22): hack/node22.sh
 	bash hack/node22.sh $(BIN)
 backstage/node_modules/.package-lock.json: $(NODE22) backstage/package.json backstage/package-lock.json $(wildcard backstage/*/*/package.json)
 	cd backstage && $(BACKSTAGE_PATH) npm ci --ignore-scripts
+## backstage: Tower's Backstage plugins and the demo app, type-checked and built (Node.js 22 in bin/node22).
 backstage: backstage/node_modules/.package-lock.json
 	cd backstage && $(BACKSTAGE_PATH) node_modules/.bin/tsc -p . --noEmit false --declaration --emitDeclarationOnly --outDir dist-types
 	@set -e; for p in breakglass-common breakglass-backend breakglass; do \
@@ -68,6 +76,7 @@ backstage: backstage/node_modules/.package-lock.json
 	done
 	cd backstage/packages/app && $(BACKSTAGE_PATH) ../../node_modules/.bin/backstage-cli package build --config ../../app-config.yaml
 
+## build: the server (bin/breakglass) and the plugin (bin/kubectl-breakglass).
 build: console
 	$(GO) build ./...
 	$(GO) build -o $(BIN)/kubectl-breakglass ./cmd/kubectl-breakglass
@@ -88,6 +97,7 @@ $(BIN)/kube-apiserver: tools/apiserver/go.mod tools/apiserver/go.sum
 
 # The real node: a kubelet on Debian's containerd and runc, and the controllers
 # and scheduler that turn the chart's Deployments into pods on it.
+## node: the real node's kubelet, controllers and scheduler, from module sources.
 node: $(NODE_BINS)
 $(NODE_BINS) &: tools/apiserver/go.mod tools/apiserver/go.sum
 	@echo ">> building kubelet, kube-controller-manager and kube-scheduler $(KUBE_VERSION) from module sources (about 5 minutes the first time)"
@@ -105,6 +115,7 @@ $(BIN)/versitygw: tools/versitygw/go.mod tools/versitygw/go.sum
 
 # Rekor on Trillian (PostgreSQL comes from Debian): the transparency log recordings are anchored in.
 REKOR_BINS := $(BIN)/rekor-server $(BIN)/rekor-cli $(BIN)/trillian_log_server $(BIN)/trillian_log_signer $(BIN)/createtree
+## rekor: Rekor and Trillian from module sources (PostgreSQL comes from Debian).
 rekor: $(REKOR_BINS)
 $(REKOR_BINS) &: tools/rekor/go.mod tools/rekor/go.sum
 	@echo ">> building rekor-server, rekor-cli and Trillian from module sources (about 5 minutes the first time)"
@@ -171,12 +182,14 @@ debug-image:
 	@test -x /bin/busybox || { echo "debug-image needs a static busybox: apt-get install busybox-static"; exit 1; }
 	$(GO) run ./internal/image/build -debug-busybox /bin/busybox -tag ghcr.io/tower-dev/breakglass-debug:dev -o $(BIN)/breakglass-debug-image.tar
 
+## lint: gofmt, go vet and golangci-lint.
 lint: $(BIN)/golangci-lint
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt: files above need formatting"; exit 1; }
 	$(GO) vet ./...
 	$(BIN)/golangci-lint run --allow-parallel-runners ./...
 
 # Unit tests; -race where goroutines meet (the sweeper's controllers, the webhook's cache).
+## test-unit: the unit tests (no tool needed but the console), -race on the concurrent packages.
 test-unit: console
 	$(GO) test $$($(GO) list ./... | grep -v /test/)
 	$(GO) test -race ./sweeper/... ./webhook/... ./relay/...
@@ -188,6 +201,7 @@ test/browser/node_modules/.package-lock.json: test/browser/package.json test/bro
 
 INTEGRATION_DEPS := console $(BIN)/kube-apiserver $(NODE_BINS) $(BIN)/etcd $(BIN)/versitygw $(BIN)/promtool $(BIN)/cosign $(BIN)/rekor-server-v2 $(BIN)/kubectl-kyverno rekor test/browser/node_modules/.package-lock.json backstage
 
+## test-integration: every suite on the real API server, node, store, log and browser (not the faults).
 test-integration: $(INTEGRATION_DEPS)
 	$(GO) test -count=1 -timeout 20m -skip '^TestFault' ./test/integration/... ./test/evidence/... ./test/tlog/...
 	$(GO) test -count=1 -timeout 20m -race -skip '^TestFault' ./test/sweeper/... ./test/cluster/... ./test/session/... ./test/relay/...
@@ -208,6 +222,7 @@ FUZZ_TARGETS := relay/terminal:FuzzParseControl relay/terminal:FuzzFrames \
 	evidence/recording:FuzzPlay evidence/recording:FuzzRecordThenPlay evidence/recording:FuzzReadTranscript evidence/recording:FuzzParseManifest \
 	evidence/audit:FuzzVerify evidence/tlog:FuzzBundle evidence/tlog:FuzzSigstoreBundle vap:FuzzCaseFile vap:FuzzCopyAndDebug \
 	relay:FuzzRequestBody relay:FuzzTokenClaims relay:FuzzConfig webhook:FuzzConfig
+## fuzz: each fuzz target for FUZZTIME (30s).
 fuzz: console
 	@set -e; for t in $(FUZZ_TARGETS); do \
 		echo ">> fuzzing $${t##*:} in $${t%%:*} for $(FUZZTIME)"; \
@@ -224,6 +239,7 @@ test: debian-packages tools verify-generate lint test-cross test-unit test-integ
 test-cross:
 	$(MAKE) cross CROSS_PLATFORMS="darwin/arm64 windows/amd64"
 
+## bench: the benchmarks docs/benchmarks.md reports.
 bench: $(BIN)/kube-apiserver $(BIN)/etcd
 	$(GO) test -run '^$$' -bench . -benchmem ./vap/...
 	$(GO) test -run '^$$' -bench 'EphemeralContainerPatch$$' -benchtime 500x ./test/integration/...
@@ -241,5 +257,6 @@ bench-load: $(BIN)/kube-apiserver $(BIN)/etcd
 	$(GO) test -run '^$$' -bench RelayLoad -benchtime 1x -timeout 30m ./test/relay/
 	$(GO) test -run '^$$' -bench Anchor -benchtime 50x ./test/tlog/...
 
+## clean: remove bin/.
 clean:
 	rm -rf $(BIN)

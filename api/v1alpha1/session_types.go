@@ -156,7 +156,11 @@ type End struct {
 	By     string      `json:"by"`
 	Reason EndReason   `json:"reason"`
 	At     metav1.Time `json:"at"`
-	// Abnormal is set when the relay did not end the session itself.
+	// Abnormal is set when the session did not end by a person's word or
+	// a limit: its terminal stream failed, its start failed after the
+	// debug container was added, its recording could not be finalized at
+	// the end (the sweeper finalizes what was streamed), or the sweeper
+	// ended it for a relay that stopped.
 	// +optional
 	Abnormal bool `json:"abnormal,omitempty"`
 	// Note is why the person who ended the session early said they did, in

@@ -170,6 +170,9 @@ func TestBadValues(t *testing.T) {
 		{"zero replicas", "sweeper:\n  replicas: 0\n", namespace, "replicas"},
 		{"a node selector that is not a map of strings", "webhook:\n  nodeSelector: {zone: [a, b]}\n", namespace, "nodeSelector"},
 		{"slow deadline", "webhook:\n  deadline: 7s\n", namespace, "deadline"},
+		{"a deadline of exactly the webhook's timeout", "webhook:\n  deadline: 5s\n", namespace, "deadline"},
+		{"a slow deadline in milliseconds", "webhook:\n  deadline: 5000ms\n", namespace, "deadline"},
+		{"more extensions than the policies take", "params:\n  extensions: {max: 5, maxTotal: 2h}\n", namespace, "extensions"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			v, err := chartutil.ReadValues([]byte(tc.values))
