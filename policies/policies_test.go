@@ -2,6 +2,7 @@ package policies_test
 
 import (
 	"context"
+	"os"
 	"strings"
 	"testing"
 
@@ -85,4 +86,24 @@ func anyNames(messages map[string]bool, rule string) bool {
 		}
 	}
 	return false
+}
+
+// TestDocumented holds docs/policies.md to the rules: each one a refused
+// person may read is named there, so the table cannot fall behind.
+func TestDocumented(t *testing.T) {
+	doc, err := os.ReadFile("../docs/policies.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range policies.All() {
+		for _, v := range p.Validations {
+			// The copy's debug containers take the debug container's rules,
+			// documented once as "the debug shape as `copy.*`".
+			mirrored := strings.Contains(string(doc), "`copy.*`") && strings.HasPrefix(v.Name, "copy.") &&
+				strings.Contains(string(doc), "`debug."+strings.TrimPrefix(v.Name, "copy.")+"`")
+			if !mirrored && !strings.Contains(string(doc), "`"+v.Name+"`") {
+				t.Errorf("rule %s of %s is not in docs/policies.md", v.Name, p.Name)
+			}
+		}
+	}
 }
