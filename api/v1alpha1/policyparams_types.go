@@ -4,9 +4,11 @@ import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 // DurationBounds is an inclusive range of Go durations such as "15m" and "75m".
 type DurationBounds struct {
+	// Min is the shortest allowed, e.g. 15m.
 	// +kubebuilder:validation:Pattern=`^([0-9]+h)?([0-9]+m)?([0-9]+s)?$`
 	// +kubebuilder:validation:MaxLength=16
 	Min string `json:"min"`
+	// Max is the longest allowed, e.g. 75m.
 	// +kubebuilder:validation:Pattern=`^([0-9]+h)?([0-9]+m)?([0-9]+s)?$`
 	// +kubebuilder:validation:MaxLength=16
 	Max string `json:"max"`

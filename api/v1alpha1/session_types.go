@@ -100,6 +100,9 @@ const (
 
 // Approval records who approved and exactly what they saw and approved.
 type Approval struct {
+	// By is who approved, by name (the username claim, e.g. an email), or
+	// what let the session start without an approver ("glass broken by
+	// NAME", "approval not required on CLUSTER").
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
 	By string `json:"by"`
@@ -108,12 +111,18 @@ type Approval struct {
 	// Separation of duty compares identities, never names.
 	// +optional
 	// +kubebuilder:validation:MaxLength=512
-	ByID string      `json:"byID,omitempty"`
-	At   metav1.Time `json:"at"`
-	// Mode, ProcessAccess and KeepPod are what the approver was shown.
-	Mode          SessionMode `json:"mode"`
-	ProcessAccess bool        `json:"processAccess"`
-	KeepPod       bool        `json:"keepPod"`
+	ByID string `json:"byID,omitempty"`
+	// At is when the session was approved.
+	At metav1.Time `json:"at"`
+	// Mode is the mode approved: the one asked for, as the approver was shown it.
+	Mode SessionMode `json:"mode"`
+	// ProcessAccess is whether the debug container may see the app's
+	// processes: never unless asked for, and the approver may refuse it.
+	ProcessAccess bool `json:"processAccess"`
+	// KeepPod keeps the pod, with its debug container, after the session
+	// instead of recycling it: the approver's choice.
+	KeepPod bool `json:"keepPod"`
+	// Comment is the approver's note for the record.
 	// +optional
 	// +kubebuilder:validation:MaxLength=2048
 	Comment string `json:"comment,omitempty"`
@@ -121,6 +130,7 @@ type Approval struct {
 
 // Denial records who denied and why.
 type Denial struct {
+	// By is who denied, by name.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
 	By string `json:"by"`
@@ -129,8 +139,10 @@ type Denial struct {
 	// Separation of duty compares identities, never names.
 	// +optional
 	// +kubebuilder:validation:MaxLength=512
-	ByID string      `json:"byID,omitempty"`
-	At   metav1.Time `json:"at"`
+	ByID string `json:"byID,omitempty"`
+	// At is when the session was denied.
+	At metav1.Time `json:"at"`
+	// Reason is why, in the denier's words: the requester reads it.
 	// +optional
 	// +kubebuilder:validation:MaxLength=2048
 	Reason string `json:"reason,omitempty"`
@@ -138,24 +150,38 @@ type Denial struct {
 
 // Grant is the RoleBinding a session holds.
 type Grant struct {
-	RoleBinding string      `json:"roleBinding"`
-	Role        string      `json:"role"`
-	ExpiresAt   metav1.Time `json:"expiresAt"`
+	// RoleBinding is the grant's name in the session's namespace
+	// (breakglass-SESSION, or breakglass-SESSION-xN after the N-th
+	// extension).
+	RoleBinding string `json:"roleBinding"`
+	// Role is the debug ClusterRole it binds: breakglass:debug, or
+	// breakglass:debug-process with process access.
+	Role string `json:"role"`
+	// ExpiresAt is when its TTL runs out; the sweeper deletes it then
+	// whatever else happens.
+	ExpiresAt metav1.Time `json:"expiresAt"`
 }
 
 // DebugContainer is where the session's debug container runs.
 type DebugContainer struct {
 	// Pod is the target pod, or its copy.
-	Pod   string `json:"pod"`
-	Name  string `json:"name"`
+	Pod string `json:"pod"`
+	// Name is the debug container's (breakglass-SESSION, then -rN for the
+	// N-th relay that resumed it).
+	Name string `json:"name"`
+	// Image is the pinned debug image it runs, by digest.
 	Image string `json:"image"`
 }
 
 // End records who or what ended a session, and why.
 type End struct {
-	By     string      `json:"by"`
-	Reason EndReason   `json:"reason"`
-	At     metav1.Time `json:"at"`
+	// By is who or what ended it: a person by name, or the relay or the
+	// sweeper in its own name, with why in parentheses.
+	By string `json:"by"`
+	// Reason is why, as one of the end reasons.
+	Reason EndReason `json:"reason"`
+	// At is when it ended.
+	At metav1.Time `json:"at"`
 	// Abnormal is set when the session did not end by a person's word or
 	// a limit: its terminal stream failed, its start failed after the
 	// debug container was added, its recording could not be finalized at
@@ -173,6 +199,8 @@ type End struct {
 
 // Evidence points at the session's recording and its transparency-log entry.
 type Evidence struct {
+	// URIs are the recording's files in the evidence store (the manifest,
+	// the transcript, the cast, and the anchor's bundle once anchored).
 	// +optional
 	URIs []string `json:"uris,omitempty"`
 	// ManifestSHA256 is the hex SHA-256 of the recording's manifest: what is anchored.
@@ -188,8 +216,11 @@ type Evidence struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=63
 	Cluster string `json:"cluster,omitempty"`
+	// LogIndex is the manifest's entry's index in the transparency log.
 	// +optional
 	LogIndex *int64 `json:"logIndex,omitempty"`
+	// EntryID is the entry's ID (Rekor's UUID), or its log index for a
+	// tile-based log.
 	// +optional
 	EntryID string `json:"entryID,omitempty"`
 	// AnchorPending is set while the transparency log has not yet taken the entry.
@@ -199,8 +230,11 @@ type Evidence struct {
 
 // Review records the review of a glass-broken session.
 type Review struct {
+	// DueAt is when a glass-broken session's review falls due; after it
+	// the fallback reviewer is told.
 	// +optional
 	DueAt *metav1.Time `json:"dueAt,omitempty"`
+	// By is who reviewed, by name: never the requester.
 	// +optional
 	// +kubebuilder:validation:MaxLength=253
 	By string `json:"by,omitempty"`
@@ -209,8 +243,10 @@ type Review struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=512
 	ByID string `json:"byID,omitempty"`
+	// At is when it was reviewed.
 	// +optional
 	At *metav1.Time `json:"at,omitempty"`
+	// Comment is what the reviewer found.
 	// +optional
 	// +kubebuilder:validation:MaxLength=2048
 	Comment string `json:"comment,omitempty"`
@@ -231,14 +267,16 @@ type ExtensionRequest struct {
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=2048
 	Reason string `json:"reason"`
+	// By is who asked, by name: the session's requester.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
 	By string `json:"by"`
 	// ByID is the requester's identity ("issuer#subject").
 	// +optional
 	// +kubebuilder:validation:MaxLength=512
-	ByID string      `json:"byID,omitempty"`
-	At   metav1.Time `json:"at"`
+	ByID string `json:"byID,omitempty"`
+	// At is when it was asked for.
+	At metav1.Time `json:"at"`
 }
 
 // ExtensionDecision is what became of an extension request.
@@ -257,7 +295,9 @@ const (
 // one before plus Duration.
 type Extension struct {
 	ExtensionRequest `json:",inline"`
-	Decision         ExtensionDecision `json:"decision"`
+	// Decision is Approved or Denied.
+	Decision ExtensionDecision `json:"decision"`
+	// DecidedBy is who decided, by name.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
 	DecidedBy string `json:"decidedBy"`
@@ -265,14 +305,18 @@ type Extension struct {
 	// requester's.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=512
-	DecidedByID string      `json:"decidedByID"`
-	DecidedAt   metav1.Time `json:"decidedAt"`
+	DecidedByID string `json:"decidedByID"`
+	// DecidedAt is when it was decided.
+	DecidedAt metav1.Time `json:"decidedAt"`
+	// Comment is the decider's note, or why it was denied.
 	// +optional
 	// +kubebuilder:validation:MaxLength=2048
 	Comment string `json:"comment,omitempty"`
+	// Grant is the RoleBinding an approval made to replace the session's.
 	// +optional
 	// +kubebuilder:validation:MaxLength=253
 	Grant string `json:"grant,omitempty"`
+	// Deadline is the hard stop an approval moved the session's to.
 	// +optional
 	Deadline *metav1.Time `json:"deadline,omitempty"`
 }
@@ -280,19 +324,27 @@ type Extension struct {
 // SessionStatus is what happened. The cluster holds it so that the sweeper can
 // finish a session the relay abandoned.
 type SessionStatus struct {
+	// Phase is where the session is in its lifecycle: Pending, Approved or
+	// Denied, Active, then Ended (or Expired, never started); only forward.
 	// +optional
 	Phase SessionPhase `json:"phase,omitempty"`
+	// Approval is who approved and what, once approved.
 	// +optional
 	Approval *Approval `json:"approval,omitempty"`
+	// Denial is who denied and why, once denied.
 	// +optional
 	Denial *Denial `json:"denial,omitempty"`
+	// Grant is the RoleBinding the session holds while it runs.
 	// +optional
 	Grant *Grant `json:"grant,omitempty"`
+	// DebugContainer is where the session's debug container runs.
 	// +optional
 	DebugContainer *DebugContainer `json:"debugContainer,omitempty"`
-	// StartedAt and Deadline bound an active session; Deadline is the hard stop.
+	// StartedAt is when the session started.
 	// +optional
 	StartedAt *metav1.Time `json:"startedAt,omitempty"`
+	// Deadline is the hard stop: the session ends then, whoever is typing.
+	// An approved extension moves it.
 	// +optional
 	Deadline *metav1.Time `json:"deadline,omitempty"`
 	// ExtensionRequest is the requester's ask for more time, while another
@@ -327,10 +379,13 @@ type SessionStatus struct {
 	// its heartbeat goes stale.
 	// +optional
 	Released *metav1.Time `json:"released,omitempty"`
+	// End is who or what ended the session, and why.
 	// +optional
 	End *End `json:"end,omitempty"`
+	// Evidence points at the finalized recording and its anchor.
 	// +optional
 	Evidence *Evidence `json:"evidence,omitempty"`
+	// Review is a glass-broken session's review: when it is due, who made it.
 	// +optional
 	Review *Review `json:"review,omitempty"`
 	// Conditions summarize the record above (Granted, Attached, Recorded,
