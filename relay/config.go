@@ -22,6 +22,7 @@ import (
 	"github.com/tower-dev/breakglass/api/v1alpha1"
 	"github.com/tower-dev/breakglass/evidence/recording"
 	"github.com/tower-dev/breakglass/relay/console"
+	"github.com/tower-dev/breakglass/relay/notify"
 	"github.com/tower-dev/breakglass/relay/session"
 )
 
@@ -43,8 +44,12 @@ type Config struct {
 	// Rekor, when set, anchors every recording in a transparency log.
 	Rekor *Rekor     `json:"rekor,omitempty"`
 	Audit AuditSinks `json:"audit,omitempty"`
-	// NotifyURL receives notifications as JSON POSTs.
+	// NotifyURL receives every notification as a plain JSON POST, as it
+	// always has, beside what Notifications routes.
 	NotifyURL string `json:"notifyURL,omitempty"`
+	// Notifications routes them to Slack, Teams, e-mail and webhooks
+	// (CloudEvents), rate limited and retried (docs/operators.md).
+	Notifications *notify.Config `json:"notifications,omitempty"`
 	// Console, when set, serves the web console at /console/, signing
 	// people in with the OIDC issuer as client oidc.audience.
 	Console *ConsoleConfig `json:"console,omitempty"`
@@ -367,6 +372,16 @@ func (c *Config) Complete() error {
 			errs = append(errs, errors.New("rekor.publicKeyFile: Rekor v2 does not serve its key: pin it"))
 		case r.APIVersion == 2 && r.CertificateFile != "":
 			errs = append(errs, errors.New("rekor.certificateFile: Rekor v2 gives no trusted time to check a certificate at: sign with the key alone, or use Rekor v1"))
+		}
+	}
+	if c.NotifyURL != "" {
+		if u, err := url.Parse(c.NotifyURL); err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") {
+			errs = append(errs, fmt.Errorf("notifyURL: %q is not an http(s) URL", c.NotifyURL))
+		}
+	}
+	if c.Notifications != nil {
+		if err := c.Notifications.Complete("notifications"); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	if c.Limits.Heartbeat.Duration >= c.Limits.Disconnect.Duration {

@@ -10,6 +10,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -59,12 +60,14 @@ configured sinks).`,
 				// one chain would fork it.
 				cfg.Audit.Chain += "-" + peers.Self
 			}
-			srv, closeAll, err := buildRelay(ctx, cfg, peers, kubeQPS)
+			srv, metrics, closeAll, err := buildRelay(ctx, cfg, peers, kubeQPS)
 			if err != nil {
 				return err
 			}
+			// After the server closed: the notifications of its last
+			// moves are delivered before the relay exits.
 			defer closeAll()
-			probeOpts.Ready, probeOpts.Metrics = srv.Ready, srv.Metrics()
+			probeOpts.Ready, probeOpts.Metrics = srv.Ready, metrics
 			probeServers, err := probes.Start(probeOpts)
 			if err != nil {
 				return err
@@ -143,17 +146,19 @@ func replicaPeers(replica, peerURL, caFile string) (*relay.Peers, error) {
 }
 
 // buildRelay connects to the issuer, the clusters, the store and the audit
-// sinks. It refuses to start without a working recording store.
-func buildRelay(ctx context.Context, cfg *relay.Config, peers *relay.Peers, kubeQPS float32) (*relay.Server, func(), error) {
+// sinks, and starts delivering notifications. It refuses to start without
+// a working recording store. Its metrics are the server's and the
+// notifications'.
+func buildRelay(ctx context.Context, cfg *relay.Config, peers *relay.Peers, kubeQPS float32) (*relay.Server, prometheus.Gatherer, func(), error) {
 	var closers []func()
 	closeAll := func() {
 		for _, c := range closers {
 			c()
 		}
 	}
-	fail := func(err error) (*relay.Server, func(), error) {
+	fail := func(err error) (*relay.Server, prometheus.Gatherer, func(), error) {
 		closeAll()
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	auth, err := relay.NewAuthenticator(ctx, cfg.OIDC, nil)
 	if err != nil {
@@ -228,8 +233,24 @@ func buildRelay(ctx context.Context, cfg *relay.Config, peers *relay.Peers, kube
 		targets[c.Name] = relay.Target{Client: cl, Kube: kube, Config: rc}
 	}
 	var notifier relay.Notifier
-	if cfg.NotifyURL != "" {
-		notifier = &notify.Webhook{URL: cfg.NotifyURL, PortalURL: cfg.PortalURL}
+	notifications := prometheus.NewRegistry()
+	if cfg.NotifyURL != "" || cfg.Notifications != nil {
+		d, err := notify.NewDispatcher(cfg.Notifications, notify.Options{PortalURL: cfg.PortalURL, NotifyURL: cfg.NotifyURL,
+			Source: "breakglass/relay", Log: ctrl.Log.WithName("notify")})
+		if err != nil {
+			return fail(err)
+		}
+		closers = append(closers, func() {
+			// Bounded: a chat server that is down does not hold up the
+			// relay's exit for long (what is left is counted dropped).
+			stop, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if err := d.Close(stop); err != nil {
+				ctrl.Log.WithName("notify").Error(err, "notifications left undelivered")
+			}
+		})
+		notifications.MustRegister(d)
+		notifier = d
 	}
 	var checkpoints *audit.Checkpointer
 	if anchorer != nil {
@@ -246,7 +267,7 @@ func buildRelay(ctx context.Context, cfg *relay.Config, peers *relay.Peers, kube
 	if err != nil {
 		return fail(err)
 	}
-	return srv, closeAll, nil
+	return srv, prometheus.Gatherers{srv.Metrics(), notifications}, closeAll, nil
 }
 
 func restConfig(kubeconfig string) (*rest.Config, error) {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/url"
 	"os"
 	"time"
@@ -11,6 +12,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/tower-dev/breakglass/evidence/audit"
 	"github.com/tower-dev/breakglass/evidence/recording"
@@ -22,6 +24,7 @@ func newSweeperCommand() *cobra.Command {
 	var (
 		opts                                   sweeper.Options
 		notifyURL, portalURL, fallbackReviewer string
+		notificationsFile                      string
 		recordingDir, rekorURL, rekorKey       string
 		clusterName, rekorCert, auditFile      string
 		rekorPublicKey                         string
@@ -46,6 +49,21 @@ reviews. It reads all of its state from the cluster.`,
 					return errors.New("--notify-url: must be an http(s) URL")
 				}
 				opts.Notifier = &notify.Webhook{URL: notifyURL, PortalURL: portalURL, Cluster: clusterName, FallbackReviewer: fallbackReviewer}
+			}
+			if notificationsFile != "" {
+				d, err := sweeperNotifications(notificationsFile, notify.Options{PortalURL: portalURL, Cluster: clusterName,
+					FallbackReviewer: fallbackReviewer, NotifyURL: notifyURL, Source: "breakglass/sweeper", Log: ctrl.Log.WithName("notify")})
+				if err != nil {
+					return err
+				}
+				defer func() {
+					stop, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+					defer cancel()
+					if err := d.Close(stop); err != nil {
+						ctrl.Log.WithName("notify").Error(err, "notifications left undelivered")
+					}
+				}()
+				opts.Notifier = d
 			}
 			store, uri, err := evidenceStore(cmd.Context(), recordingDir, s3opts)
 			if err != nil {
@@ -109,6 +127,7 @@ reviews. It reads all of its state from the cluster.`,
 	f.StringVar(&notifyURL, "notify-url", "", "webhook that receives notifications (JSON POST)")
 	f.StringVar(&portalURL, "portal-url", "", "the portal's base URL, for deep links to sessions")
 	f.StringVar(&fallbackReviewer, "fallback-reviewer", "", "who is told when a review is overdue")
+	f.StringVar(&notificationsFile, "notifications", "", "route notifications to Slack, Teams, e-mail and webhooks as this file says (the relay config's notifications section on its own); --notify-url, if set too, still gets every event")
 	f.StringVar(&auditFile, "audit-file", "", "append the sweeper's audit chain to this file too, and continue its chain from it after a restart")
 	f.StringVar(&clusterName, "cluster", "", "this cluster's name in the relay's config: part of every recording's key")
 	f.StringVar(&recordingDir, "recording-dir", "", "the write-once recording directory, to finalize the evidence of swept sessions")
@@ -124,6 +143,24 @@ reviews. It reads all of its state from the cluster.`,
 	f.StringVar(&rekorPublicKey, "rekor-public-key", "", "the log's public key (PEM), pinned: required for Rekor v2")
 	f.DurationVar(&opts.AnchorAfter, "anchor-after", 2*time.Minute, "how long after a session's end the relay has to anchor it itself")
 	return cmd
+}
+
+// sweeperNotifications is the Dispatcher of a notifications file, its
+// counters registered with the sweeper's metrics.
+func sweeperNotifications(file string, o notify.Options) (*notify.Dispatcher, error) {
+	c, err := notify.LoadConfig(file)
+	if err != nil {
+		return nil, fmt.Errorf("--notifications: %w", err)
+	}
+	d, err := notify.NewDispatcher(c, o)
+	if err != nil {
+		return nil, fmt.Errorf("--notifications: %w", err)
+	}
+	if err := ctrlmetrics.Registry.Register(d); err != nil {
+		_ = d.Close(context.Background())
+		return nil, err
+	}
+	return d, nil
 }
 
 // evidenceStore is the store the sweeper finalizes swept sessions' evidence

@@ -1,15 +1,16 @@
-// Package notify tells people about sessions through a configurable HTTP
-// webhook, with a deep link to the session in the portal.
+// Package notify tells people about sessions where they are: Slack, Microsoft
+// Teams, e-mail and generic webhooks (plain JSON or CloudEvents), each
+// message with a deep link to the session's page. A Dispatcher routes
+// events to sinks by cluster, namespace and kind, and delivers them in the
+// background: rate limited per destination (the rest folded into a
+// digest), retried, counted, never holding up a session.
 package notify
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
-	"net/url"
 	"time"
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
@@ -32,9 +33,16 @@ type Event struct {
 }
 
 // Webhook posts events to URL. Secrets never go into an event: a session's
-// reason and names only.
+// reason and names only. Send posts at once and says how it went (the
+// sweeper's --notify-url); as a Dispatcher's Sink it posts what was queued.
 type Webhook struct {
 	URL string
+	// Format is FormatJSON (the default, as notifyURL always posted) or
+	// FormatCloudEvents.
+	Format string
+	// Source names the sender in a CloudEvent's source, before the
+	// cluster (default "breakglass").
+	Source string
 	// PortalURL is the portal's base address (the relay's console:
 	// https://relay.example/console); see Link.
 	PortalURL string
@@ -47,18 +55,9 @@ type Webhook struct {
 	Now              func() time.Time
 }
 
-// Link is the page an event asks its reader to act on:
-// {PortalURL}/sessions/{cluster}/{namespace}/{name}, the session's page,
-// with /approve for a request to decide and /review for a review due.
+// Link is the page an event asks its reader to act on: see Links.For.
 func (w *Webhook) Link(e Event, s *v1alpha1.Session) string {
-	link := fmt.Sprintf("%s/sessions/%s/%s/%s", w.PortalURL, url.PathEscape(e.Cluster), url.PathEscape(s.Namespace), url.PathEscape(s.Name))
-	switch e.Kind {
-	case "request.new":
-		link += "/approve"
-	case "glass.broken", "review.overdue":
-		link += "/review"
-	}
-	return link
+	return Links{PortalURL: w.PortalURL}.For(e.Kind, e.Cluster, s.Namespace, s.Name)
 }
 
 // ReviewOverdue tells the fallback reviewer that s waits for its review.
@@ -71,34 +70,36 @@ func (w *Webhook) Send(ctx context.Context, e Event, s *v1alpha1.Session) error 
 	if e.Cluster == "" {
 		e.Cluster = w.Cluster
 	}
-	e.Namespace, e.Session, e.Requester, e.Reason = s.Namespace, s.Name, s.Spec.Requester, s.Spec.Reason
-	e.Link = w.Link(e, s)
+	now := time.Now
 	if w.Now != nil {
-		e.At = w.Now()
-	} else {
-		e.At = time.Now()
+		now = w.Now
 	}
-	body, err := json.Marshal(e)
-	if err != nil {
-		return err
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.URL, bytes.NewReader(body))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	client := w.Client
-	if client == nil {
-		client = &http.Client{Timeout: 10 * time.Second}
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		return fmt.Errorf("notification webhook: %w", err)
-	}
-	defer resp.Body.Close()
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
-	if resp.StatusCode/100 != 2 {
-		return fmt.Errorf("notification webhook answered %s", resp.Status)
+	return w.Deliver(ctx, Message{Notices: []Notice{newNotice(e, s, Links{PortalURL: w.PortalURL}, now())}})
+}
+
+// Kind is "webhook".
+func (w *Webhook) Kind() string { return "webhook" }
+
+// Deliver posts each of m's notices, one event per POST: a receiver that
+// is a program wants every event, so webhooks get no digests.
+func (w *Webhook) Deliver(ctx context.Context, m Message) error {
+	for _, n := range m.Notices {
+		body, contentType, err := w.encode(n)
+		if err != nil {
+			return permanent(err)
+		}
+		if _, err := post(ctx, w.Client, w.URL, contentType, body, nil); err != nil {
+			return fmt.Errorf("notification webhook: %w", err)
+		}
 	}
 	return nil
+}
+
+func (w *Webhook) encode(n Notice) ([]byte, string, error) {
+	if w.Format == FormatCloudEvents {
+		b, err := cloudEventJSON(n, w.Source)
+		return b, CloudEventsContentType, err
+	}
+	b, err := json.Marshal(n.Event)
+	return b, "application/json", err
 }
