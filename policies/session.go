@@ -33,6 +33,9 @@ func once(path string) string {
 	return fmt.Sprintf("(!oldObject.?status.?%s.hasValue() || %s)", path, unchanged(path))
 }
 
+// minExtension is the least more time a session is given.
+var minExtension = v1alpha1.MinExtension.String()
+
 // portalOnly are the parts of a Session's status only the portal writes: the
 // decisions a person made through it and the session it ran.
 var portalOnly = []string{"approval", "denial", "grant", "debugContainer", "startedAt", "deadline", "heartbeat", "resumes",
@@ -187,13 +190,15 @@ func SessionRules() Policy {
 				// the one its requester asked for while the session ran,
 				// decided by another person.
 				Name: "session.extensions",
-				Expression: update + `size(variables.extensions) <= size(oldObject.?status.?extensions.orValue([])) + 1 &&
+				Expression: update + `size(variables.decided) <= 1 &&
+					size(variables.extensions) == size(oldObject.?status.?extensions.orValue([])) + size(variables.decided) &&
 					oldObject.?status.?extensions.orValue([]).all(e, e in variables.extensions) &&
 					(size(variables.decided) == 0 ||
 					 (variables.phase == 'Active' && variables.oldPhase == 'Active' && !object.?status.?extensionRequest.hasValue() &&
 					  variables.decided.all(e, oldObject.?status.?extensionRequest.?at == optional.of(e.at) &&
 					   oldObject.?status.?extensionRequest.?duration == optional.of(e.duration) &&
 					   oldObject.?status.?extensionRequest.?by == optional.of(e.by) &&
+					   oldObject.?status.?extensionRequest.?reason == optional.of(e.reason) &&
 					   oldObject.?status.?extensionRequest.?byID == e.?byID &&
 					   (object.spec.?requesterID.orValue('') != '' ? e.decidedByID != object.spec.requesterID : e.decidedBy != object.spec.requester) &&
 					   (e.?byID.orValue('') != '' ? e.decidedByID != e.byID : e.decidedBy != e.by) &&
@@ -203,13 +208,17 @@ func SessionRules() Policy {
 			{
 				// Asked for only while the session runs, by its requester.
 				Name: "session.extension-request",
-				Expression: `!object.?status.?extensionRequest.hasValue() ||
+				Expression: `(request.operation != 'UPDATE' || !oldObject.?status.?extensionRequest.hasValue() ||
+					 object.?status.?extensionRequest.hasValue() || size(variables.decided) == 1 || variables.phase != 'Active') &&
+					(!object.?status.?extensionRequest.hasValue() ||
 					(request.operation == 'UPDATE' && (` + unchanged("extensionRequest") + ` ||
 					 (variables.phase == 'Active' && variables.oldPhase == 'Active' && !oldObject.?status.?extensionRequest.hasValue() &&
+					  duration(object.status.extensionRequest.duration) >= duration('` + minExtension + `') &&
+					  duration(object.status.extensionRequest.duration) <= duration(params.spec.?extensions.?maxTotal.orValue('` + v1alpha1.DefaultMaxTotal.String() + `')) &&
 					  (object.spec.?requesterID.orValue('') != '' && object.status.extensionRequest.?byID.orValue('') != '' ?
 					   object.status.extensionRequest.byID == object.spec.requesterID :
-					   object.status.extensionRequest.by == object.spec.requester))))`,
-				Message: "[session.extension-request] more time is asked for by the session's requester, while it is Active, one ask at a time.",
+					   object.status.extensionRequest.by == object.spec.requester)))))`,
+				Message: "[session.extension-request] more time is asked for by the session's requester, while it is Active, one ask at a time, of at least " + minExtension + " and at most the longest a session runs; an ask goes only with its decision.",
 			},
 			{
 				// A grant's TTL never stretches in place (grant.ttl-immutable):
@@ -224,8 +233,10 @@ func SessionRules() Policy {
 					(!oldObject.?status.?deadline.hasValue() || ` + unchanged("deadline") + ` ||
 					(size(variables.decided) == 1 && variables.decided[0].decision == 'Approved' && object.?status.?deadline.hasValue() &&
 					 variables.decided[0].?deadline == object.?status.?deadline &&
-					 timestamp(string(object.status.deadline)) == timestamp(string(oldObject.status.deadline)) + duration(variables.decided[0].duration)))`,
-				Message: "[session.extension-moves] a running session's grant and hard stop change only with an approved extension: a new grant of the same role, and the hard stop later by exactly the time approved.",
+					 timestamp(string(object.status.deadline)) == timestamp(string(oldObject.status.deadline)) + duration(variables.decided[0].duration))) &&
+					(variables.decided.all(e, e.decision != 'Approved') ||
+					 (!(` + unchanged("grant") + `) && !(` + unchanged("deadline") + `)))`,
+				Message: "[session.extension-moves] a running session's grant and hard stop change only with an approved extension, and an approved extension changes both: a new grant of the same role, and the hard stop later by exactly the time approved.",
 			},
 			{
 				Name: "session.extension-bounds",

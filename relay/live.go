@@ -41,8 +41,13 @@ type liveSession struct {
 	// changes, and the requester's open terminal through typingNotices
 	// (moderation.go).
 	moderated     bool
-	onModerators  func(before, after int, who string)
+	onModerators  func(who string)
 	typingNotices chan terminal.Control
+	// hookMu runs onModerators one at a time, so the markers and notices
+	// follow the watchers' comings and goings in order; watchedShown is
+	// whether the last one said someone watches.
+	hookMu       sync.Mutex
+	watchedShown bool
 }
 
 func newLiveSession() *liveSession {
@@ -59,15 +64,23 @@ func (l *liveSession) attach(a Attached) (detach func()) {
 // watchers change.
 func (l *liveSession) count(a Attached, n int) {
 	l.mu.Lock()
-	before := l.watchersLocked()
 	if l.attached[a] += n; l.attached[a] <= 0 {
 		delete(l.attached, a)
 	}
-	after, hook := l.watchersLocked(), l.onModerators
+	hook := l.onModerators
 	l.mu.Unlock()
-	if hook != nil && before != after {
-		hook(before, after, a.Name)
+	if hook != nil && !a.Typing {
+		l.hookMu.Lock()
+		defer l.hookMu.Unlock()
+		hook(a.Name)
 	}
+}
+
+// watching says whether name has a watcher's terminal open here.
+func (l *liveSession) watching(name string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.attached[Attached{Name: name}] > 0
 }
 
 // people is who has a terminal open: the requester typing first, then the
@@ -267,8 +280,11 @@ func (s *Server) end(w http.ResponseWriter, r *http.Request, c Caller) error {
 		decided := sess.Status.Phase == v1alpha1.PhasePending ||
 			(sess.Status.Approval != nil && sess.Status.Approval.ByID != "" && !sess.Spec.GlassBroken)
 		mayCancel := notStarted && decided && s.cfg.can(c, ActionApprove, t.Name, ns)
-		// A moderator ends a moderated session at once, as they watch it.
-		mayModerate := sess.Status.Phase == v1alpha1.PhaseActive && t.Moderates(ns) && s.cfg.can(c, ActionApprove, t.Name, ns)
+		// A moderator ends a moderated session at once, as they watch it:
+		// judged where it runs (a replica not holding it passes it on).
+		held := s.holding(sessionKey{t.Name, ns, sess.Name})
+		mayModerate := sess.Status.Phase == v1alpha1.PhaseActive && t.Moderates(ns) && s.cfg.can(c, ActionApprove, t.Name, ns) &&
+			(held == nil || held.watching(c.Name))
 		if !mayCancel && !mayModerate && !s.cfg.can(c, ActionEnd, t.Name, ns) {
 			return forbidden("%s may not end sessions in %s/%s", c.Name, t.Name, ns)
 		}

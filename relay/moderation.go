@@ -61,18 +61,18 @@ func (s *Server) moderate(t *target, held *liveSession) {
 	held.mu.Lock()
 	defer held.mu.Unlock()
 	held.moderated = true
-	held.onModerators = func(before, after int, who string) {
-		live := held.live
-		if live == nil || (before > 0) == (after > 0) {
-			return
+	held.onModerators = func(who string) {
+		// Under hookMu: what was last shown is compared with the watchers
+		// now, so two comings and goings at once are told in order.
+		live, watched := held.live, held.moderators() > 0
+		if live == nil || watched == held.watchedShown || live.Ending() {
+			return // no change, or the watchers of an ending session leaving
 		}
-		if live.Ending() {
-			return // the watchers leaving an ending session stop nothing
-		}
+		held.watchedShown = watched
 		ctx := context.Background()
 		note, notice := "moderation started: "+who+" watching; the requester's input reaches the shell",
 			terminal.Control{Type: "moderated", Message: who + " is watching: what you type reaches the shell"}
-		if after == 0 {
+		if !watched {
 			note, notice = "moderation stopped: "+who+" left and nobody watches; the requester's input is held",
 				terminal.Control{Type: "held", Message: "nobody is watching: what you type is held until an approver watches"}
 		}

@@ -25,6 +25,11 @@ import (
 // says: the largest TTL the policies admit (PolicyParams grantTTL.max).
 const MaxGrantTTL = 75 * time.Minute
 
+// MaxExtended is the most time extensions add to a session as the sweeper
+// counts them, whatever its status claims: the CRD's four extensions, each
+// a new grant of at most MaxGrantTTL.
+const MaxExtended = 4 * MaxGrantTTL
+
 // podSessionIndex indexes cached pods by the Sessions they belong to, so a
 // change to a Session or its grant finds the pods to look at again.
 const podSessionIndex = "breakglass.tower.dev/pod-sessions"
@@ -196,9 +201,11 @@ func (p *PodSweeper) standsUntil(pod *corev1.Pod, c claim, f sessionFacts) (unti
 			granted = expiry
 		}
 	}
-	// Approved extensions move the hard stop; the Session policy bounds
-	// how many and how long in all, whoever wrote them.
+	// Approved extensions move the hard stop. The Session policy bounds
+	// them, but by PolicyParams an admin may loosen: the sweeper counts at
+	// most what the CRD lets any session have, four grants' worth.
 	added, _ := s.Extended()
+	added = min(added, MaxExtended)
 	var stops time.Time
 	if st := s.Status.StartedAt; st != nil {
 		stops = st.Add(s.Spec.Duration.Duration + added + p.Grace)

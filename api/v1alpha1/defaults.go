@@ -17,6 +17,9 @@ const (
 	DefaultMaxTotal      = 2 * time.Hour
 )
 
+// MinExtension is the least more time worth asking for.
+const MinExtension = 5 * time.Minute
+
 // DefaultPolicyParams is the PolicyParams object the chart installs when its
 // values are left alone, with the given debug images allowed.
 func DefaultPolicyParams(debugImages ...string) *PolicyParams {

@@ -260,7 +260,8 @@ type Review struct {
 type ExtensionRequest struct {
 	// Duration is how much later the hard stop is to move.
 	// +kubebuilder:validation:Type=string
-	// +kubebuilder:validation:Pattern=`^([0-9]+h)?([0-9]+m)?([0-9]+s)?$`
+	// +kubebuilder:validation:Pattern=`^([0-9]{1,2}h)?([0-9]{1,4}m)?([0-9]{1,5}s)?$`
+	// +kubebuilder:validation:MinLength=2
 	// +kubebuilder:validation:MaxLength=16
 	Duration metav1.Duration `json:"duration"`
 	// Reason is why, in the requester's words.

@@ -9,6 +9,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
 	"github.com/tower-dev/breakglass/lifecycle"
@@ -25,9 +26,6 @@ type ExtensionLimits struct {
 	// last hard stop.
 	MaxTotal time.Duration
 }
-
-// MinExtension is the least more time worth asking for.
-const MinExtension = 5 * time.Minute
 
 // ErrExtension is an extension the session's state or limits refuse: the
 // person can do something about it (wait, ask for less, decide the one
@@ -67,11 +65,23 @@ func (l *Live) AskExtension(ctx context.Context, by, byID string, d time.Duratio
 // stop, and only then deletes the grant it replaced. The terminal and its
 // recording go on in one piece.
 func (l *Live) DecideExtension(ctx context.Context, by, byID string, approve bool, comment string) error {
+	// Bounded: the heartbeat and the limits wait on l.mu meanwhile.
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	s, now := l.Session, l.r.Clock.Now()
 	if err := l.extensible(now); err != nil {
 		return err
+	}
+	// A replica that lost the session to another (which has not yet told
+	// it) must not decide: it would replace the grant the other runs on.
+	fresh := &v1alpha1.Session{}
+	if err := l.r.Client.Get(ctx, client.ObjectKeyFromObject(s), fresh); err != nil {
+		return fmt.Errorf("reading the session before deciding: %w", err)
+	}
+	if fresh.Status.Resumes != s.Status.Resumes || fresh.Status.Phase != v1alpha1.PhaseActive {
+		return refused("the session moved to another relay or ended a moment ago: reload and decide again")
 	}
 	q := s.Status.ExtensionRequest
 	switch {
@@ -162,8 +172,8 @@ func (r *Runner) fits(s *v1alpha1.Session, d time.Duration, now time.Time) error
 	if approved >= r.Extensions.Max {
 		return refused("a session may be extended %d time(s), and this one has been", r.Extensions.Max)
 	}
-	if d < MinExtension || d%time.Second != 0 {
-		return refused("ask for at least %s, in whole seconds, not %s", MinExtension, d)
+	if d < v1alpha1.MinExtension || d%time.Second != 0 {
+		return refused("ask for at least %s, in whole seconds, not %s", v1alpha1.MinExtension, d)
 	}
 	deadline := s.Status.Deadline.Add(d)
 	if total := deadline.Sub(s.Status.StartedAt.Time); total > r.Extensions.MaxTotal {

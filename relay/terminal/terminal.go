@@ -59,6 +59,20 @@ const MaxFrame = 64 << 10
 // writeWait bounds one frame's write; a browser that takes longer is gone.
 const writeWait = 30 * time.Second
 
+// A connection is pinged every pingEvery and is gone when nothing, not even
+// a pong, came for pongWait: a watcher whose laptop slept or whose network
+// dropped stops counting as watching (a moderated session holds the
+// requester's input again) within pongWait, not when TCP gives up.
+// Browsers and gorilla's clients answer pings by themselves.
+var (
+	pingEvery = 10 * time.Second
+	pongWait  = 30 * time.Second
+)
+
+// closeWait is how long a connection whose output ended (the session
+// ended, or the viewer fell behind) waits for the browser's close.
+const closeWait = 2 * time.Second
+
 // Control is a text frame's message.
 type Control struct {
 	Type    string `json:"type"`
@@ -102,6 +116,9 @@ func Serve(w http.ResponseWriter, r *http.Request, s Session, o Options) error {
 	}
 	defer conn.Close()
 	conn.SetReadLimit(MaxFrame)
+	alive := func(string) error { return conn.SetReadDeadline(time.Now().Add(pongWait)) }
+	_ = alive("")
+	conn.SetPongHandler(alive)
 	count := o.Count
 	if count == nil {
 		count = func(string, int) {}
@@ -122,6 +139,7 @@ func Serve(w http.ResponseWriter, r *http.Request, s Session, o Options) error {
 	if o.Notices != nil {
 		go forwardNotices(conn, o.Notices, writes, writerDone, stopNotices)
 	}
+	go keepAlive(conn, writerDone, stopNotices)
 	err = readInput(r.Context(), conn, s, o.ReadOnly, writes, writerDone, count)
 	close(stopNotices)
 	_ = out.Close()
@@ -232,6 +250,24 @@ func forwardNotices(conn *websocket.Conn, notices <-chan Control, writes chan<- 
 	}
 }
 
+// keepAlive pings the browser until the connection's reader is done; once
+// the output has ended, the reader waits closeWait for the browser's close.
+func keepAlive(conn *websocket.Conn, writerDone, stop <-chan struct{}) {
+	tick := time.NewTicker(pingEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-tick.C:
+			_ = conn.WriteControl(websocket.PingMessage, nil, time.Now().Add(writeWait))
+		case <-writerDone:
+			_ = conn.SetReadDeadline(time.Now().Add(closeWait))
+			return
+		case <-stop:
+			return
+		}
+	}
+}
+
 // textFrame is the write of one control message, for the connection's one writer.
 func textFrame(conn *websocket.Conn, c Control) func() error {
 	b, _ := json.Marshal(c)
@@ -272,6 +308,13 @@ func readInput(ctx context.Context, conn *websocket.Conn, s Session, readOnly bo
 	}
 	for {
 		kind, p, err := conn.ReadMessage()
+		select {
+		case <-writerDone: // the output ended: closeWait stands
+		default:
+			if err == nil {
+				_ = conn.SetReadDeadline(time.Now().Add(pongWait))
+			}
+		}
 		if err != nil {
 			if websocket.IsCloseError(err, websocket.CloseNormalClosure, websocket.CloseGoingAway) {
 				return nil
