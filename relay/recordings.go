@@ -1,6 +1,7 @@
 package relay
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -16,11 +17,8 @@ var recordingFiles = map[string]struct{ key, contentType string }{
 	"manifest":   {recording.ManifestFile, "application/json"},
 }
 
-// recording serves an ended session's evidence to a permitted person: its
-// approvers and reviewers, and its requester; a recording of a
-// process-access session is sensitive (it may show the app's memory and
-// environment) and needs viewSensitive, whoever asks, the requester
-// included. Every play is audited.
+// recording serves an ended session's evidence to whoever may play it
+// (mayPlay). Every play is audited.
 func (s *Server) recording(w http.ResponseWriter, r *http.Request, c Caller) error {
 	file := r.URL.Query().Get("file")
 	if file == "" {
@@ -30,56 +28,87 @@ func (s *Server) recording(w http.ResponseWriter, r *http.Request, c Caller) err
 	if !ok {
 		return badRequest("file: %q is not one of cast, transcript, manifest", file)
 	}
-	ctx := r.Context()
-	t, sess, err := s.sessionFor(r, c, "")
+	t, sess, err := s.playable(r, c)
 	if err != nil {
 		return err
 	}
+	body, err := s.readRecording(r.Context(), w.Header(), t, c, sess, f.key)
+	if err != nil {
+		return err
+	}
+	if err := t.runner.Lifecycle().Note(r.Context(), "play", c.Name, sess, file); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", f.contentType)
+	w.Header().Set("Content-Disposition", "attachment; filename="+f.key)
+	apiHeaders(w.Header())
+	_, _ = w.Write(body)
+	return nil
+}
+
+// playable is the session the request names, if c may play its recording.
+func (s *Server) playable(r *http.Request, c Caller) (*target, *v1alpha1.Session, error) {
+	t, sess, err := s.sessionFor(r, c, "")
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := s.cfg.mayPlay(c, t.Name, sess); err != nil {
+		return nil, nil, err
+	}
+	return t, sess, nil
+}
+
+// mayPlay says whether c may play the recording of sess, on cluster: its
+// approvers and reviewers, and its requester; a recording of a
+// process-access session is sensitive (it may show the app's memory and
+// environment) and needs viewSensitive, whoever asks, the requester
+// included. Only an ended session's finalized recording is played.
+func (cfg *Config) mayPlay(c Caller, cluster string, sess *v1alpha1.Session) error {
 	ns := sess.Namespace
 	sensitive := sess.Status.Approval != nil && sess.Status.Approval.ProcessAccess
 	switch {
-	case sensitive && !s.cfg.can(c, ActionViewSensitive, t.Name, ns):
-		return forbidden("the recording of a process-access session is sensitive: %s may not view sensitive recordings in %s/%s", c.Name, t.Name, ns)
-	case c.IsRequester(sess), s.cfg.can(c, ActionApprove, t.Name, ns), s.cfg.can(c, ActionReview, t.Name, ns):
+	case sensitive && !cfg.can(c, ActionViewSensitive, cluster, ns):
+		return forbidden("the recording of a process-access session is sensitive: %s may not view sensitive recordings in %s/%s", c.Name, cluster, ns)
+	case c.IsRequester(sess), cfg.can(c, ActionApprove, cluster, ns), cfg.can(c, ActionReview, cluster, ns):
 	default:
 		return forbidden("only the requester, approvers and reviewers play a session's recording")
 	}
 	if sess.Status.Phase != v1alpha1.PhaseEnded || sess.Status.Evidence == nil {
 		return conflict("the session is %s: its recording is served once it has ended and been finalized", sess.Status.Phase)
 	}
-	// Served only what the Session names: the manifest of this cluster's
-	// Session with this UID, at the version and hash the Session recorded,
-	// and the file at the version and hash the manifest names. Anything
-	// written over them since is reported, never served.
+	return nil
+}
+
+// readRecording reads one file (key) of sess's recording, exactly what the
+// Session names: the manifest of this cluster's Session with this UID, at
+// the version and hash the Session recorded, and the file at the version
+// and hash the manifest names. Anything written over them since is
+// audited and reported, in a Breakglass-Warning header in h, never served.
+func (s *Server) readRecording(ctx context.Context, h http.Header, t *target, c Caller, sess *v1alpha1.Session, key string) ([]byte, error) {
 	ref := recording.RefOf(t.Name, sess)
 	m, manifest, err := recording.ReadManifest(ctx, s.store, ref, sess.Status.Evidence)
 	body := manifest
-	if f.key != recording.ManifestFile && (err == nil || errors.Is(err, recording.ErrOverwritten)) {
+	if key != recording.ManifestFile && (err == nil || errors.Is(err, recording.ErrOverwritten)) {
 		overwritten := err
-		body, err = recording.ReadFile(ctx, s.store, ref, m, f.key)
+		body, err = recording.ReadFile(ctx, s.store, ref, m, key)
 		err = errors.Join(overwritten, err)
 	}
 	switch {
 	case errors.Is(err, recording.ErrOverwritten) && body != nil:
 		// The genuine bytes are served; the overwrite is evidence of its own.
 		_ = t.runner.Lifecycle().Note(ctx, "tampered", c.Name, sess, "recording written over in the store: "+err.Error())
-		w.Header().Set("Breakglass-Warning", "the store holds a newer version of this recording, written by someone else; the recorded version is served")
+		h.Set("Breakglass-Warning", overwrittenWarning)
 	case errors.Is(err, recording.ErrMismatch):
 		_ = t.runner.Lifecycle().Note(ctx, "tampered", c.Name, sess, "recording does not match its Session: "+err.Error())
-		return conflict("the recording in the store is not this session's: %v", err)
+		return nil, conflict("the recording in the store is not this session's: %v", err)
 	case errors.Is(err, recording.ErrNotFound):
-		return notFound("the recording's %s is not in the store", file)
+		return nil, notFound("the recording's %s is not in the store", key)
 	case err != nil:
 		// The store is away or failing: nothing says the evidence is wrong.
-		return fmt.Errorf("reading the recording: %w", err)
+		return nil, fmt.Errorf("reading the recording: %w", err)
 	}
-	if err := t.runner.Lifecycle().Note(ctx, "play", c.Name, sess, file); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", f.contentType)
-	w.Header().Set("Content-Disposition", "attachment; filename="+f.key)
-	apiHeaders(w.Header())
-	w.Header().Set("X-Manifest-SHA256", sess.Status.Evidence.ManifestSHA256)
-	_, _ = w.Write(body)
-	return nil
+	h.Set("X-Manifest-SHA256", sess.Status.Evidence.ManifestSHA256)
+	return body, nil
 }
+
+const overwrittenWarning = "the store holds a newer version of this recording, written by someone else; the recorded version is served"

@@ -235,6 +235,9 @@ func (s *Server) routes() []route {
 		{"POST", one + "/review", s.authed(s.review)},
 		{"GET", one + "/terminal", s.authed(s.terminal)},
 		{"GET", one + "/recording", s.authed(s.recording)},
+		{"GET", one + "/recording/commands", s.authed(s.recordingCommands)},
+		{"GET", one + "/recording/search", s.authed(s.searchRecording)},
+		{"GET", "/api/v1/clusters/{cluster}/namespaces/{namespace}/recordings/search", s.authed(s.searchRecordings)},
 		{"GET", "/api/v1/signing-key", http.HandlerFunc(s.signingKey)},
 		{"GET", "/api/v1/login", http.HandlerFunc(s.loginConfig)},
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -15,24 +16,29 @@ func newRecordingCommand() *cobra.Command {
 	cmd := &cobra.Command{Use: "recording", Short: "Check session recordings without the portal"}
 	cmd.AddCommand(newRecordingVerifyCommand())
 	var speed float64
+	var from time.Duration
 	play := &cobra.Command{
 		Use:   "play FILE",
 		Short: "Replay a recording (recording.cast) in this terminal",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if from < 0 {
+				return fmt.Errorf("--from %s: an offset from the start, not before it", from)
+			}
 			f, err := os.Open(args[0])
 			if err != nil {
 				return err
 			}
 			defer f.Close()
-			if err := recording.Play(cmd.Context(), f, cmd.OutOrStdout(), speed); err != nil {
+			if err := recording.PlayFrom(cmd.Context(), f, cmd.OutOrStdout(), speed, from); err != nil {
 				return fmt.Errorf("%s: %w", args[0], err)
 			}
 			return nil
 		},
 	}
 	play.Flags().Float64Var(&speed, "speed", 1, "how many times faster than real time")
-	cmd.AddCommand(play, newRecordingBundleCommand())
+	play.Flags().DurationVar(&from, "from", 0, "start at this offset (as \"recording commands\" and \"search\" print it, e.g. 1m23.5s): what came before is shown at once")
+	cmd.AddCommand(play, newRecordingBundleCommand(), newRecordingCommandsCommand(), newRecordingSearchCommand())
 	return cmd
 }
 

@@ -14,6 +14,13 @@ import (
 // shown, as a terminal would not echo them twice. A malformed cast is
 // refused at the line it breaks.
 func Play(ctx context.Context, cast io.Reader, w io.Writer, speed float64) error {
+	return PlayFrom(ctx, cast, w, speed, 0)
+}
+
+// PlayFrom is Play starting at from: the output before it is written at
+// once, without waiting, so that the screen shows what it showed then
+// (a command found by Commands or Search, at its At).
+func PlayFrom(ctx context.Context, cast io.Reader, w io.Writer, speed float64, from time.Duration) error {
 	if speed <= 0 {
 		return fmt.Errorf("speed %v: must be positive", speed)
 	}
@@ -42,7 +49,7 @@ func Play(ctx context.Context, cast io.Reader, w io.Writer, speed float64) error
 		if kind != "o" {
 			continue
 		}
-		due := start.Add(time.Duration(at / speed * float64(time.Second)))
+		due := start.Add(time.Duration((at - from.Seconds()) / speed * float64(time.Second)))
 		if d := time.Until(due); d > 0 {
 			select {
 			case <-ctx.Done():
