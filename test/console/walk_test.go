@@ -64,7 +64,8 @@ type walkResult struct {
 		}
 		Ground []struct {
 			Mode, Session, Screen, ManifestSHA256, Rekor string
-			VerifyHint                                   string
+			VerifyHint, Match                            string
+			Commands                                     []string
 			ProcessAccess                                bool
 			Checks                                       []string
 		}
@@ -217,6 +218,12 @@ func TestConsoleWalk(t *testing.T) {
 			if !strings.Contains(g.VerifyHint, "--session session.yaml --key relay.pub --rekor-public-key rekor.pub") ||
 				!strings.Contains(g.VerifyHint, "kubectl get session "+g.Session+" -n shop -o yaml") {
 				t.Errorf("%s: the verify hint: %q", g.Mode, g.VerifyHint)
+			}
+			if want := "id; ls /var/run/secrets/kubernetes.io/serviceaccount; touch /probe-$((1+1)); echo checked-$((40+2))"; !slices.Contains(g.Commands, want) {
+				t.Errorf("%s: what was typed shows %q, not %q", g.Mode, g.Commands, want)
+			}
+			if !strings.Contains(g.Match, "output") || !strings.Contains(g.Match, "checked-42") {
+				t.Errorf("%s: the search for checked-42 found %q", g.Mode, g.Match)
 			}
 			manifestOnDisk(t, state, "ground", g.Session, g.ManifestSHA256)
 			inRekor(t, info.RekorURL, g.Rekor, g.ManifestSHA256)

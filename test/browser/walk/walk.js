@@ -133,6 +133,18 @@ async function ground(w, alice, bob) {
       facts.verifyHint = await alice.locator('#verify-hint pre').textContent();
       await alice.waitForSelector('#player .ap-wrapper, #player .ap-player', { timeout: T });
       await w.shot(alice, `ground-${mode}-recording`);
+      // What was typed: the command rebuilt from the keys, and a search of
+      // the output; a line's time plays the recording from there.
+      await alice.waitForSelector('#command-0', { timeout: T });
+      facts.commands = await alice.locator('#commands li code').allInnerTexts();
+      await alice.fill('#search-q', 'checked-42');
+      await alice.selectOption('#search-stream', 'output');
+      await alice.click('#search-button');
+      await alice.waitForSelector('#match-0', { timeout: T });
+      facts.match = await alice.locator('#match-0').innerText();
+      await alice.click('#command-0 button');
+      await w.shot(alice, `ground-${mode}-typed`);
+      if (mode === 'copy') await w.accessible(alice, 'session, what was typed');
     }
     w.facts.ground.push(facts);
   }

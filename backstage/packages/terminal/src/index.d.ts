@@ -1,5 +1,6 @@
 /** What the terminal says about its connection. */
-export type TerminalStatus = 'connected' | 'reconnecting' | 'closed' | 'lost' | 'error';
+/** held and moderated: a moderated session's input waits for, or goes through with, an approver watching. */
+export type TerminalStatus = 'connected' | 'reconnecting' | 'closed' | 'lost' | 'error' | 'held' | 'moderated';
 
 export interface TerminalOptions {
   /** A watcher's terminal takes no input. */
@@ -13,7 +14,10 @@ export interface TerminalOptions {
 export function openTerminal(el: HTMLElement, wsURL: string, options: TerminalOptions): { close(): void };
 
 /** Shows an asciicast v2 recording with asciinema's player. */
-export function play(el: HTMLElement, castText: string): { dispose(): void };
+export function play(el: HTMLElement, castText: string): { dispose(): void; seek(t: number): Promise<void>; play(): Promise<void> };
+
+/** Where a moment of the recording (seconds since its start) is on the player's timeline, which skips long pauses. */
+export function playerTime(castText: string, seconds: number): number;
 
 /** The SHA-256 of bytes, in hex. */
 export function sha256(bytes: ArrayBuffer | Uint8Array): Promise<string>;

@@ -58,6 +58,9 @@ export const api = {
   approveExtension: (c, ns, n, comment) => json('POST', sessionPath(c, ns, n) + '/extensions/approve', comment ? { comment } : {}),
   denyExtension: (c, ns, n, reason) => json('POST', sessionPath(c, ns, n) + '/extensions/deny', reason ? { reason } : {}),
   review: (c, ns, n, comment) => json('POST', sessionPath(c, ns, n) + '/review', { comment }),
+  commands: (c, ns, n) => json('GET', sessionPath(c, ns, n) + '/recording/commands'),
+  searchRecording: (c, ns, n, q, stream) =>
+    json('GET', sessionPath(c, ns, n) + '/recording/search?q=' + encodeURIComponent(q) + '&stream=' + encodeURIComponent(stream)),
   // recording answers the file's bytes and the anchored manifest hash.
   recording: async (c, ns, n, file) => {
     const resp = await call('GET', sessionPath(c, ns, n) + '/recording?file=' + file);

@@ -1,6 +1,7 @@
 import { api, can, isRequester, mayPlay, sessionPath } from '../api.js';
 import { h, notice } from '../dom.js';
 import { play, sha256 } from '@tower-dev/breakglass-terminal';
+import { typedSection } from './typed.js';
 
 const decoder = new TextDecoder();
 
@@ -49,7 +50,8 @@ export function evidenceSection(me, s) {
       const cSum = await sha256(cast.bytes);
       item(cSum === want, cSum === want ? 'The recording\'s SHA-256 is the one the manifest names.' : `The recording's SHA-256 is ${cSum}, not the manifest's ${want}.`);
       stage.id = 'player';
-      play(stage, decoder.decode(cast.bytes));
+      const castText = decoder.decode(cast.bytes);
+      section.append(typedSection(s, castText, play(stage, castText)));
     } catch (e) {
       stage.replaceChildren(notice('error', e.message));
     }
