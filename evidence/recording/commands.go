@@ -46,13 +46,13 @@ type Command struct {
 type LineEnd string
 
 const (
-	// EndEnter: Enter; the shell (or the program reading) took the line.
+	// EndEnter is Enter; the shell (or the program reading) took the line.
 	EndEnter LineEnd = "enter"
-	// EndInterrupt: Ctrl-C; the line was abandoned, never run.
+	// EndInterrupt is Ctrl-C; the line was abandoned, never run.
 	EndInterrupt LineEnd = "interrupt"
-	// EndEOF: Ctrl-D on an empty line, the end of input: a shell exits.
+	// EndEOF is Ctrl-D on an empty line, the end of input: a shell exits.
 	EndEOF LineEnd = "eof"
-	// EndUnfinished: the recording ended before the line did; never run.
+	// EndUnfinished is a line the recording ended before; never run.
 	EndUnfinished LineEnd = "unfinished"
 )
 

@@ -52,7 +52,7 @@ const (
 func (s *screen) feed(p []byte, at time.Duration) {
 	b := p
 	if len(s.partial) > 0 {
-		b = append(s.partial, p...)
+		b = append(append([]byte(nil), s.partial...), p...)
 		s.partial = nil
 	}
 	for i := 0; i < len(b) && !s.stopped; {

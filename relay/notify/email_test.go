@@ -248,7 +248,11 @@ func TestEmailHeadersResistInjection(t *testing.T) {
 	if len(msg.Header) != 9 {
 		t.Errorf("%d headers, want the 9 written: %v", len(msg.Header), msg.Header)
 	}
-	head := string(raw[:bytes.Index(raw, []byte("\r\n\r\n"))])
+	end := bytes.Index(raw, []byte("\r\n\r\n"))
+	if end < 0 {
+		t.Fatalf("no blank line after the headers: %q", raw)
+	}
+	head := string(raw[:end])
 	for _, line := range strings.Split(head, "\r\n") {
 		if strings.ContainsAny(line, "\r\n") {
 			t.Errorf("a header line holds a bare CR or LF: %q", line)

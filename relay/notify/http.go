@@ -146,7 +146,7 @@ func secretURL(file string) (string, error) {
 	}
 	if err := CheckURL(raw); err != nil {
 		// The URL is the secret: name the file, not its content.
-		return "", permanent(fmt.Errorf("the URL in %s: %v", file, err))
+		return "", permanent(fmt.Errorf("the URL in %s: %w", file, err))
 	}
 	return raw, nil
 }

@@ -81,8 +81,7 @@ func (q *destination) run(d *Dispatcher) {
 			if wake != nil {
 				continue // folded into the digest that waits for the window
 			}
-		case <-wake:
-			wake = nil
+		case <-wake: // the window opened: flush below
 		}
 		wake = q.flush(d)
 	}
