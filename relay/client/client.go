@@ -15,6 +15,7 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/tower-dev/breakglass/evidence/recording"
 	"github.com/tower-dev/breakglass/relay"
 )
 
@@ -216,6 +217,13 @@ func (c *Client) DenyExtension(ctx context.Context, t Target, reason string) (re
 // Review reviews an ended session.
 func (c *Client) Review(ctx context.Context, t Target, comment string) (relay.SessionView, error) {
 	return c.post(ctx, t, "review", relay.Review{Comment: comment})
+}
+
+// Commands are what was typed in an ended session, rebuilt from its recording.
+func (c *Client) Commands(ctx context.Context, t Target) ([]recording.Command, error) {
+	var v struct{ Commands []recording.Command }
+	err := c.do(ctx, http.MethodGet, t.path()+"/recording/commands", nil, &v)
+	return v.Commands, err
 }
 
 // Recording fetches an ended session's file: cast, transcript or manifest.

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -116,6 +117,18 @@ func walkthrough(t *testing.T, o dev.Options) {
 	var closed *client.Ended
 	if err := <-attached; !errors.As(err, &closed) || closed.Code != 1000 {
 		t.Fatalf("the terminal: %v", err)
+	}
+	// What was typed, as bob reviews it: what ran, never what was held.
+	cmds, err := bob.Commands(ctx, target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	for _, c := range cmds {
+		lines = append(lines, c.Line)
+	}
+	if want := []string{"echo demo-$((40+2)) as $(id -u)", "echo extended-$((40+3))"}; !slices.Equal(lines, want) {
+		t.Fatalf("what was typed: %q, want %q", lines, want)
 	}
 	if o.Rekor {
 		requireAnchored(ctx, t, bob, target, info)
