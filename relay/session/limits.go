@@ -35,6 +35,11 @@ const Relay = "breakglass-relay"
 // time instead of sleeping.
 func (l *Live) Watch(ctx context.Context, limits Limits) (v1alpha1.EndReason, error) {
 	r := l.r
+	// The stop as the Session says it now (an extension moves it again,
+	// under l.mu).
+	l.mu.Lock()
+	l.stopAt.Store(stopOf(l.Session.Status))
+	l.mu.Unlock()
 	if limits.Flush <= 0 {
 		limits.Flush = 5 * time.Second
 	}
