@@ -210,10 +210,7 @@ func (r *Runner) Start(ctx context.Context, s *v1alpha1.Session) (_ *Live, err e
 // both are recorded, else by name (an approval no person made, such as a
 // broken glass, names no identity), as the Session policy does.
 func selfApproved(s *v1alpha1.Session, a *v1alpha1.Approval) bool {
-	if s.Spec.RequesterID != "" && a.ByID != "" {
-		return a.ByID == s.Spec.RequesterID
-	}
-	return a.By == s.Spec.Requester
+	return sameIdentity(s.Spec.Requester, s.Spec.RequesterID, a.By, a.ByID)
 }
 
 // WaitGranted waits until the client's user holds what role grants in ns,
