@@ -25,6 +25,7 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/remotecommand"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/streaming/pkg/httpstream"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -256,24 +257,31 @@ func (r *Runner) addDebugContainerTo(ctx context.Context, s *v1alpha1.Session, p
 	if s.Status.Approval != nil && s.Status.Approval.ProcessAccess {
 		ec.TargetContainerName = s.Spec.TargetContainer
 	}
-	pod, err := r.Kube.CoreV1().Pods(s.Namespace).Get(ctx, podName, metav1.GetOptions{})
-	if err != nil {
-		return fmt.Errorf("the target pod: %w", err)
-	}
-	if pod.DeletionTimestamp != nil {
-		return fmt.Errorf("the target pod %s is terminating: pick a running pod", pod.Name)
-	}
-	// What the pod would hand the container and the policies refuse: said
-	// here in the relay's words, or set on the container against the pod.
-	if err := manifests.LiveDebuggable(pod); err != nil {
-		return err
-	}
-	manifests.ConfinedIn(ec.SecurityContext, pod, name)
-	pod.Spec.EphemeralContainers = append(pod.Spec.EphemeralContainers, ec)
-	if _, err := r.Kube.CoreV1().Pods(s.Namespace).UpdateEphemeralContainers(ctx, pod.Name, pod, metav1.UpdateOptions{}); err != nil {
-		return fmt.Errorf("adding the debug container: %w", err)
-	}
-	return nil
+	// The pod is read again, and judged again, when the kubelet wrote its
+	// status between the read and the write (the API server refuses a
+	// write at an older version): a pod just started is written often.
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		pod, err := r.Kube.CoreV1().Pods(s.Namespace).Get(ctx, podName, metav1.GetOptions{})
+		if err != nil {
+			return fmt.Errorf("the target pod: %w", err)
+		}
+		if pod.DeletionTimestamp != nil {
+			return fmt.Errorf("the target pod %s is terminating: pick a running pod", pod.Name)
+		}
+		// What the pod would hand the container and the policies refuse:
+		// said here in the relay's words, or set on the container against
+		// the pod.
+		if err := manifests.LiveDebuggable(pod); err != nil {
+			return err
+		}
+		c := ec.DeepCopy()
+		manifests.ConfinedIn(c.SecurityContext, pod, name)
+		pod.Spec.EphemeralContainers = append(pod.Spec.EphemeralContainers, *c)
+		if _, err := r.Kube.CoreV1().Pods(s.Namespace).UpdateEphemeralContainers(ctx, pod.Name, pod, metav1.UpdateOptions{}); err != nil {
+			return fmt.Errorf("adding the debug container: %w", err)
+		}
+		return nil
+	})
 }
 
 // waitRunning waits for the debug container to run. A container the node
