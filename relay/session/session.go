@@ -288,34 +288,47 @@ func (r *Runner) addDebugContainerTo(ctx context.Context, s *v1alpha1.Session, p
 // cannot run (its image cannot be pulled or created, or it exited) fails at
 // once with the node's reason, instead of at the timeout.
 func (r *Runner) waitRunning(ctx context.Context, ns, pod, container string) error {
-	var why error
-	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-		p, err := r.Kube.CoreV1().Pods(ns).Get(ctx, pod, metav1.GetOptions{})
-		if err != nil {
-			return false, nil
+	// Read often at first (a container usually runs within a few hundred
+	// milliseconds), then less, up to once a second: a replica taking up a
+	// hundred sessions at once must not spend its API budget on reading
+	// pods.
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	for every := 25 * time.Millisecond; ; every = min(every*3/2, time.Second) {
+		running, why := r.containerRunning(ctx, ns, pod, container)
+		switch {
+		case why != nil:
+			return fmt.Errorf("the debug container cannot start: %w", why)
+		case running:
+			return nil
 		}
-		for _, st := range append(p.Status.EphemeralContainerStatuses, p.Status.ContainerStatuses...) {
-			switch {
-			case st.Name != container:
-			case st.State.Running != nil:
-				return true, nil
-			case st.State.Terminated != nil:
-				why = fmt.Errorf("it exited: %s (code %d) %s", st.State.Terminated.Reason, st.State.Terminated.ExitCode, st.State.Terminated.Message)
-				return false, why
-			case st.State.Waiting != nil && cannotStart[st.State.Waiting.Reason]:
-				why = fmt.Errorf("%s: %s", st.State.Waiting.Reason, st.State.Waiting.Message)
-				return false, why
-			}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("the debug container did not start: %w", ctx.Err())
+		case <-time.After(every):
 		}
-		return false, nil
-	})
-	if why != nil {
-		return fmt.Errorf("the debug container cannot start: %w", why)
 	}
+}
+
+// containerRunning reads whether container runs in pod, or why it cannot
+// (a read that fails is tried again).
+func (r *Runner) containerRunning(ctx context.Context, ns, pod, container string) (bool, error) {
+	p, err := r.Kube.CoreV1().Pods(ns).Get(ctx, pod, metav1.GetOptions{})
 	if err != nil {
-		return fmt.Errorf("the debug container did not start: %w", err)
+		return false, nil
 	}
-	return nil
+	for _, st := range append(p.Status.EphemeralContainerStatuses, p.Status.ContainerStatuses...) {
+		switch {
+		case st.Name != container:
+		case st.State.Running != nil:
+			return true, nil
+		case st.State.Terminated != nil:
+			return false, fmt.Errorf("it exited: %s (code %d) %s", st.State.Terminated.Reason, st.State.Terminated.ExitCode, st.State.Terminated.Message)
+		case st.State.Waiting != nil && cannotStart[st.State.Waiting.Reason]:
+			return false, fmt.Errorf("%s: %s", st.State.Waiting.Reason, st.State.Waiting.Message)
+		}
+	}
+	return false, nil
 }
 
 // cannotStart are the waiting reasons a kubelet gives for a container that
