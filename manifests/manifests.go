@@ -42,7 +42,8 @@ func Generated(profile policies.Profile) ([]runtime.Object, error) {
 		out = append(out, b)
 	}
 	leRole, leBinding := SweeperLeaderElection()
-	out = append(out, leRole, leBinding)
+	presenceRole, presenceBinding := RelayPresence()
+	out = append(out, leRole, leBinding, presenceRole, presenceBinding)
 	pairs, err := vap.BuildAll(profile)
 	if err != nil {
 		return nil, err

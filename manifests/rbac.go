@@ -112,6 +112,31 @@ func ServiceAccounts() []*corev1.ServiceAccount {
 	return out
 }
 
+// RelayPresence lets the portal (each relay replica) hold its presence
+// Lease in the plane's namespace, and read the others': it creates and
+// renews its own, watches them all, and deletes one a replica stopped
+// renewing (relay/presence.go). create and list cannot be limited by
+// name; the breakglass-sweeper-lease policy keeps the portal off the
+// sweeper's Lease. A Lease says only which replica is alive: whoever may
+// write it can make sessions move between replicas, never reach a pod.
+func RelayPresence() (*rbacv1.Role, *rbacv1.RoleBinding) {
+	name := policies.RelayPresenceName
+	role := &rbacv1.Role{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "Role"},
+		ObjectMeta: meta(name, v1alpha1.Namespace),
+		Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "list", "watch", "create", "update", "delete"}},
+		},
+	}
+	binding := &rbacv1.RoleBinding{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "RoleBinding"},
+		ObjectMeta: meta(name, v1alpha1.Namespace),
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name},
+		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: v1alpha1.PortalServiceAccount, Namespace: v1alpha1.Namespace}},
+	}
+	return role, binding
+}
+
 // SweeperLeaderElection lets the sweeper hold its leader-election lease in
 // the plane's namespace, and nowhere else: client-go's lease lock gets,
 // creates and updates it by name (never lists, watches or patches), and

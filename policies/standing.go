@@ -74,7 +74,7 @@ var planeSubjectExpr = func() string {
 var broadSubjectExpr = fmt.Sprintf(`(s.kind == 'Group' && s.name in %s)`, celList(broadGroups))
 
 // chartBinding is one of the chart's at-rest bindings of a plane account
-// (manifests: RoleBindings, SweeperLeaderElection, WebhookRoles), each named
+// (manifests: RoleBindings, SweeperLeaderElection, RelayPresence, WebhookRoles), each named
 // for the role it binds; a manifests test holds this table to them.
 type chartBinding struct {
 	resource, namespace, name, roleKind, sa string
@@ -85,6 +85,7 @@ var chartBindings = []chartBinding{
 	{"clusterrolebindings", "", v1alpha1.SweeperRole, "ClusterRole", v1alpha1.SweeperServiceAccount},
 	{"clusterrolebindings", "", WebhookRoleName, "ClusterRole", v1alpha1.WebhookServiceAccount},
 	{"rolebindings", v1alpha1.Namespace, SweeperLeaderElectionName, "Role", v1alpha1.SweeperServiceAccount},
+	{"rolebindings", v1alpha1.Namespace, RelayPresenceName, "Role", v1alpha1.PortalServiceAccount},
 	{"rolebindings", v1alpha1.Namespace, WebhookRoleName, "Role", v1alpha1.WebhookServiceAccount},
 }
 
@@ -95,6 +96,9 @@ const (
 	// SweeperLeaderElectionName is the sweeper's Role in the plane's
 	// namespace for its Lease (and its binding).
 	SweeperLeaderElectionName = "breakglass:sweeper-leader-election"
+	// RelayPresenceName is the portal's Role in the plane's namespace for
+	// the relay replicas' presence Leases (and its binding).
+	RelayPresenceName = "breakglass:relay-presence"
 )
 
 // chartBindingExpr is true when obj (object, or oldObject for a delete) is

@@ -6,38 +6,102 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
 	"github.com/tower-dev/breakglass/api/v1alpha1"
 	"github.com/tower-dev/breakglass/relay/notify"
 	"github.com/tower-dev/breakglass/relay/session"
 )
 
-// Adopt takes up, every interval until ctx ends, the Active sessions no
-// relay runs any more: those whose heartbeat is older than three of the
-// relay's heartbeat intervals (a relay killed or drained; this one after a
-// restart). Each goes on in a new debug container under its grant, hard
-// stop and recording (session.Runner.Resume); the person's terminal
-// reconnects to it. Of several relays, the API server lets one take each
-// session. Sessions past their hard stop or grant are the sweeper's.
+// Adopt takes up, until ctx ends, the Active sessions no relay runs any
+// more: those released by a replica shutting down, those of a replica
+// gone (its presence Lease lapsed: presence.go), looked for as soon as
+// either is seen, and, every interval, those whose heartbeat is older than
+// three of the relay's heartbeat intervals (a single relay after a
+// restart; a replica whose Lease could not be written). Each goes on in a
+// new debug container under its grant, hard stop and recording
+// (session.Runner.Resume); the person's terminal reconnects to it. Of
+// several relays, the API server lets one take each session. Sessions past
+// their hard stop or grant are the sweeper's.
 func (s *Server) Adopt(ctx context.Context, every time.Duration) {
 	stale := 3 * s.cfg.Limits.Heartbeat.Duration
+	kick := make(chan struct{}, 1)
+	s.present(func() {
+		select {
+		case kick <- struct{}{}:
+		default:
+		}
+	})
 	for {
 		s.adoptOnce(ctx, stale)
 		select {
 		case <-ctx.Done():
 			return
+		case <-kick:
 		case <-time.After(every):
+		}
+	}
+}
+
+// present starts this replica's presence in each cluster (one of several
+// replicas only), once; Close ends it once every session here is handed
+// over.
+func (s *Server) present(changed func()) {
+	if s.peers == nil {
+		return
+	}
+	s.presenceOnce.Do(func() {
+		ctx, cancel := context.WithCancel(context.Background())
+		var wg sync.WaitGroup
+		for name, t := range s.clusters {
+			// A client of its own, so that its renewals never queue behind
+			// a takeover's requests: a replica that cannot renew lets go.
+			kube := t.Kube
+			if t.Config != nil {
+				cfg := rest.CopyConfig(t.Config)
+				cfg.RateLimiter, cfg.QPS, cfg.Burst = nil, 5, 10
+				if k, err := kubernetes.NewForConfig(cfg); err == nil {
+					kube = k
+				}
+			}
+			p := newPresence(kube, s.peers.Self, s.log.WithValues("cluster", name), changed,
+				func(why string) { s.letGoAll(name, why) })
+			s.mu.Lock()
+			t.presence = p
+			s.mu.Unlock()
+			wg.Go(func() { p.run(ctx) })
+		}
+		s.mu.Lock()
+		s.stopPresence = func() { cancel(); wg.Wait() }
+		s.mu.Unlock()
+	})
+}
+
+// letGoAll lets go of every session this replica runs in cluster, writing
+// nothing: it may no longer be the one running them.
+func (s *Server) letGoAll(cluster, why string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for key, l := range s.live {
+		if key.cluster == cluster && l.live != nil {
+			s.log.Info("letting go of a session", "session", key.String(), "why", why)
+			go l.live.Lose()
 		}
 	}
 }
 
 // adoptWorkers is how many sessions one look takes up at once: a replica
 // taking over from another takes over all its sessions (docs/scaling.md).
-const adoptWorkers = 8
+const adoptWorkers = 32
 
 func (s *Server) adoptOnce(ctx context.Context, stale time.Duration) {
 	var wg sync.WaitGroup
 	slots := make(chan struct{}, adoptWorkers)
 	for name, t := range s.clusters {
+		s.mu.Lock()
+		presence := t.presence
+		s.mu.Unlock()
 		var list v1alpha1.SessionList
 		if err := t.Client.List(ctx, &list); err != nil {
 			s.log.Error(err, "listing sessions to adopt", "cluster", name)
@@ -49,6 +113,10 @@ func (s *Server) adoptOnce(ctx context.Context, stale time.Duration) {
 				continue
 			}
 			key := sessionKey{name, sess.Namespace, sess.Name}
+			// Gone: its replica's presence lapsed, or it names this replica
+			// but this process does not run it (a process before this one of
+			// the same name, or this one after letting go).
+			gone := presence != nil && sess.Status.Relay != "" && (sess.Status.Relay == s.peers.Self || presence.isGone(sess.Status.Relay))
 			s.mu.Lock()
 			_, held := s.live[key]
 			waiting := s.clock.Now().Before(s.adoptAfter[key])
@@ -65,7 +133,7 @@ func (s *Server) adoptOnce(ctx context.Context, stale time.Duration) {
 			wg.Add(1)
 			go func() {
 				defer func() { <-slots; wg.Done() }()
-				s.adopt(ctx, name, t, key, claim, sess, stale)
+				s.adopt(ctx, name, t, key, claim, sess, stale, gone)
 			}()
 		}
 	}
@@ -73,13 +141,13 @@ func (s *Server) adoptOnce(ctx context.Context, stale time.Duration) {
 }
 
 // adopt resumes one session this relay has marked as its own to try.
-func (s *Server) adopt(ctx context.Context, name string, t *target, key sessionKey, claim *liveSession, sess *v1alpha1.Session, stale time.Duration) {
+func (s *Server) adopt(ctx context.Context, name string, t *target, key sessionKey, claim *liveSession, sess *v1alpha1.Session, stale time.Duration, gone bool) {
 	// Once claimed, a resume runs to its end even if the relay is told to
 	// stop meanwhile: Close then hands it over, rather than leaving it
 	// claimed by nobody until its heartbeat goes stale.
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
 	defer cancel()
-	live, err := t.runner.Resume(rctx, sess, stale)
+	live, err := t.runner.Resume(rctx, sess, stale, gone)
 	if err != nil {
 		s.settle(key, claim, nil)
 		s.mu.Lock()

@@ -159,7 +159,10 @@ type Limits struct {
 	Idle metav1.Duration `json:"idle,omitempty"`
 	// Disconnect is how long nobody may watch (default 2m).
 	Disconnect metav1.Duration `json:"disconnect,omitempty"`
-	// Heartbeat is how often the relay tells the cluster it is alive (default 15s).
+	// Heartbeat is how often the relay writes each session's sign of life
+	// (default 20s): a single relay restarting, or the sweeper, count a
+	// session left after three missed. Replicas learn that one of them is
+	// gone within seconds from its presence Lease instead.
 	Heartbeat metav1.Duration `json:"heartbeat,omitempty"`
 	// Grace is added to a session's duration for its grant's TTL (default 2m).
 	Grace metav1.Duration `json:"grace,omitempty"`
@@ -265,7 +268,7 @@ func (c *Config) Complete() error {
 	}
 	def(&c.Limits.Idle, 10*time.Minute)
 	def(&c.Limits.Disconnect, 2*time.Minute)
-	def(&c.Limits.Heartbeat, 15*time.Second)
+	def(&c.Limits.Heartbeat, 20*time.Second)
 	def(&c.Limits.Grace, 2*time.Minute)
 	def(&c.Limits.ReviewWithin, 24*time.Hour)
 	def(&c.Limits.MaxTotal, v1alpha1.DefaultMaxTotal)

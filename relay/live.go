@@ -467,6 +467,13 @@ func (s *Server) Close(ctx context.Context) {
 	}
 	wg.Wait()
 	s.watchers.Wait()
+	// Gone once all is handed over: the others then take it up at once.
+	s.mu.Lock()
+	stop := s.stopPresence
+	s.mu.Unlock()
+	if stop != nil {
+		stop()
+	}
 	// The head at shutdown, after the last session's end, is anchored too.
 	if s.stopCheckpoints != nil {
 		s.stopCheckpoints()

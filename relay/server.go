@@ -104,6 +104,10 @@ type Server struct {
 	// refused to let this relay resume.
 	adoptWait  map[sessionKey]time.Duration
 	adoptAfter map[sessionKey]time.Time
+	// stopPresence ends this replica's presence Leases (Adopt starts them,
+	// once).
+	presenceOnce sync.Once
+	stopPresence func()
 	// watchers runs each live session's limits; Close waits for them.
 	watchers sync.WaitGroup
 	// closing is closed when the relay closes: event streams end, so that
@@ -120,6 +124,9 @@ type target struct {
 	Cluster
 	Target
 	runner *session.Runner
+	// presence is this replica's presence in the cluster, while Adopt runs
+	// among several replicas.
+	presence *presence
 }
 
 type sessionKey struct{ cluster, namespace, name string }

@@ -88,7 +88,7 @@ func (o *Options) defaults() {
 		o.AnchorAfter = 2 * time.Minute
 	}
 	if o.HeartbeatTimeout == 0 {
-		o.HeartbeatTimeout = time.Minute
+		o.HeartbeatTimeout = 90 * time.Second
 	}
 	if o.Grace == 0 {
 		o.Grace = 30 * time.Second

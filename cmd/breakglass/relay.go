@@ -74,9 +74,10 @@ configured sinks).`,
 			}
 			defer func() { _ = probeServers.Stop(context.Background()) }()
 			// Sessions a relay left (killed, drained) go on here.
-			// A third of a heartbeat: a session left is taken up within
-			// about 3.3 heartbeats of its last, before the sweeper's
-			// --heartbeat-timeout (1m by default against 15s heartbeats).
+			// A third of a heartbeat: a session left by a single relay is
+			// taken up within about 3.3 heartbeats of its last, before the
+			// sweeper's --heartbeat-timeout (90s by default against 20s
+			// heartbeats); one of several replicas gone, within seconds.
 			adopting := make(chan struct{})
 			go func() {
 				defer close(adopting)
@@ -219,7 +220,7 @@ func buildRelay(ctx context.Context, cfg *relay.Config, peers *relay.Peers, kube
 			return fail(fmt.Errorf("cluster %s: %w", c.Name, err))
 		}
 		// client-go's default of 5 requests a second would throttle the
-		// heartbeats of a few dozen sessions (each one every 15 s, besides
+		// heartbeats of a few dozen sessions (each one every 20 s, besides
 		// starts and resumes): docs/scaling.md has the figures.
 		rc.QPS, rc.Burst = kubeQPS, 2*int(kubeQPS)
 		cl, err := client.New(rc, client.Options{Scheme: scheme})

@@ -113,7 +113,7 @@ reviews. It reads all of its state from the cluster.`,
 		},
 	}
 	f := cmd.Flags()
-	f.DurationVar(&opts.HeartbeatTimeout, "heartbeat-timeout", time.Minute, "how stale the relay's heartbeat may get before a session counts as abandoned")
+	f.DurationVar(&opts.HeartbeatTimeout, "heartbeat-timeout", 90*time.Second, "how stale the relay's heartbeat may get before a session counts as abandoned")
 	f.DurationVar(&opts.Grace, "grace", 30*time.Second, "how long after a session's hard stop the relay has to end it itself")
 	f.DurationVar(&opts.ReviewWithin, "review-within", 24*time.Hour, "when a glass-broken session's review falls due, from its request")
 	f.DurationVar(&opts.PendingFor, "pending-for", time.Hour, "how long a request waits for a decision before it expires")

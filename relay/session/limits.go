@@ -22,10 +22,6 @@ type Limits struct {
 	Idle, Disconnect, Heartbeat, Flush time.Duration
 }
 
-// DefaultLimits are the spec's: 10 minutes idle, 2 minutes without a viewer,
-// a heartbeat every 15 seconds, a segment every 5 seconds.
-var DefaultLimits = Limits{Idle: 10 * time.Minute, Disconnect: 2 * time.Minute, Heartbeat: 15 * time.Second, Flush: 5 * time.Second}
-
 // Relay is who the relay says ended a session on a limit.
 const Relay = "breakglass-relay"
 
@@ -81,7 +77,7 @@ func (l *Live) Watch(ctx context.Context, limits Limits) (v1alpha1.EndReason, er
 		if now.Sub(lastBeat) >= limits.Heartbeat {
 			err := l.heartbeat(ctx, now)
 			if errors.Is(err, errTakenUp) {
-				l.lose()
+				l.Lose()
 				return "", nil
 			}
 			if err == nil {

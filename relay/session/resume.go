@@ -33,13 +33,16 @@ var ErrNotResumable = errors.New("not resumable here")
 // had not yet written out is missing. Which relay resumes is settled by
 // the API server: the resume is written to the Session at the version
 // read, before anything else is done, and only one writer wins.
-func (r *Runner) Resume(ctx context.Context, s *v1alpha1.Session, stale time.Duration) (*Live, error) {
+//
+// relayGone says the caller saw the session's relay go (its presence Lease
+// lapsed or was deleted): the heartbeat is then not waited for.
+func (r *Runner) Resume(ctx context.Context, s *v1alpha1.Session, stale time.Duration, relayGone bool) (*Live, error) {
 	st := s.Status
 	now := r.Clock.Now()
 	switch {
 	case st.Phase != v1alpha1.PhaseActive || st.Grant == nil || st.DebugContainer == nil || st.StartedAt == nil || st.Deadline == nil:
 		return nil, fmt.Errorf("session %s is %s without a running record: %w", s.Name, st.Phase, ErrNotResumable)
-	case st.Released == nil && st.Heartbeat != nil && now.Sub(st.Heartbeat.Time) < stale:
+	case st.Released == nil && !relayGone && st.Heartbeat != nil && now.Sub(st.Heartbeat.Time) < stale:
 		return nil, fmt.Errorf("session %s: its relay sent a heartbeat %s ago: %w", s.Name, now.Sub(st.Heartbeat.Time).Round(time.Second), ErrNotResumable)
 	case !now.Before(st.Deadline.Time) || !now.Before(st.Grant.ExpiresAt.Time):
 		return nil, fmt.Errorf("session %s is past its hard stop or its grant: the sweeper ends it: %w", s.Name, ErrNotResumable)
@@ -54,6 +57,12 @@ func (r *Runner) Resume(ctx context.Context, s *v1alpha1.Session, stale time.Dur
 	// The claim comes first, at the version read: of two relays, one wins.
 	beat := metav1.NewTime(now)
 	why := fmt.Sprintf("its relay stopped (last heartbeat %s)", heartbeatOf(st))
+	switch {
+	case relayGone && st.Relay == r.Replica:
+		why = fmt.Sprintf("its relay %s let go of it or restarted (last heartbeat %s)", orNone(st.Relay), heartbeatOf(st))
+	case relayGone:
+		why = fmt.Sprintf("its relay %s stopped renewing its presence (last heartbeat %s)", orNone(st.Relay), heartbeatOf(st))
+	}
 	gap := "output it had not yet written out (the last few seconds, or what it held while the store refused segments) is missing"
 	if st.Released != nil {
 		why = fmt.Sprintf("its relay released it at %s", st.Released.UTC().Format(time.RFC3339))

@@ -539,11 +539,13 @@ func (l *Live) finish(ctx context.Context, e ending) error {
 // reconnect and find it there.
 var ErrMoved = errors.New("another relay took the session up: reconnect")
 
-// lose lets go of a session another relay took up, writing nothing: no
-// end, no recycle, no revoke (the session goes on there), no more of the
-// recording (it continues there). The attach stream closes, so the old
-// debug container's shell ends, and the terminals are sent to reconnect.
-func (l *Live) lose() {
+// Lose lets go of a session another relay took up, or may be taking up
+// (this relay was cut off from the API server, or taken for gone), writing
+// nothing: no end, no recycle, no revoke (the session goes on there), no
+// more of the recording (it continues there). The attach stream closes, so
+// the old debug container's shell ends, and the terminals are sent to
+// reconnect.
+func (l *Live) Lose() {
 	l.endOnce.Do(func() {
 		l.ending.Store(true)
 		l.letGo()

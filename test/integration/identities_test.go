@@ -522,6 +522,17 @@ func TestSweeperLeaseIsTheSweepers(t *testing.T) {
 			wantAdmitted(t, keeper.Client.Create(ctx, own, dryRun))
 		})
 
+		t.Run("the portal, which writes its replicas' presence Leases, may not hold the sweeper's", func(t *testing.T) {
+			portal := mustUser(t)(c.Portal())
+			l := leases(portal)
+			l.Spec.HolderIdentity = ptr.To("relay")
+			wantDenied(t, portal.Client.Update(ctx, l, dryRun), "[lease.sweeper-only]")
+			wantDenied(t, portal.Client.Delete(ctx, leases(portal), dryRun), "[lease.sweeper-only]")
+			presence := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "breakglass-relay-r0", Namespace: v1alpha1.Namespace},
+				Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("r0")}}
+			wantAdmitted(t, portal.Client.Create(ctx, presence, dryRun))
+		})
+
 		t.Run("the sweeper writes no other Lease", func(t *testing.T) {
 			other := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "relay-session-s1", Namespace: v1alpha1.Namespace},
 				Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("sweeper")}}
@@ -599,7 +610,13 @@ func TestIdentitiesAtRest(t *testing.T) {
 				{"record an Event (the policy narrows it)", authorizationv1.ResourceAttributes{Namespace: ns, Verb: "create", Resource: "events"}, true},
 				{"patch an Event", authorizationv1.ResourceAttributes{Namespace: ns, Verb: "patch", Resource: "events"}, false},
 				{"record an Event through events.k8s.io", authorizationv1.ResourceAttributes{Namespace: ns, Verb: "create", Group: "events.k8s.io", Resource: "events"}, false},
-				{"take a Lease in the plane's namespace", authorizationv1.ResourceAttributes{Namespace: sys, Verb: "create", Group: coordination, Resource: "leases"}, false},
+				// Its replicas' presence Leases (relay/presence.go); the
+				// breakglass-sweeper-lease policy keeps it off the sweeper's.
+				{"create its presence Lease", authorizationv1.ResourceAttributes{Namespace: sys, Verb: "create", Group: coordination, Resource: "leases"}, true},
+				{"watch the replicas' Leases", authorizationv1.ResourceAttributes{Namespace: sys, Verb: "watch", Group: coordination, Resource: "leases"}, true},
+				{"delete a lapsed replica's Lease", authorizationv1.ResourceAttributes{Namespace: sys, Verb: "delete", Group: coordination, Resource: "leases", Name: "breakglass-relay-x"}, true},
+				{"patch a Lease", authorizationv1.ResourceAttributes{Namespace: sys, Verb: "patch", Group: coordination, Resource: "leases"}, false},
+				{"create a Lease elsewhere", authorizationv1.ResourceAttributes{Namespace: "kube-system", Verb: "create", Group: coordination, Resource: "leases"}, false},
 				{"read a Secret", authorizationv1.ResourceAttributes{Namespace: sys, Verb: "get", Resource: "secrets"}, false},
 				{"patch the webhook configuration", authorizationv1.ResourceAttributes{Verb: "patch", Group: admission, Resource: "validatingwebhookconfigurations", Name: webhook.ConfigurationName}, false},
 			}},

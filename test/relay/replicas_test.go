@@ -21,7 +21,7 @@ import (
 // recording store. They are named by their ports, so that the peer URL
 // http://127.0.0.1:{replica} reaches each (in a cluster, a pod name and a
 // headless Service do).
-func replicaPair(t *testing.T) (a, b *testRelay, nameA, nameB string) {
+func replicaPair(t *testing.T, heartbeat time.Duration) (a, b *testRelay, nameA, nameB string) {
 	t.Helper()
 	shared := t.TempDir()
 	start := func() (*testRelay, string) {
@@ -32,7 +32,7 @@ func replicaPair(t *testing.T) (a, b *testRelay, nameA, nameB string) {
 		_, port, _ := net.SplitHostPort(ln.Addr().String())
 		cfg := config()
 		cfg.Recording.Dir = shared
-		cfg.Limits.Heartbeat = metav1.Duration{Duration: time.Second}
+		cfg.Limits.Heartbeat = metav1.Duration{Duration: heartbeat}
 		return startReplica(t, cfg, clock.RealClock{}, &relay.Peers{Self: port, URL: "http://127.0.0.1:{replica}"}, ln), port
 	}
 	a, nameA = start()
@@ -53,7 +53,7 @@ func TestFaultReplicasPassTerminalsAndHandOver(t *testing.T) {
 	ns := cl.Namespace(t, "relay-replicas")
 	cl.RunningPod(t, ns, "web-1")
 	cl.RunningPod(t, ns, "web-2")
-	a, b, nameA, nameB := replicaPair(t)
+	a, b, nameA, nameB := replicaPair(t, time.Second)
 	ctx := context.Background()
 
 	s := b.request(t, alice, ns, "web-1", "").Name
