@@ -37,7 +37,9 @@ import (
 // shell in the same run (p50, p99 and their ratios), output throughput
 // per session and in total with every byte counted at the terminal, and
 // the time a second replica takes to take up all the sessions when the
-// first shuts down. make bench-load runs it once (-benchtime 1x);
+// first shuts down, and, with the first back, how long each session takes
+// to be taken up by it when the second is killed (p50, p99, and until all
+// run again). make bench-load runs it once (-benchtime 1x);
 // docs/benchmarks.md has the figures.
 func BenchmarkRelayLoad(b *testing.B) {
 	n := 200
@@ -55,9 +57,17 @@ func BenchmarkRelayLoad(b *testing.B) {
 	fileA, listenA := relayProcessConfig(b, dir, cfgA)
 	fileB, listenB := relayProcessConfig(b, dir, cfgB)
 	portOf := func(listen string) string { return listen[len("127.0.0.1:"):] }
-	peerURL := "--peer-url=http://127.0.0.1:{replica}"
-	a := startRelayProcess(b, bin, fileA, "--replica="+portOf(listenA), peerURL)
-	second := startRelayProcess(b, bin, fileB, "--replica="+portOf(listenB), peerURL)
+	replica := func(listen string) []string {
+		args := []string{"--replica=" + portOf(listen), "--peer-url=http://127.0.0.1:{replica}"}
+		// LOAD_KUBE_QPS sets the relays' --kube-api-qps (its default
+		// otherwise), to see what a takeover's rate of requests costs.
+		if qps := os.Getenv("LOAD_KUBE_QPS"); qps != "" {
+			args = append(args, "--kube-api-qps="+qps)
+		}
+		return args
+	}
+	a := startRelayProcess(b, bin, fileA, replica(listenA)...)
+	second := startRelayProcess(b, bin, fileB, replica(listenB)...)
 	tr := &testRelay{url: "http://" + listenA}
 	before := scrape(b, a.metrics)
 
@@ -73,6 +83,9 @@ func BenchmarkRelayLoad(b *testing.B) {
 		tr.must(b, http.StatusOK, token(b, alice), "POST", sessionPath(ns, s)+"/start", "")
 		names[i], terms[i] = s, dialLoad(b, tr.url, ns, s)
 	})
+	if b.Failed() {
+		b.FailNow() // a session not started: nothing below would mean anything
+	}
 	b.Logf("%d sessions started and attached in %s", n, time.Since(began).Round(time.Second))
 	time.Sleep(5 * time.Second)
 	idle := scrape(b, a.metrics)
@@ -132,34 +145,63 @@ func BenchmarkRelayLoad(b *testing.B) {
 	figures["MB/s-per-session"] = float64(each) / median(perSession).Seconds() / 1e6
 
 	// The first replica shuts down (a rolling update): the second takes up
-	// every session.
+	// every session it hands over.
 	handover := time.Now()
 	_ = a.cmd.Process.Signal(syscall.SIGTERM)
-	ctx := context.Background()
-	for {
-		var list v1alpha1.SessionList
-		if err := cl.Client.List(ctx, &list, client.InNamespace(ns)); err != nil {
-			b.Fatal(err)
-		}
-		taken := 0
-		for _, s := range list.Items {
-			if s.Status.Phase == v1alpha1.PhaseActive && s.Status.Relay == portOf(listenB) {
-				taken++
-			}
-		}
-		if taken == n {
-			break
-		}
-		if time.Since(handover) > 5*time.Minute {
-			b.Fatalf("%d of %d sessions taken up by the second replica after 5 minutes\n%s", taken, n, second.logs.String())
-		}
-		time.Sleep(200 * time.Millisecond)
+	figures["takeover-s"] = takenUp(b, ns, n, portOf(listenB), handover, second).max.Seconds()
+	if err := a.wait(); err != nil {
+		b.Fatalf("the first replica's shutdown: %v\n%s", err, a.logs.String())
 	}
-	figures["takeover-s"] = time.Since(handover).Seconds()
-	_ = a.wait()
+
+	// The first replica is back (a new pod of the same name) and the second
+	// is killed: nothing handed over, its presence Lease no longer renewed.
+	// Each session's time from the kill to its claim by the first, and to
+	// all of them running there again (the first's live sessions).
+	a = startRelayProcess(b, bin, fileA, replica(listenA)...)
+	killed := time.Now()
+	second.kill()
+	took := takenUp(b, ns, n, portOf(listenA), killed, a)
+	for deadline := time.Now().Add(5 * time.Minute); scrape(b, a.metrics)["breakglass_relay_live_sessions"] < float64(n); time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			b.Fatalf("%v of %d sessions running again after the kill\n%s", scrape(b, a.metrics)["breakglass_relay_live_sessions"], n, a.logs.String())
+		}
+	}
+	figures["kill-takeover-all-running-s"] = time.Since(killed).Seconds()
+	figures["kill-takeover-p50-s"] = took.p50.Seconds()
+	figures["kill-takeover-p99-s"] = took.p99.Seconds()
 	for name, v := range figures {
 		b.ReportMetric(v, name)
 	}
+}
+
+// takeovers are how long the sessions took to be claimed by a replica.
+type takeovers struct{ p50, p99, max time.Duration }
+
+// takenUp waits until replica has claimed all n Active sessions of ns,
+// and says when each was first seen claimed, counted from since.
+func takenUp(b *testing.B, ns string, n int, replica string, since time.Time, logs *relayProcess) takeovers {
+	seen := map[string]time.Duration{}
+	for len(seen) < n {
+		var list v1alpha1.SessionList
+		if err := cl.Client.List(context.Background(), &list, client.InNamespace(ns)); err != nil {
+			b.Fatal(err)
+		}
+		now := time.Since(since)
+		for _, s := range list.Items {
+			if _, ok := seen[s.Name]; !ok && s.Status.Phase == v1alpha1.PhaseActive && s.Status.Relay == replica {
+				seen[s.Name] = now
+			}
+		}
+		if now > 5*time.Minute {
+			b.Fatalf("%d of %d sessions taken up by replica %s after 5 minutes\n%s", len(seen), n, replica, logs.logs.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	var all []time.Duration
+	for _, d := range seen {
+		all = append(all, d)
+	}
+	return takeovers{p50: quantile(all, 0.5), p99: quantile(all, 0.99), max: slices.Max(all)}
 }
 
 // loadTerm is a terminal of the load benchmark: what it shows arrives on
