@@ -120,21 +120,9 @@ func ServiceAccounts() []*corev1.ServiceAccount {
 // sweeper's Lease. A Lease says only which replica is alive: whoever may
 // write it can make sessions move between replicas, never reach a pod.
 func RelayPresence() (*rbacv1.Role, *rbacv1.RoleBinding) {
-	name := policies.RelayPresenceName
-	role := &rbacv1.Role{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "Role"},
-		ObjectMeta: meta(name, v1alpha1.Namespace),
-		Rules: []rbacv1.PolicyRule{
-			{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "list", "watch", "create", "update", "delete"}},
-		},
-	}
-	binding := &rbacv1.RoleBinding{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "RoleBinding"},
-		ObjectMeta: meta(name, v1alpha1.Namespace),
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name},
-		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: v1alpha1.PortalServiceAccount, Namespace: v1alpha1.Namespace}},
-	}
-	return role, binding
+	return planeRole(policies.RelayPresenceName, v1alpha1.PortalServiceAccount, []rbacv1.PolicyRule{
+		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "list", "watch", "create", "update", "delete"}},
+	})
 }
 
 // SweeperLeaderElection lets the sweeper hold its leader-election lease in
@@ -144,22 +132,27 @@ func RelayPresence() (*rbacv1.Role, *rbacv1.RoleBinding) {
 // cannot be limited by name; the breakglass-sweeper-lease policy holds the
 // sweeper to its one Lease, and everyone else away from it.
 func SweeperLeaderElection() (*rbacv1.Role, *rbacv1.RoleBinding) {
-	name := "breakglass:sweeper-leader-election"
+	return planeRole(policies.SweeperLeaderElectionName, v1alpha1.SweeperServiceAccount, []rbacv1.PolicyRule{
+		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"create"}},
+		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "update"},
+			ResourceNames: []string{policies.SweeperLeaseName}},
+		{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
+	})
+}
+
+// planeRole is a Role of the plane's namespace and its binding to one of
+// the plane's ServiceAccounts, both named name.
+func planeRole(name, sa string, rules []rbacv1.PolicyRule) (*rbacv1.Role, *rbacv1.RoleBinding) {
 	role := &rbacv1.Role{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "Role"},
 		ObjectMeta: meta(name, v1alpha1.Namespace),
-		Rules: []rbacv1.PolicyRule{
-			{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"create"}},
-			{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "update"},
-				ResourceNames: []string{policies.SweeperLeaseName}},
-			{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
-		},
+		Rules:      rules,
 	}
 	binding := &rbacv1.RoleBinding{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "RoleBinding"},
 		ObjectMeta: meta(name, v1alpha1.Namespace),
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name},
-		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: v1alpha1.SweeperServiceAccount, Namespace: v1alpha1.Namespace}},
+		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: sa, Namespace: v1alpha1.Namespace}},
 	}
 	return role, binding
 }

@@ -69,7 +69,12 @@ func ServiceClientConfig() admissionregistrationv1.WebhookClientConfig {
 // its own configuration's CA bundle, and nothing else.
 func WebhookRoles() []runtime.Object {
 	const name = "breakglass:webhook"
-	sa := []rbacv1.Subject{{Kind: "ServiceAccount", Name: v1alpha1.WebhookServiceAccount, Namespace: v1alpha1.Namespace}}
+	// create cannot be limited by name; the Role is limited to the plane's
+	// namespace and the breakglass-webhook-own-secret policy to this one Secret.
+	role, binding := planeRole(name, v1alpha1.WebhookServiceAccount, []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"create"}},
+		{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get", "update"}, ResourceNames: []string{WebhookSecretName}},
+	})
 	return []runtime.Object{
 		// Certs.Ensure only patches (it never reads the configuration); the
 		// breakglass-webhook-ca-bundle-only policy holds the patch to the CA bundle.
@@ -77,21 +82,10 @@ func WebhookRoles() []runtime.Object {
 			Resources: []string{"validatingwebhookconfigurations"}, Verbs: []string{"patch"}, ResourceNames: []string{webhook.ConfigurationName}}}),
 		&rbacv1.ClusterRoleBinding{
 			TypeMeta: metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRoleBinding"}, ObjectMeta: meta(name, ""),
-			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name}, Subjects: sa,
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name},
+			Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: v1alpha1.WebhookServiceAccount, Namespace: v1alpha1.Namespace}},
 		},
-		&rbacv1.Role{
-			TypeMeta: metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "Role"}, ObjectMeta: meta(name, v1alpha1.Namespace),
-			Rules: []rbacv1.PolicyRule{
-				// create cannot be limited by name; the Role is limited to the plane's
-				// namespace and the breakglass-webhook-own-secret policy to this one Secret.
-				{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"create"}},
-				{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get", "update"}, ResourceNames: []string{WebhookSecretName}},
-			},
-		},
-		&rbacv1.RoleBinding{
-			TypeMeta: metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "RoleBinding"}, ObjectMeta: meta(name, v1alpha1.Namespace),
-			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name}, Subjects: sa,
-		},
+		role, binding,
 	}
 }
 
