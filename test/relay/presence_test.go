@@ -40,13 +40,7 @@ func TestFaultReplicaKilledIsTakenUpAtOnce(t *testing.T) {
 	leases := cl.Kube.CoordinationV1().Leases(v1alpha1.Namespace)
 	// The second replica starts once the first is present, so that it has
 	// seen the first's Lease before the kill.
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-		if _, err := leases.Get(ctx, "breakglass-relay-"+nameA, metav1.GetOptions{}); err == nil {
-			break
-		} else if time.Now().After(deadline) {
-			t.Fatalf("the first replica wrote no presence Lease: %v\n%s", err, a.logs.String())
-		}
-	}
+	waitPresent(t, nameA, a.logs.String)
 	b := startRelayProcess(t, bin, fileB, "--replica="+nameB, peerURL)
 	ta, tb := &testRelay{url: "http://" + listenA}, &testRelay{url: "http://" + listenB}
 
@@ -62,15 +56,8 @@ func TestFaultReplicaKilledIsTakenUpAtOnce(t *testing.T) {
 		t.Fatal("the first replica exited cleanly: it was to be killed")
 	}
 	killedAt := time.Now()
-	var cur v1alpha1.Session
-	for deadline := time.Now().Add(heartbeat); cur.Status.Resumes == 0; time.Sleep(100 * time.Millisecond) {
-		if err := cl.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: s}, &cur); err != nil {
-			t.Fatal(err)
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the killed replica's session was not taken up within a heartbeat interval (%s): %+v\n%s", heartbeat, cur.Status, b.logs.String())
-		}
-	}
+	// Within a heartbeat interval: not by its heartbeat going stale.
+	cur := waitResumed(t, ns, s, heartbeat, b.logs.String)
 	t.Logf("taken up %s after the kill", time.Since(killedAt).Round(100*time.Millisecond))
 	if cur.Status.Phase != v1alpha1.PhaseActive || cur.Status.Relay != nameB || cur.Status.Resumes != 1 {
 		t.Fatalf("after the take-up: %+v, want Active at %s", cur.Status, nameB)
@@ -110,15 +97,8 @@ func TestFaultReplicaWhoseLeaseIsDeletedLetsGo(t *testing.T) {
 	go a.server.Adopt(ctx, 300*time.Millisecond)
 	go b.server.Adopt(ctx, 300*time.Millisecond)
 	leases := cl.Kube.CoordinationV1().Leases(v1alpha1.Namespace)
-	for _, name := range []string{nameA, nameB} {
-		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-			if _, err := leases.Get(ctx, "breakglass-relay-"+name, metav1.GetOptions{}); err == nil {
-				break
-			} else if time.Now().After(deadline) {
-				t.Fatalf("replica %s wrote no presence Lease: %v", name, err)
-			}
-		}
-	}
+	waitPresent(t, nameA, a.audit.String)
+	waitPresent(t, nameB, b.audit.String)
 
 	s, tm := startedSession(t, a, ns)
 	tm.send(t, "echo before-$((1+1))\n")
@@ -134,15 +114,7 @@ func TestFaultReplicaWhoseLeaseIsDeletedLetsGo(t *testing.T) {
 	case <-time.After(15 * time.Second):
 		t.Fatal("the replica whose Lease was deleted kept running the session")
 	}
-	var cur v1alpha1.Session
-	for deadline := time.Now().Add(20 * time.Second); cur.Status.Resumes == 0; time.Sleep(100 * time.Millisecond) {
-		if err := cl.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: s}, &cur); err != nil {
-			t.Fatal(err)
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the session was not taken up again: %+v\n%s", cur.Status, a.audit.String())
-		}
-	}
+	cur := waitResumed(t, ns, s, 20*time.Second, a.audit.String)
 	if cur.Status.Phase != v1alpha1.PhaseActive || cur.Status.Relay != nameA || cur.Status.Resumes != 1 {
 		t.Fatalf("after the take-up: %+v, want Active at %s (its Lease written again, %s does not count it gone)", cur.Status, nameA, nameB)
 	}
@@ -165,5 +137,21 @@ func TestFaultReplicaWhoseLeaseIsDeletedLetsGo(t *testing.T) {
 	}
 	if len(m.ForeignSegments) > 0 {
 		t.Fatalf("a replica that let go wrote on: foreign segments %v", m.ForeignSegments)
+	}
+}
+
+// waitPresent waits for replica's presence Lease; logs says what the
+// replica did, should it not come.
+func waitPresent(t *testing.T, replica string, logs func() string) {
+	t.Helper()
+	leases := cl.Kube.CoordinationV1().Leases(v1alpha1.Namespace)
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		_, err := leases.Get(context.Background(), "breakglass-relay-"+replica, metav1.GetOptions{})
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("replica %s wrote no presence Lease: %v\n%s", replica, err, logs())
+		}
 	}
 }

@@ -135,14 +135,7 @@ func TestFaultReplicasPassTerminalsAndHandOver(t *testing.T) {
 	// heartbeat goes stale (3 s here).
 	releasedAt := time.Now()
 	go b.server.Adopt(adopting, 200*time.Millisecond)
-	for deadline := time.Now().Add(20 * time.Second); cur.Status.Resumes == 0; time.Sleep(100 * time.Millisecond) {
-		if err := cl.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: s}, &cur); err != nil {
-			t.Fatal(err)
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the released session was not taken up: %+v\n%s", cur.Status, b.audit.String())
-		}
-	}
+	cur = waitResumed(t, ns, s, 20*time.Second, b.audit.String)
 	if took := time.Since(releasedAt); took > 2*time.Second {
 		t.Errorf("the released session was taken up after %s: as if its heartbeat had to go stale", took)
 	}

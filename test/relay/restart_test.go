@@ -192,15 +192,7 @@ func TestFaultRelayKilledMidSessionResumes(t *testing.T) {
 	killedAt := time.Now()
 	second := startRelayProcess(t, bin, configFile)
 	ctx := context.Background()
-	var cur v1alpha1.Session
-	for deadline := time.Now().Add(30 * time.Second); cur.Status.Resumes == 0; time.Sleep(200 * time.Millisecond) {
-		if err := cl.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: s}, &cur); err != nil {
-			t.Fatal(err)
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the session was not resumed: %+v\n%s", cur.Status, second.logs.String())
-		}
-	}
+	cur := waitResumed(t, ns, s, 30*time.Second, second.logs.String)
 	resumedIn := time.Since(killedAt)
 	if cur.Status.Phase != v1alpha1.PhaseActive || cur.Status.Resumes != 1 || cur.Status.Deadline == nil {
 		t.Fatalf("after the resume: %+v", cur.Status)
