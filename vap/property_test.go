@@ -258,7 +258,14 @@ var powers = map[string]func(p *corev1.Pod, c *corev1.Container){
 	"SELinux spc_t": func(_ *corev1.Pod, c *corev1.Container) {
 		c.SecurityContext.SELinuxOptions = &corev1.SELinuxOptions{Type: "spc_t"}
 	},
-	"not non-root": func(_ *corev1.Pod, c *corev1.Container) { c.SecurityContext.RunAsNonRoot = nil },
+	// Unset only where the pod does not say it either: the pod's runAsNonRoot
+	// is what the kubelet enforces then, and the policy rightly admits it.
+	"not non-root": func(p *corev1.Pod, c *corev1.Container) {
+		c.SecurityContext.RunAsNonRoot = nil
+		if sc := p.Spec.SecurityContext; sc != nil && ptr.Deref(sc.RunAsNonRoot, false) {
+			c.SecurityContext.RunAsNonRoot = ptr.To(false)
+		}
+	},
 	"seccomp unconfined": func(_ *corev1.Pod, c *corev1.Container) {
 		c.SecurityContext.SeccompProfile.Type = corev1.SeccompProfileTypeUnconfined
 	},
