@@ -9,6 +9,14 @@ NODE_BINS := $(BIN)/kubelet $(BIN)/kube-controller-manager $(BIN)/kube-scheduler
 
 export KUBEBUILDER_ASSETS := $(BIN)
 
+# The external tools are built once per machine into TOOLS_CACHE, keyed by
+# their module's files, and linked into bin/ from there: a new clone reuses
+# them (hack/tool-cache.sh). rm -rf it to build everything again.
+TOOLS_CACHE ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/breakglass/tools
+export TOOLS_CACHE
+# $(call cached,MODULE_DIR,OUTPUTS,COMMAND): COMMAND writes OUTPUTS into $$OUT.
+cached = GO=$(GO) bash hack/tool-cache.sh $(1) $(BIN) '$(2)' '$(3)'
+
 .PHONY: help all build backstage cross test-cross krew console node dev image debug-image rekor debian-packages test test-unit test-integration test-faults fuzz bench bench-load generate verify-generate lint tools clean
 
 all: build
@@ -92,65 +100,62 @@ KUBE_LDFLAGS := -s -w \
 	-X k8s.io/component-base/version.gitTreeState=clean
 
 $(BIN)/kube-apiserver: tools/apiserver/go.mod tools/apiserver/go.sum
-	@echo ">> building kube-apiserver $(KUBE_VERSION) from module sources (about 4 minutes the first time)"
-	cd tools/apiserver && $(GO) build -o $@ -ldflags "$(KUBE_LDFLAGS)" k8s.io/kubernetes/cmd/kube-apiserver
+	@echo ">> kube-apiserver $(KUBE_VERSION) from module sources (about 4 minutes the first time on a machine)"
+	$(call cached,tools/apiserver,kube-apiserver,$(GO) build -o "$$OUT/" -ldflags "$(KUBE_LDFLAGS)" k8s.io/kubernetes/cmd/kube-apiserver)
 
 # The real node: a kubelet on Debian's containerd and runc, and the controllers
 # and scheduler that turn the chart's Deployments into pods on it.
 ## node: the real node's kubelet, controllers and scheduler, from module sources.
 node: $(NODE_BINS)
 $(NODE_BINS) &: tools/apiserver/go.mod tools/apiserver/go.sum
-	@echo ">> building kubelet, kube-controller-manager and kube-scheduler $(KUBE_VERSION) from module sources (about 5 minutes the first time)"
-	cd tools/apiserver && $(GO) build -o $(BIN)/ -ldflags "$(KUBE_LDFLAGS)" \
-		k8s.io/kubernetes/cmd/kubelet k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kube-scheduler
+	@echo ">> kubelet, kube-controller-manager and kube-scheduler $(KUBE_VERSION) from module sources (about 5 minutes the first time)"
+	$(call cached,tools/apiserver,kubelet kube-controller-manager kube-scheduler,$(GO) build -o "$$OUT/" -ldflags "$(KUBE_LDFLAGS)" \
+		k8s.io/kubernetes/cmd/kubelet k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kube-scheduler)
 
 $(BIN)/etcd: tools/etcd/go.mod tools/etcd/go.sum tools/etcd/main.go
-	@echo ">> building etcd $(ETCD_VERSION) from module sources"
-	cd tools/etcd && $(GO) build -o $@ .
+	@echo ">> etcd $(ETCD_VERSION) from module sources"
+	$(call cached,tools/etcd,etcd,$(GO) build -o "$$OUT/etcd" .)
 
 # versitygw: an S3 server that enforces Object Lock, for the evidence store's tests.
 $(BIN)/versitygw: tools/versitygw/go.mod tools/versitygw/go.sum
-	@echo ">> building versitygw from module sources"
-	cd tools/versitygw && $(GO) build -o $@ github.com/versity/versitygw/cmd/versitygw
+	@echo ">> versitygw from module sources"
+	$(call cached,tools/versitygw,versitygw,$(GO) build -o "$$OUT/" github.com/versity/versitygw/cmd/versitygw)
 
 # Rekor on Trillian (PostgreSQL comes from Debian): the transparency log recordings are anchored in.
 REKOR_BINS := $(BIN)/rekor-server $(BIN)/rekor-cli $(BIN)/trillian_log_server $(BIN)/trillian_log_signer $(BIN)/createtree
 ## rekor: Rekor and Trillian from module sources (PostgreSQL comes from Debian).
 rekor: $(REKOR_BINS)
 $(REKOR_BINS) &: tools/rekor/go.mod tools/rekor/go.sum
-	@echo ">> building rekor-server, rekor-cli and Trillian from module sources (about 5 minutes the first time)"
-	cd tools/rekor && $(GO) build -o $(BIN)/rekor-server github.com/sigstore/rekor/cmd/rekor-server
-	cd tools/rekor && $(GO) build -o $(BIN)/rekor-cli github.com/sigstore/rekor/cmd/rekor-cli
-	cd tools/rekor && $(GO) build -o $(BIN)/trillian_log_server github.com/google/trillian/cmd/trillian_log_server
-	cd tools/rekor && $(GO) build -o $(BIN)/trillian_log_signer github.com/google/trillian/cmd/trillian_log_signer
-	cd tools/rekor && $(GO) build -o $(BIN)/createtree github.com/google/trillian/cmd/createtree
+	@echo ">> rekor-server, rekor-cli and Trillian from module sources (about 5 minutes the first time)"
+	$(call cached,tools/rekor,$(notdir $(REKOR_BINS)),$(GO) build -o "$$OUT/" github.com/sigstore/rekor/cmd/rekor-server github.com/sigstore/rekor/cmd/rekor-cli \
+		github.com/google/trillian/cmd/trillian_log_server github.com/google/trillian/cmd/trillian_log_signer github.com/google/trillian/cmd/createtree)
 
 # Rekor v2 (rekor-tiles on Tessera's POSIX storage): the tile-based log recordings can be anchored in instead.
 $(BIN)/rekor-server-v2: tools/rekortiles/go.mod tools/rekortiles/go.sum
-	@echo ">> building Rekor v2 (rekor-tiles) from module sources"
-	cd tools/rekortiles && $(GO) build -o $@ github.com/sigstore/rekor-tiles/v2/cmd/rekor-server/posix
+	@echo ">> Rekor v2 (rekor-tiles) from module sources"
+	$(call cached,tools/rekortiles,rekor-server-v2,$(GO) build -o "$$OUT/rekor-server-v2" github.com/sigstore/rekor-tiles/v2/cmd/rekor-server/posix)
 
 # Kyverno's CLI: the tests run what `policy render --kyverno` emits through it (about 3 minutes the first time).
 $(BIN)/kubectl-kyverno: tools/kyverno/go.mod tools/kyverno/go.sum
-	@echo ">> building Kyverno's CLI from module sources"
-	cd tools/kyverno && $(GO) build -o $@ github.com/kyverno/kyverno/cmd/cli/kubectl-kyverno
+	@echo ">> Kyverno's CLI from module sources"
+	$(call cached,tools/kyverno,kubectl-kyverno,$(GO) build -o "$$OUT/" github.com/kyverno/kyverno/cmd/cli/kubectl-kyverno)
 
 # The stock cosign CLI: tests sign debug images with it and verify recordings' bundles as a reviewer would.
 $(BIN)/cosign: tools/cosign/go.mod tools/cosign/go.sum
-	@echo ">> building cosign from module sources"
-	cd tools/cosign && $(GO) build -o $@ github.com/sigstore/cosign/v3/cmd/cosign
+	@echo ">> cosign from module sources"
+	$(call cached,tools/cosign,cosign,$(GO) build -o "$$OUT/" github.com/sigstore/cosign/v3/cmd/cosign)
 
 # promtool: Prometheus' rule tester, for the chart's alerts (test/sweeper TestAlertRules).
 $(BIN)/promtool: tools/promtool/go.mod tools/promtool/go.sum
-	@echo ">> building promtool from module sources"
-	cd tools/promtool && $(GO) build -o $@ github.com/prometheus/prometheus/cmd/promtool
+	@echo ">> promtool from module sources"
+	$(call cached,tools/promtool,promtool,$(GO) build -o "$$OUT/" github.com/prometheus/prometheus/cmd/promtool)
 
 $(BIN)/controller-gen: tools/dev/go.mod tools/dev/go.sum
-	cd tools/dev && $(GO) build -o $@ sigs.k8s.io/controller-tools/cmd/controller-gen
+	$(call cached,tools/dev,controller-gen,$(GO) build -o "$$OUT/" sigs.k8s.io/controller-tools/cmd/controller-gen)
 
 $(BIN)/golangci-lint: tools/dev/go.mod tools/dev/go.sum
-	@echo ">> building golangci-lint"
-	cd tools/dev && $(GO) build -o $@ github.com/golangci/golangci-lint/v2/cmd/golangci-lint
+	@echo ">> golangci-lint"
+	$(call cached,tools/dev,golangci-lint,$(GO) build -o "$$OUT/" github.com/golangci/golangci-lint/v2/cmd/golangci-lint)
 
 ## generate: deepcopy, CRDs, docs/api.md, and the chart's generated manifests.
 generate: $(BIN)/controller-gen
