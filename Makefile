@@ -17,7 +17,7 @@ export TOOLS_CACHE
 # $(call cached,MODULE_DIR,OUTPUTS,COMMAND): COMMAND writes OUTPUTS into $$OUT.
 cached = GO=$(GO) bash hack/tool-cache.sh $(1) $(BIN) '$(2)' '$(3)'
 
-.PHONY: help all build backstage cross test-cross krew console node dev image debug-image rekor debian-packages test test-unit test-integration test-faults fuzz bench bench-load generate verify-generate lint tools clean
+.PHONY: help all build backstage browser cross test-cross krew console node dev image debug-image rekor debian-packages test test-unit test-integration test-faults fuzz bench bench-load generate verify-generate lint tools clean
 
 all: build
 
@@ -197,15 +197,21 @@ lint: $(BIN)/golangci-lint
 # Unit tests; -race where goroutines meet (the sweeper's controllers, the webhook's cache).
 ## test-unit: the unit tests (no tool needed but the console), -race on the concurrent packages.
 test-unit: console
-	$(GO) test $$($(GO) list ./... | grep -v /test/)
+	$(GO) test $$($(GO) list ./... | grep -v /test/) ./test/prereq/
 	$(GO) test -race ./sweeper/... ./webhook/... ./relay/...
 
+# Run by hand, a suite whose tools are missing runs nothing and says which
+# target builds them (test/prereq); under these targets, which build them
+# all, a missing one fails it instead.
+test-unit test-integration test-faults fuzz bench bench-load: export BREAKGLASS_REQUIRE_TOOLS := 1
+
 # On the real kube-apiserver and etcd; the sweeper's with -race.
-# The browser test's npm packages (playwright-core, xterm.js); Chromium comes from Debian.
+## browser: the browser tests' npm packages (playwright-core, xterm.js); Chromium comes from Debian.
+browser: test/browser/node_modules/.package-lock.json
 test/browser/node_modules/.package-lock.json: test/browser/package.json test/browser/package-lock.json
 	cd test/browser && npm ci --no-audit --no-fund
 
-INTEGRATION_DEPS := console $(BIN)/kube-apiserver $(NODE_BINS) $(BIN)/etcd $(BIN)/versitygw $(BIN)/promtool $(BIN)/cosign $(BIN)/rekor-server-v2 $(BIN)/kubectl-kyverno rekor test/browser/node_modules/.package-lock.json backstage
+INTEGRATION_DEPS := console $(BIN)/kube-apiserver $(NODE_BINS) $(BIN)/etcd $(BIN)/versitygw $(BIN)/promtool $(BIN)/cosign $(BIN)/rekor-server-v2 $(BIN)/kubectl-kyverno rekor browser backstage
 
 ## test-integration: every suite on the real API server, node, store, log and browser (not the faults).
 test-integration: $(INTEGRATION_DEPS)

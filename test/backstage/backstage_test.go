@@ -19,6 +19,7 @@ import (
 	"github.com/tower-dev/breakglass/relay"
 	"github.com/tower-dev/breakglass/relay/client"
 	"github.com/tower-dev/breakglass/test/cluster"
+	"github.com/tower-dev/breakglass/test/prereq"
 )
 
 const shop = "component:default/shop"
@@ -27,9 +28,7 @@ const shop = "component:default/shop"
 // with @backstage/backend-defaults, on PostgreSQL) in front of its relay.
 func plane(t *testing.T, allowAll bool) (dev.Info, map[string]Person) {
 	t.Helper()
-	if err := dev.BackstageAvailable(); err != nil {
-		t.Skip(err)
-	}
+	prereq.Need(t, append(append(prereq.ControlPlane, prereq.Postgres), prereq.Backstage...)...)
 	var logs cluster.SyncBuffer
 	r, err := dev.Background(context.Background(), dev.Options{Profile: policies.Ground, RelayAddr: "127.0.0.1:0", Dir: t.TempDir(),
 		Backstage: true, BackstageAllowAll: allowAll}, &logs)

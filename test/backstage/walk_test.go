@@ -14,8 +14,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tower-dev/breakglass/internal/dev"
 	"github.com/tower-dev/breakglass/relay/client"
+	"github.com/tower-dev/breakglass/test/prereq"
 )
 
 // TestBackstageWalk: Tower's tab and pages in a Backstage app built with
@@ -30,9 +30,7 @@ import (
 // watches read-only and his keys reach nothing; alice ends; the recording
 // plays, its hashes as the evidence has them. axe-core checks each page.
 func TestBackstageWalk(t *testing.T) {
-	if _, err := os.Stat(filepath.Join(dev.BackstageDir(), "packages", "app", "dist", "index.html")); err != nil {
-		t.Skip("the Backstage app is not built: run make backstage")
-	}
+	prereq.Need(t, prereq.Browser...)
 	_, here, _, _ := runtime.Caller(0)
 	browserDir := filepath.Join(filepath.Dir(here), "..", "browser")
 	artifacts := filepath.Join(browserDir, "artifacts", "backstage")

@@ -27,6 +27,7 @@ import (
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
 	"github.com/tower-dev/breakglass/test/cluster"
+	"github.com/tower-dev/breakglass/test/prereq"
 )
 
 const debugImage = "registry.example/breakglass/debug@sha256:dddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddd"
@@ -60,6 +61,7 @@ func values(t *testing.T, yaml string) map[string]any {
 // admitted, an ordinary pod untouched. Then helm upgrade to new values while
 // a prober keeps asking for a bad grant: refused every time, throughout.
 func TestInstallAndUpgrade(t *testing.T) {
+	prereq.Need(t, append(prereq.ControlPlane, prereq.Cosign, prereq.VersityGW)...)
 	log.SetLogger(logr.Discard())
 	ctx := context.Background()
 	c, err := cluster.Start(ctx, cluster.Options{Empty: true})

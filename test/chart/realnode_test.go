@@ -28,6 +28,7 @@ import (
 	"github.com/tower-dev/breakglass/internal/pki"
 	relayclient "github.com/tower-dev/breakglass/relay/client"
 	"github.com/tower-dev/breakglass/test/cluster"
+	"github.com/tower-dev/breakglass/test/prereq"
 	"github.com/tower-dev/breakglass/test/registry"
 	"github.com/tower-dev/breakglass/test/s3server"
 )
@@ -53,6 +54,7 @@ var (
 // recording across the upgrade), and an uninstall that leaves nothing
 // standing.
 func TestChartOnRealNode(t *testing.T) {
+	prereq.Need(t, append(append(prereq.ControlPlane, prereq.Cosign, prereq.VersityGW), prereq.RealNode...)...)
 	log.SetLogger(logr.Discard())
 	ctx := context.Background()
 	begin := time.Now()

@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -32,6 +31,7 @@ import (
 	chart "github.com/tower-dev/breakglass/charts/breakglass"
 	"github.com/tower-dev/breakglass/manifests"
 	"github.com/tower-dev/breakglass/policies"
+	"github.com/tower-dev/breakglass/test/prereq"
 	"github.com/tower-dev/breakglass/test/registry"
 )
 
@@ -87,13 +87,7 @@ type Cluster struct {
 
 // AssetsDir is where make tools puts kube-apiserver and etcd: $KUBEBUILDER_ASSETS,
 // or bin/ at the repository root.
-func AssetsDir() string {
-	if d := os.Getenv("KUBEBUILDER_ASSETS"); d != "" {
-		return d
-	}
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..", "bin")
-}
+func AssetsDir() string { return prereq.BinDir() }
 
 // Start starts a control plane and installs the plane for opts.Profile. The
 // caller stops it with Stop, also when a test fails.

@@ -17,12 +17,14 @@ import (
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
 	"github.com/tower-dev/breakglass/policies"
+	"github.com/tower-dev/breakglass/test/prereq"
 )
 
 // TestVirtualNodeAttach attaches, as the portal holding a grant, to a debug
 // container on the virtual node through the real API server (Flight
 // policies in force), over WebSocket and over SPDY, and runs commands in it.
 func TestVirtualNodeAttach(t *testing.T) {
+	prereq.Need(t, prereq.ControlPlane...)
 	image := "registry.example/breakglass/debug@sha256:" + strings.Repeat("d", 64)
 	ctx := context.Background()
 	c, err := Start(ctx, Options{Profile: policies.Flight, DebugImages: []string{image}, VirtualNode: true})

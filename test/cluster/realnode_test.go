@@ -12,6 +12,7 @@ import (
 	"github.com/tower-dev/breakglass/api/v1alpha1"
 	"github.com/tower-dev/breakglass/internal/image"
 	"github.com/tower-dev/breakglass/policies"
+	"github.com/tower-dev/breakglass/test/prereq"
 )
 
 // TestRealNodeDebugContainer runs the debug image, pulled from the registry
@@ -20,6 +21,7 @@ import (
 // runc really applied: uid 65532, a read-only root, no capabilities, no
 // new privileges, and no ServiceAccount token.
 func TestRealNodeDebugContainer(t *testing.T) {
+	prereq.Need(t, append(prereq.ControlPlane, prereq.RealNode...)...)
 	ctx := context.Background()
 	c, err := Start(ctx, Options{Profile: policies.Flight, RealNode: true})
 	if err != nil {

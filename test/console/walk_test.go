@@ -33,6 +33,7 @@ import (
 	"github.com/tower-dev/breakglass/internal/dev"
 	"github.com/tower-dev/breakglass/policies"
 	"github.com/tower-dev/breakglass/test/cluster"
+	"github.com/tower-dev/breakglass/test/prereq"
 )
 
 // walkResult is what walk.js saw.
@@ -97,6 +98,7 @@ type walkResult struct {
 }
 
 func TestConsoleWalk(t *testing.T) {
+	prereq.Need(t, append(append(prereq.ControlPlane, prereq.Console), prereq.Browser...)...)
 	_, here, _, _ := runtime.Caller(0)
 	browserDir := filepath.Join(filepath.Dir(here), "..", "browser")
 	artifacts := filepath.Join(browserDir, "artifacts", "walk")

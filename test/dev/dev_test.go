@@ -22,16 +22,19 @@ import (
 	"github.com/tower-dev/breakglass/relay"
 	"github.com/tower-dev/breakglass/relay/client"
 	"github.com/tower-dev/breakglass/test/cluster"
+	"github.com/tower-dev/breakglass/test/prereq"
 )
 
 // TestDevWalkthrough: make dev, with Rekor, on the virtual node.
 func TestDevWalkthrough(t *testing.T) {
+	prereq.Need(t, append(append(prereq.ControlPlane, prereq.Console), prereq.Rekor...)...)
 	walkthrough(t, dev.Options{Profile: policies.Flight, Rekor: true})
 }
 
 // TestDevRealNode: make dev DEV_FLAGS=--real-node, the signed debug image
 // really run by containerd and runc.
 func TestDevRealNode(t *testing.T) {
+	prereq.Need(t, append(append(prereq.ControlPlane, prereq.Console), prereq.RealNode...)...)
 	walkthrough(t, dev.Options{Profile: policies.Flight, RealNode: true})
 }
 

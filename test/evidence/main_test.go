@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/tower-dev/breakglass/evidence/recording"
+	"github.com/tower-dev/breakglass/test/prereq"
 	"github.com/tower-dev/breakglass/test/s3server"
 )
 
@@ -18,7 +19,7 @@ const (
 
 var server *s3server.Server
 
-func TestMain(m *testing.M) { os.Exit(run(m)) }
+func TestMain(m *testing.M) { os.Exit(prereq.Run(m, run, prereq.VersityGW)) }
 
 func run(m *testing.M) int {
 	var err error

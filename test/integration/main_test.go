@@ -16,6 +16,7 @@ import (
 
 	"github.com/tower-dev/breakglass/policies"
 	"github.com/tower-dev/breakglass/test/cluster"
+	"github.com/tower-dev/breakglass/test/prereq"
 )
 
 // debugImage is the one allowed debug image in these tests' params.
@@ -24,9 +25,7 @@ var debugImage = "registry.example/breakglass/debug@sha256:" + strings.Repeat("d
 // clusters holds one running control plane per profile.
 var clusters = map[policies.Profile]*cluster.Cluster{}
 
-func TestMain(m *testing.M) {
-	os.Exit(run(m))
-}
+func TestMain(m *testing.M) { os.Exit(prereq.Run(m, run, prereq.ControlPlane...)) }
 
 func run(m *testing.M) int {
 	log.SetLogger(logr.Discard())

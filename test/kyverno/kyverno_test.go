@@ -19,6 +19,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 
 	"github.com/tower-dev/breakglass/test/cluster"
+	"github.com/tower-dev/breakglass/test/prereq"
 	"github.com/tower-dev/breakglass/test/registry"
 )
 
@@ -46,10 +47,8 @@ spec:
 // older layout, ones no policy covers and ones not pinned, and an unsigned
 // hold volume; it never looks at the app's containers.
 func TestKyvernoRenderWithKyvernosCLI(t *testing.T) {
+	prereq.Need(t, prereq.Kyverno, prereq.Cosign)
 	kyverno := filepath.Join(cluster.AssetsDir(), "kubectl-kyverno")
-	if _, err := os.Stat(kyverno); err != nil {
-		t.Fatalf("kubectl-kyverno not found: run make bin/kubectl-kyverno (it builds it from Kyverno's module): %v", err)
-	}
 	ctx := context.Background()
 	reg := registry.Start()
 	t.Cleanup(reg.Close)

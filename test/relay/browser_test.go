@@ -2,6 +2,7 @@ package relay_test
 
 import (
 	"encoding/json"
+	"github.com/tower-dev/breakglass/test/prereq"
 	"net/http"
 	"net/http/httptest"
 	"os/exec"
@@ -19,6 +20,7 @@ import (
 // sent on open, a command typed on the keyboard and its output on the
 // screen; the recording holds exactly what was typed.
 func TestBrowserTerminal(t *testing.T) {
+	prereq.Need(t, prereq.Browser...)
 	_, here, _, _ := runtime.Caller(0)
 	dir := filepath.Join(filepath.Dir(here), "..", "browser")
 	mux := http.NewServeMux()

@@ -30,6 +30,7 @@ import (
 	"github.com/tower-dev/breakglass/relay"
 	"github.com/tower-dev/breakglass/relay/notify"
 	"github.com/tower-dev/breakglass/test/cluster"
+	"github.com/tower-dev/breakglass/test/prereq"
 )
 
 const audience = "tower"
@@ -46,7 +47,7 @@ var (
 	dana  = oidcissuer.Person{Email: "dana@example.com", Groups: []string{"security"}}
 )
 
-func TestMain(m *testing.M) { os.Exit(run(m)) }
+func TestMain(m *testing.M) { os.Exit(prereq.Run(m, run, prereq.ControlPlane...)) }
 
 func run(m *testing.M) int {
 	log.SetLogger(logr.Discard())

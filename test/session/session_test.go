@@ -33,6 +33,7 @@ import (
 	"github.com/tower-dev/breakglass/policies"
 	"github.com/tower-dev/breakglass/relay/session"
 	"github.com/tower-dev/breakglass/test/cluster"
+	"github.com/tower-dev/breakglass/test/prereq"
 )
 
 var (
@@ -42,7 +43,7 @@ var (
 	cl          *cluster.Cluster
 )
 
-func TestMain(m *testing.M) { os.Exit(run(m)) }
+func TestMain(m *testing.M) { os.Exit(prereq.Run(m, run, prereq.ControlPlane...)) }
 
 func run(m *testing.M) int {
 	log.SetLogger(logr.Discard())

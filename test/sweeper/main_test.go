@@ -15,6 +15,7 @@ import (
 
 	"github.com/tower-dev/breakglass/policies"
 	"github.com/tower-dev/breakglass/test/cluster"
+	"github.com/tower-dev/breakglass/test/prereq"
 )
 
 var (
@@ -23,7 +24,7 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	os.Exit(run(m))
+	os.Exit(prereq.Run(m, run, append(prereq.ControlPlane, prereq.Promtool)...))
 }
 
 func run(m *testing.M) int {

@@ -19,12 +19,15 @@ import (
 	"github.com/sigstore/sigstore/pkg/signature"
 
 	"github.com/tower-dev/breakglass/evidence/tlog"
+	"github.com/tower-dev/breakglass/test/prereq"
 	"github.com/tower-dev/breakglass/test/rekor"
 )
 
 var log *rekor.Log
 
-func TestMain(m *testing.M) { os.Exit(run(m)) }
+func TestMain(m *testing.M) {
+	os.Exit(prereq.Run(m, run, append(append(prereq.ControlPlane, prereq.Cosign), prereq.Rekor...)...))
+}
 
 func run(m *testing.M) int {
 	var err error

@@ -25,6 +25,7 @@ import (
 	"github.com/tower-dev/breakglass/manifests"
 	"github.com/tower-dev/breakglass/policies"
 	"github.com/tower-dev/breakglass/test/cluster"
+	"github.com/tower-dev/breakglass/test/prereq"
 	"github.com/tower-dev/breakglass/test/registry"
 	"github.com/tower-dev/breakglass/test/rekor"
 	"github.com/tower-dev/breakglass/webhook"
@@ -73,7 +74,9 @@ const (
 	keylessSubject = "release@example.com"
 )
 
-func TestMain(m *testing.M) { os.Exit(run(m)) }
+func TestMain(m *testing.M) {
+	os.Exit(prereq.Run(m, run, append(append(prereq.ControlPlane, prereq.Cosign), prereq.Rekor...)...))
+}
 
 func run(m *testing.M) int {
 	log.SetLogger(logr.Discard())
