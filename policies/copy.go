@@ -17,10 +17,12 @@ import (
 // the node: emptyDir, configMap, downwardAPI, a projection of those, a
 // PersistentVolumeClaim mounted read-only (a copy never writes the app's
 // data), and the hold volume: a pinned debug image, which holds the app's
-// containers of a held copy.
+// containers of a held copy. Image volumes came in 1.31: dyn() reaches the
+// field without a type-checking warning on 1.30, whose API server drops
+// it, so that a hold volume there has no source and is refused.
 var copyVolumesExpr = `!has(object.spec.volumes) || object.spec.volumes.all(v,
 	has(v.emptyDir) || has(v.configMap) || has(v.downwardAPI) ||
-	(v.name == '` + v1alpha1.HoldVolume + `' && has(v.image) && v.image.reference in params.spec.debugImages) ||
+	(v.name == '` + v1alpha1.HoldVolume + `' && has(dyn(v).image) && dyn(v).image.reference in params.spec.debugImages) ||
 	(has(v.persistentVolumeClaim) && has(v.persistentVolumeClaim.readOnly) && v.persistentVolumeClaim.readOnly) ||
 	(has(v.projected) && (!has(v.projected.sources) || v.projected.sources.all(s, has(s.configMap) || has(s.downwardAPI)))))`
 

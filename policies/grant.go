@@ -45,7 +45,7 @@ func GrantGuard() Policy {
 				Name: "grant.subject",
 				Expression: fmt.Sprintf(`has(object.subjects) && size(object.subjects) == 1 &&
 					object.subjects[0].kind == 'ServiceAccount' && object.subjects[0].name == '%s' &&
-					has(object.subjects[0].namespace) && object.subjects[0].namespace == '%s'`, v1alpha1.PortalServiceAccount, v1alpha1.Namespace),
+					has(dyn(object.subjects[0]).namespace) && dyn(object.subjects[0]).namespace == '%s'`, v1alpha1.PortalServiceAccount, v1alpha1.Namespace),
 				Message: fmt.Sprintf("[grant.subject] a debug role is bound only to the portal: exactly one subject, ServiceAccount %s/%s. Request a session through the portal instead of binding a person.",
 					v1alpha1.Namespace, v1alpha1.PortalServiceAccount),
 			},

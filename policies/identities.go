@@ -139,7 +139,7 @@ func WebhookOwnSecret() Policy {
 func refersTo(ref, group, kind, namespace string) string {
 	return fmt.Sprintf(`(has(%[1]s.apiVersion) && %[1]s.apiVersion.startsWith('%[2]s/') &&
 		has(%[1]s.kind) && %[1]s.kind == '%[3]s' &&
-		has(%[1]s.namespace) && %[1]s.namespace == %[4]s && has(%[1]s.name) && %[1]s.name != '')`, ref, group, kind, namespace)
+		has(dyn(%[1]s).namespace) && dyn(%[1]s).namespace == %[4]s && has(%[1]s.name) && %[1]s.name != '')`, ref, group, kind, namespace)
 }
 
 // sessionRef is true when ref names a Session in the request's namespace.
@@ -160,7 +160,7 @@ func sweeperLeaseRef(ref string) string {
 // standing rights (sweeper.StandingRights).
 func sweeperPortalRef(ref string) string {
 	return fmt.Sprintf(`(%[1]s && request.namespace == '%[2]s' && has(%[3]s.apiVersion) && %[3]s.apiVersion == 'v1' &&
-		has(%[3]s.kind) && %[3]s.kind == 'ServiceAccount' && has(%[3]s.namespace) && %[3]s.namespace == '%[2]s' &&
+		has(%[3]s.kind) && %[3]s.kind == 'ServiceAccount' && has(dyn(%[3]s).namespace) && dyn(%[3]s).namespace == '%[2]s' &&
 		has(%[3]s.name) && %[3]s.name == '%[4]s')`, isSweeperExpr, v1alpha1.Namespace, ref, v1alpha1.PortalServiceAccount)
 }
 

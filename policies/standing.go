@@ -48,7 +48,7 @@ var bootstrapDiscoveryRoles = []string{"system:discovery", "system:basic-user", 
 
 // subjectNamespaceExpr is the namespace RBAC reads a ServiceAccount subject
 // s in: its own, or, left empty, the RoleBinding's.
-const subjectNamespaceExpr = `(s.?namespace.orValue('') != '' ? s.namespace :
+const subjectNamespaceExpr = `(dyn(s).?namespace.orValue('') != '' ? dyn(s).namespace :
 	(request.resource.resource == 'rolebindings' ? request.namespace : ''))`
 
 // namesPlaneAccount is true when RBAC would apply the subject s to the plane
@@ -114,7 +114,7 @@ func chartBindingExpr(obj string) string {
 		rows = append(rows, fmt.Sprintf(`(request.resource.resource == '%[1]s'%[2]s && %[7]s.metadata.name == '%[3]s' &&
 		  %[7]s.roleRef.kind == '%[4]s' && %[7]s.roleRef.name == '%[3]s' &&
 		  size(%[7]s.subjects) == 1 && %[7]s.subjects[0].kind == 'ServiceAccount' &&
-		  %[7]s.subjects[0].name == '%[5]s' && %[7]s.subjects[0].?namespace.orValue('') == '%[6]s')`,
+		  %[7]s.subjects[0].name == '%[5]s' && dyn(%[7]s.subjects[0]).?namespace.orValue('') == '%[6]s')`,
 			b.resource, ns, b.name, b.roleKind, b.sa, v1alpha1.Namespace, obj))
 	}
 	return "(" + strings.Join(rows, " ||\n\t") + ")"

@@ -1,6 +1,7 @@
 package vap
 
 import (
+	"regexp"
 	"strings"
 	"testing"
 
@@ -127,5 +128,70 @@ func TestCheckRefuses(t *testing.T) {
 				t.Fatalf("Check = %v, want an error saying %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// namespaceField is a field called namespace selected on something (not
+// a string's '[grant.namespace]', not the authorizer's namespace()).
+var namespaceField = regexp.MustCompile(`\.\??namespace\b[^(\]-]`)
+
+// reachedThroughDyn says whether the selection at i follows request, or a
+// call of dyn().
+func reachedThroughDyn(e string, i int) bool {
+	before := e[:i]
+	if strings.HasSuffix(before, "request") {
+		return true
+	}
+	if !strings.HasSuffix(before, ")") {
+		return false
+	}
+	depth := 0
+	for j := len(before) - 1; j >= 0; j-- {
+		switch before[j] {
+		case ')':
+			depth++
+		case '(':
+			depth--
+			if depth == 0 {
+				return strings.HasSuffix(before[:j], "dyn")
+			}
+		}
+	}
+	return false
+}
+
+// TestReservedFieldsThroughDyn: `namespace` is a CEL reserved word. v1.30's
+// type checker warns `undefined field 'namespace'` on a schema's field of
+// that name (newer ones map it), while at run time objects are schemaless,
+// so the escaped __namespace__ finds nothing. Through dyn() the field is
+// not type-checked and is found by its name on every version (test/oldest
+// reads v1.30's own verdict).
+func TestReservedFieldsThroughDyn(t *testing.T) {
+	for _, profile := range policies.Profiles {
+		pairs, err := BuildAll(profile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, pr := range pairs {
+			s := pr.Policy.Spec
+			var exprs []string
+			for _, v := range s.Validations {
+				exprs = append(exprs, v.Expression, v.MessageExpression)
+			}
+			for _, v := range s.Variables {
+				exprs = append(exprs, v.Expression)
+			}
+			for _, m := range s.MatchConditions {
+				exprs = append(exprs, m.Expression)
+			}
+			for _, e := range exprs {
+				e += " "
+				for _, at := range namespaceField.FindAllStringIndex(e, -1) {
+					if !reachedThroughDyn(e, at[0]) {
+						t.Errorf("%s: %q: reach the namespace field through dyn()", pr.Policy.Name, e[max(0, at[0]-30):at[1]])
+					}
+				}
+			}
+		}
 	}
 }
