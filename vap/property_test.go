@@ -48,18 +48,21 @@ func newWeakenedPlane(t testing.TB, weakened string) *propertyPlane {
 	if err != nil {
 		t.Fatal(err)
 	}
-	found := weakened == ""
-	for i := range pairs {
-		for j, v := range pairs[i].Policy.Spec.Validations {
-			if weakened != "" && (strings.HasPrefix(v.Message, "["+weakened+"]") || strings.HasPrefix(v.MessageExpression, "'["+weakened+"]")) {
-				pairs[i] = vap.Pair{Policy: pairs[i].Policy.DeepCopy(), Binding: pairs[i].Binding}
-				pairs[i].Policy.Spec.Validations[j].Expression = "true"
-				found = true
+	// weakened may name several rules, joined by "+", weakened together.
+	for _, rule := range strings.Split(weakened, "+") {
+		found := rule == ""
+		for i := range pairs {
+			for j, v := range pairs[i].Policy.Spec.Validations {
+				if rule != "" && (strings.HasPrefix(v.Message, "["+rule+"]") || strings.HasPrefix(v.MessageExpression, "'["+rule+"]")) {
+					pairs[i] = vap.Pair{Policy: pairs[i].Policy.DeepCopy(), Binding: pairs[i].Binding}
+					pairs[i].Policy.Spec.Validations[j].Expression = "true"
+					found = true
+				}
 			}
 		}
-	}
-	if !found {
-		t.Fatalf("no rule %s to weaken", weakened)
+		if !found {
+			t.Fatalf("no rule %s to weaken", rule)
+		}
 	}
 	p, err := runtime.DefaultUnstructuredConverter.ToUnstructured(v1alpha1.DefaultPolicyParams(propertyDebugImage))
 	if err != nil {
