@@ -3,6 +3,10 @@ SHELL := /usr/bin/env bash -o pipefail
 BIN := $(CURDIR)/bin
 GO ?= go
 KUBE_VERSION := v1.37.2
+# The oldest Kubernetes the chart claims (Chart.yaml's kubeVersion): the
+# policies are installed and type-checked on it too (test/oldest).
+OLDEST_KUBE_VERSION := v1.30.14
+OLDEST_BINS := $(BIN)/kube-apiserver-1.30 $(BIN)/kube-controller-manager-1.30
 ETCD_VERSION := v3.6.16
 # The real node's programs (make node), built from the same module as kube-apiserver.
 NODE_BINS := $(BIN)/kubelet $(BIN)/kube-controller-manager $(BIN)/kube-scheduler
@@ -17,7 +21,7 @@ export TOOLS_CACHE
 # $(call cached,MODULE_DIR,OUTPUTS,COMMAND): COMMAND writes OUTPUTS into $$OUT.
 cached = GO=$(GO) bash hack/tool-cache.sh $(1) $(BIN) '$(2)' '$(3)'
 
-.PHONY: help all build backstage browser cross test-cross krew console node dev image debug-image rekor debian-packages test test-unit test-integration test-faults fuzz bench bench-load generate verify-generate lint tools clean
+.PHONY: help all build backstage browser test-oldest cross test-cross krew console node dev image debug-image rekor debian-packages test test-unit test-integration test-faults fuzz bench bench-load generate verify-generate lint tools clean
 
 all: build
 
@@ -91,7 +95,7 @@ build: console
 	$(GO) build -o $(BIN)/breakglass ./cmd/breakglass
 
 ## tools: build the external programs the tests and generators use, once, into bin/.
-tools: $(BIN)/kube-apiserver $(NODE_BINS) $(BIN)/etcd $(BIN)/versitygw $(BIN)/controller-gen $(BIN)/golangci-lint $(BIN)/promtool $(BIN)/cosign $(BIN)/rekor-server-v2 $(BIN)/kubectl-kyverno rekor
+tools: $(BIN)/kube-apiserver $(NODE_BINS) $(OLDEST_BINS) $(BIN)/etcd $(BIN)/versitygw $(BIN)/controller-gen $(BIN)/golangci-lint $(BIN)/promtool $(BIN)/cosign $(BIN)/rekor-server-v2 $(BIN)/kubectl-kyverno rekor
 
 KUBE_LDFLAGS := -s -w \
 	-X k8s.io/component-base/version.gitVersion=$(KUBE_VERSION) \
@@ -102,6 +106,13 @@ KUBE_LDFLAGS := -s -w \
 $(BIN)/kube-apiserver: tools/apiserver/go.mod tools/apiserver/go.sum
 	@echo ">> kube-apiserver $(KUBE_VERSION) from module sources (about 4 minutes the first time on a machine)"
 	$(call cached,tools/apiserver,kube-apiserver,$(GO) build -o "$$OUT/" -ldflags "$(KUBE_LDFLAGS)" k8s.io/kubernetes/cmd/kube-apiserver)
+
+# The oldest claimed kube-apiserver, and the controller manager whose
+# status controller writes each policy's status.typeChecking.
+$(OLDEST_BINS) &: tools/apiserver130/go.mod tools/apiserver130/go.sum
+	@echo ">> kube-apiserver and kube-controller-manager $(OLDEST_KUBE_VERSION) from module sources (about 8 minutes the first time)"
+	$(call cached,tools/apiserver130,$(notdir $(OLDEST_BINS)),$(foreach c,kube-apiserver kube-controller-manager,$(GO) build -o "$$OUT/$(c)-1.30" \
+		-ldflags "$(subst $(KUBE_VERSION),$(OLDEST_KUBE_VERSION),$(subst gitMinor=37,gitMinor=30,$(KUBE_LDFLAGS)))" k8s.io/kubernetes/cmd/$(c) &&) true)
 
 # The real node: a kubelet on Debian's containerd and runc, and the controllers
 # and scheduler that turn the chart's Deployments into pods on it.
@@ -203,7 +214,7 @@ test-unit: console
 # Run by hand, a suite whose tools are missing runs nothing and says which
 # target builds them (test/prereq); under these targets, which build them
 # all, a missing one fails it instead.
-test-unit test-integration test-faults fuzz bench bench-load: export BREAKGLASS_REQUIRE_TOOLS := 1
+test-unit test-integration test-oldest test-faults fuzz bench bench-load: export BREAKGLASS_REQUIRE_TOOLS := 1
 
 # On the real kube-apiserver and etcd; the sweeper's with -race.
 ## browser: the browser tests' npm packages (playwright-core, xterm.js); Chromium comes from Debian.
@@ -211,13 +222,19 @@ browser: test/browser/node_modules/.package-lock.json
 test/browser/node_modules/.package-lock.json: test/browser/package.json test/browser/package-lock.json
 	cd test/browser && npm ci --no-audit --no-fund
 
-INTEGRATION_DEPS := console $(BIN)/kube-apiserver $(NODE_BINS) $(BIN)/etcd $(BIN)/versitygw $(BIN)/promtool $(BIN)/cosign $(BIN)/rekor-server-v2 $(BIN)/kubectl-kyverno rekor browser backstage
+INTEGRATION_DEPS := console $(BIN)/kube-apiserver $(NODE_BINS) $(OLDEST_BINS) $(BIN)/etcd $(BIN)/versitygw $(BIN)/promtool $(BIN)/cosign $(BIN)/rekor-server-v2 $(BIN)/kubectl-kyverno rekor browser backstage
 
 ## test-integration: every suite on the real API server, node, store, log and browser (not the faults).
 test-integration: $(INTEGRATION_DEPS)
 	$(GO) test -count=1 -timeout 20m -skip '^TestFault' ./test/integration/... ./test/evidence/... ./test/tlog/...
 	$(GO) test -count=1 -timeout 20m -race -skip '^TestFault' ./test/sweeper/... ./test/cluster/... ./test/session/... ./test/relay/...
 	$(GO) test -count=1 -timeout 20m -skip '^TestFault' ./test/webhook/... ./test/kyverno/... ./test/chart/... ./test/dev/... ./test/console/... ./test/backstage/...
+	$(MAKE) test-oldest
+
+## test-oldest: the policies type-checked by v1.30's own controller manager, and the policy-plane suite on v1.30.
+test-oldest: $(OLDEST_BINS) $(BIN)/etcd
+	$(GO) test -count=1 -timeout 10m ./test/oldest/
+	BREAKGLASS_APISERVER=$(BIN)/kube-apiserver-1.30 $(GO) test -count=1 -timeout 20m ./test/integration/
 
 ## test-faults: the fault suite (every TestFault*, on the real parts): relay
 ## killed, replicas handing over, kube-apiserver restarted, webhook down,

@@ -57,12 +57,20 @@ type Options struct {
 	// and the scheduler (make node; the packages of hack/debian-packages.sh):
 	// Deployments become pods with real containers. See realnode.go.
 	RealNode bool
+	// APIServer is the kube-apiserver binary to run instead of the one in
+	// AssetsDir: another version's (make tools builds the oldest claimed).
+	APIServer string
 	// Progress, if set, is told each step of bringing the cluster up as it
 	// begins, so that a caller can tell a slow step from a hung one. A step
 	// that starts with WaitingPrefix waits on something outside the cluster
 	// that ends on its own (another test's real node).
 	Progress func(step string)
 }
+
+// APIServerEnv names a kube-apiserver binary every cluster of a suite
+// runs when its Options name none: make test runs the policy-plane suite
+// on the oldest version the chart claims this way.
+const APIServerEnv = "BREAKGLASS_APISERVER"
 
 // WaitingPrefix starts a Progress step that waits on another process.
 const WaitingPrefix = "waiting for "
@@ -97,9 +105,16 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 		progress = func(string) {}
 	}
 	assets := AssetsDir()
-	for _, b := range []string{"kube-apiserver", "etcd"} {
-		if _, err := os.Stat(filepath.Join(assets, b)); err != nil {
-			return nil, fmt.Errorf("%s not found in %s: run `make tools` first (it builds it from module sources)", b, assets)
+	apiServer := opts.APIServer
+	if apiServer == "" {
+		apiServer = os.Getenv(APIServerEnv)
+	}
+	if apiServer == "" {
+		apiServer = filepath.Join(assets, "kube-apiserver")
+	}
+	for _, b := range []string{apiServer, filepath.Join(assets, "etcd")} {
+		if _, err := os.Stat(b); err != nil {
+			return nil, fmt.Errorf("%s not found: run `make tools` first (it builds it from module sources)", b)
 		}
 	}
 	env := &envtest.Environment{BinaryAssetsDirectory: assets}
@@ -111,6 +126,7 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 		env.CRDs = crds
 	}
 	api := env.ControlPlane.GetAPIServer()
+	api.Path = apiServer
 	args := api.Configure().
 		Set("enable-admission-plugins", "ValidatingAdmissionPolicy,ValidatingAdmissionWebhook,MutatingAdmissionWebhook").
 		Set("authorization-mode", "RBAC")

@@ -102,6 +102,11 @@ func TestDenyMatrix(t *testing.T) {
 			t.Errorf("the cluster answers\n  %s\nwhere the table says\n  %s", l, w)
 		}
 	}
+	// The table is the current version's; an older API server serves fewer
+	// resources, and answers for each it serves as the table says.
+	if os.Getenv(cluster.APIServerEnv) != "" {
+		return
+	}
 	for k := range want {
 		if !seen[k] {
 			t.Errorf("the table names %q, which the API server no longer serves", k)

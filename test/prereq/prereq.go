@@ -74,6 +74,10 @@ func onPath(command string) Program {
 var (
 	// ControlPlane is kube-apiserver and etcd, which every cluster needs.
 	ControlPlane = []Program{inBin("kube-apiserver", "tools"), inBin("etcd", "tools")}
+	// Oldest is the oldest kube-apiserver the chart claims, the controller
+	// manager of its version that writes policies' type-checking status,
+	// and etcd.
+	Oldest = []Program{inBin("kube-apiserver-1.30", "tools"), inBin("kube-controller-manager-1.30", "tools"), inBin("etcd", "tools")}
 	// RealNode is the kubelet, the controllers and the scheduler, and
 	// Debian's container runtime under them.
 	RealNode = []Program{inBin("kubelet", "node"), inBin("kube-controller-manager", "node"), inBin("kube-scheduler", "node"),
