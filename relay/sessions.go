@@ -18,6 +18,7 @@ import (
 	"github.com/tower-dev/breakglass/api/v1alpha1"
 	"github.com/tower-dev/breakglass/lifecycle"
 	"github.com/tower-dev/breakglass/relay/notify"
+	"github.com/tower-dev/breakglass/relay/session"
 )
 
 // SessionView is a session as the API shows it.
@@ -169,6 +170,14 @@ func (s *Server) request(w http.ResponseWriter, r *http.Request, c Caller) error
 	}
 	if !s.cfg.can(c, action, t.Name, ns) {
 		return forbidden("%s may not %s sessions in %s/%s", c.Name, action, t.Name, ns)
+	}
+	if q.Mode == v1alpha1.ModeHeldCopy {
+		// Said now, not after someone approved what cannot start.
+		if err := session.HeldCopies(t.Kube.Discovery()); errors.Is(err, session.ErrNoHeldCopies) {
+			return badRequest("mode: %v", err)
+		} else if err != nil {
+			return clusterError(err)
+		}
 	}
 	ctx := r.Context()
 	sess := &v1alpha1.Session{

@@ -58,12 +58,29 @@ func TestNotes(t *testing.T) {
 			if !strings.Contains(notes, "Next:") || !strings.Contains(notes, "signature webhook") || strings.Contains(notes, "<no value>") {
 				t.Fatalf("the notes:\n%s", notes)
 			}
+			if strings.Contains(notes, "held copy") {
+				t.Fatalf("the notes on %s say held copies are refused:\n%s", kube137.Version, notes)
+			}
 		})
+	}
+	// The oldest version the chart claims has no image volumes: the notes
+	// say the relay refuses held copies there.
+	rel, err := installOn(valuesFile(t, valueFiles[0]), namespace, &chartutil.KubeVersion{Version: "v1.30.14", Major: "1", Minor: "30"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(rel.Info.Notes, "a held copy mounts the debug image") || !strings.Contains(rel.Info.Notes, "1.35 or newer") {
+		t.Fatalf("the notes on v1.30.14 do not say held copies need 1.35:\n%s", rel.Info.Notes)
 	}
 }
 
-// install runs a client-only dry-run install: the release, notes included.
+// install runs a client-only dry-run install on v1.37: the release, notes
+// included.
 func install(values map[string]any, ns string) (*release.Release, error) {
+	return installOn(values, ns, kube137)
+}
+
+func installOn(values map[string]any, ns string, kube *chartutil.KubeVersion) (*release.Release, error) {
 	chrt, err := loader.Load(".")
 	if err != nil {
 		return nil, err
@@ -72,7 +89,7 @@ func install(values map[string]any, ns string) (*release.Release, error) {
 		Capabilities: chartutil.DefaultCapabilities, Log: func(string, ...any) {}}
 	inst := action.NewInstall(cfg)
 	inst.DryRun, inst.ClientOnly, inst.Replace = true, true, true
-	inst.ReleaseName, inst.Namespace, inst.KubeVersion = "breakglass", ns, kube137
+	inst.ReleaseName, inst.Namespace, inst.KubeVersion = "breakglass", ns, kube
 	inst.IncludeCRDs = true
 	return inst.Run(chrt, values)
 }

@@ -36,9 +36,6 @@ func assets() fs.FS {
 	return sub
 }
 
-// Built reports whether the binary carries the page.
-func Built() bool { return assets() != nil }
-
 // contentSecurityPolicy allows the page's own scripts and nothing inline.
 // Styles: xterm.js and the asciicast player write <style> elements for the
 // terminal's cell sizes and colours, so inline styles are allowed (never

@@ -16,6 +16,7 @@ import (
 	"github.com/tower-dev/breakglass/internal/oidcissuer"
 	"github.com/tower-dev/breakglass/relay"
 	"github.com/tower-dev/breakglass/relay/console"
+	"github.com/tower-dev/breakglass/test/prereq"
 )
 
 // site is a relay serving only the console, signing in at a local issuer.
@@ -36,9 +37,7 @@ func start(t *testing.T) *site {
 // startWith signs alice in as p.
 func startWith(t *testing.T, alice oidcissuer.Person) *site {
 	t.Helper()
-	if !console.Built() {
-		t.Fatal("the console's page is not built: run make console")
-	}
+	prereq.Need(t, prereq.Console)
 	issuer, err := oidcissuer.Start()
 	if err != nil {
 		t.Fatal(err)

@@ -239,6 +239,11 @@ func pinnedImage(image, name string, statuses []corev1.ContainerStatus) (string,
 }
 
 func (r *Runner) createCopy(ctx context.Context, s *v1alpha1.Session, container string, processAccess bool, hold time.Duration) error {
+	if s.Spec.Mode == v1alpha1.ModeHeldCopy {
+		if err := HeldCopies(r.Kube.Discovery()); err != nil {
+			return err
+		}
+	}
 	target, err := r.Kube.CoreV1().Pods(s.Namespace).Get(ctx, s.Spec.TargetPod, metav1.GetOptions{})
 	if err != nil {
 		return fmt.Errorf("the target pod: %w", err)
