@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/go-logr/logr"
@@ -23,47 +22,28 @@ import (
 var debugImage = "registry.example/breakglass/debug@sha256:" + strings.Repeat("d", 64)
 
 // clusters holds one running control plane per profile.
-var clusters = map[policies.Profile]*cluster.Cluster{}
+var clusters map[policies.Profile]*cluster.Cluster
 
 func TestMain(m *testing.M) { os.Exit(prereq.Run(m, run, prereq.ControlPlane...)) }
 
 func run(m *testing.M) int {
 	log.SetLogger(logr.Discard())
-	ctx := context.Background()
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	var errs []error
-	for _, p := range policies.Profiles {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			c, err := cluster.Start(ctx, cluster.Options{Profile: p, DebugImages: []string{debugImage}})
-			mu.Lock()
-			defer mu.Unlock()
-			if err != nil {
-				errs = append(errs, fmt.Errorf("%s: %w", p, err))
-				return
-			}
-			clusters[p] = c
-		}()
-	}
-	wg.Wait()
+	started, err := cluster.StartEach(context.Background(), func(p policies.Profile) cluster.Options {
+		return cluster.Options{Profile: p, DebugImages: []string{debugImage}}
+	}, nil)
+	clusters = started
 	defer func() {
 		if bare != nil {
 			if err := bare.Stop(); err != nil {
 				fmt.Fprintf(os.Stderr, "stopping the baseline control plane: %v\n", err)
 			}
 		}
-		for p, c := range clusters {
-			if err := c.Stop(); err != nil {
-				fmt.Fprintf(os.Stderr, "stopping the %s control plane: %v\n", p, err)
-			}
-		}
-	}()
-	if len(errs) > 0 {
-		for _, err := range errs {
+		if err := cluster.StopEach(clusters); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 		}
+	}()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	return m.Run()

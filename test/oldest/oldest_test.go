@@ -32,53 +32,37 @@ import (
 var debugImage = "registry.example/breakglass/debug@sha256:" + strings.Repeat("d", 64)
 
 // clusters holds one v1.30 control plane per profile.
-var clusters = map[policies.Profile]*cluster.Cluster{}
+var clusters map[policies.Profile]*cluster.Cluster
 
 func TestMain(m *testing.M) { os.Exit(prereq.Run(m, run, prereq.Oldest...)) }
 
 func run(m *testing.M) int {
 	log.SetLogger(logr.Discard())
-	ctx := context.Background()
 	var mu sync.Mutex
-	var wg sync.WaitGroup
-	var errs []error
 	var managers []*statusController
-	for _, p := range policies.Profiles {
-		wg.Go(func() {
-			c, err := cluster.Start(ctx, cluster.Options{Profile: p, DebugImages: []string{debugImage},
-				APIServer: filepath.Join(prereq.BinDir(), "kube-apiserver-1.30")})
-			var kcm *statusController
-			if err == nil {
-				kcm, err = startStatusController(c)
-			}
+	started, err := cluster.StartEach(context.Background(), func(p policies.Profile) cluster.Options {
+		return cluster.Options{Profile: p, DebugImages: []string{debugImage},
+			APIServer: filepath.Join(prereq.BinDir(), "kube-apiserver-1.30")}
+	}, func(_ policies.Profile, c *cluster.Cluster) error {
+		kcm, err := startStatusController(c)
+		if err == nil {
 			mu.Lock()
-			defer mu.Unlock()
-			if c != nil {
-				clusters[p] = c
-			}
-			if kcm != nil {
-				managers = append(managers, kcm)
-			}
-			if err != nil {
-				errs = append(errs, fmt.Errorf("%s: %w", p, err))
-			}
-		})
-	}
-	wg.Wait()
+			managers = append(managers, kcm)
+			mu.Unlock()
+		}
+		return err
+	})
+	clusters = started
 	defer func() {
 		for _, kcm := range managers {
 			kcm.stop()
 		}
-		for p, c := range clusters {
-			if err := c.Stop(); err != nil {
-				fmt.Fprintf(os.Stderr, "stopping the %s control plane: %v\n", p, err)
-			}
-		}
-	}()
-	if len(errs) > 0 {
-		for _, err := range errs {
+		if err := cluster.StopEach(clusters); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 		}
+	}()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	return m.Run()
