@@ -208,7 +208,7 @@ lint: $(BIN)/golangci-lint
 # Unit tests; -race where goroutines meet (the sweeper's controllers, the webhook's cache).
 ## test-unit: the unit tests (no tool needed but the console), -race on the concurrent packages.
 test-unit: console
-	$(GO) test $$($(GO) list ./... | grep -v /test/) ./test/prereq/
+	$(GO) test $$($(GO) list ./... | grep -v /test/) ./test/prereq/ ./test/measure/
 	$(GO) test -race ./sweeper/... ./webhook/... ./relay/...
 
 # Run by hand, a suite whose tools are missing runs nothing and says which

@@ -12,6 +12,7 @@ import (
 
 	"github.com/tower-dev/breakglass/sweeper"
 	"github.com/tower-dev/breakglass/test/cluster"
+	"github.com/tower-dev/breakglass/test/measure"
 )
 
 // BenchmarkGrantExpiry measures the delay between a grant's TTL running out
@@ -96,8 +97,7 @@ func BenchmarkGrantExpiry(b *testing.B) {
 		}
 		b.StopTimer()
 		r.stop()
-		sort.Slice(delays, func(i, j int) bool { return delays[i] < delays[j] })
-		ms := func(q float64) float64 { return float64(delays[int(q*float64(len(delays)-1))].Microseconds()) / 1000 }
+		ms := func(q float64) float64 { return measure.Ms(measure.Quantile(delays, q)) }
 		b.ReportMetric(ms(0.5), "p50-ms")
 		b.ReportMetric(ms(0.99), "p99-ms")
 		b.ReportMetric(ms(1), "max-ms")

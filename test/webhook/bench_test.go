@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"sort"
 	"testing"
 	"time"
 
@@ -21,6 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/tower-dev/breakglass/test/measure"
 	"github.com/tower-dev/breakglass/webhook"
 )
 
@@ -36,10 +36,8 @@ func benchVerifier(b *testing.B, ttl time.Duration) *webhook.Verifier {
 
 // reportQuantiles reports p50 and p99 of the durations, in milliseconds.
 func reportQuantiles(b *testing.B, d []time.Duration) {
-	sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
-	q := func(p float64) float64 { return float64(d[int(p*float64(len(d)-1))].Microseconds()) / 1000 }
-	b.ReportMetric(q(0.5), "p50-ms")
-	b.ReportMetric(q(0.99), "p99-ms")
+	b.ReportMetric(measure.Ms(measure.Quantile(d, 0.5)), "p50-ms")
+	b.ReportMetric(measure.Ms(measure.Quantile(d, 0.99)), "p99-ms")
 }
 
 // BenchmarkVerify checks a signed image with the cache warm (a success
