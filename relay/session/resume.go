@@ -79,16 +79,24 @@ func (r *Runner) Resume(ctx context.Context, s *v1alpha1.Session, stale time.Dur
 	if err != nil {
 		return nil, fmt.Errorf("claiming session %s: %w", s.Name, err)
 	}
-	if err := WaitGranted(ctx, r.Kube, s.Namespace, st.Grant.Role); err != nil {
-		return nil, err
-	}
 	rec, err := recording.Resume(ctx, r.Store, recording.RefOf(r.Cluster, s), recording.Options{RetainUntil: now.Add(r.Retention), Clock: r.Clock},
 		st.StartedAt.Time, fmt.Sprintf("%s resumed the session at %s in debug container %s: the shell before this ended with the relay that ran it; %s",
 			Relay, now.UTC().Format(time.RFC3339), container, gap))
 	if err != nil {
 		return nil, fmt.Errorf("the session's recording cannot be continued, so it is not resumed: %w", err)
 	}
-	if err := r.addDebugContainerTo(ctx, s, pod, container); err != nil {
+	// The grant is as old as the session, so the authorizer holds it: it
+	// is waited for (an access review or two per session, of a replica
+	// taking up a hundred) only when the write is refused, as by an API
+	// server that just started and is still filling its RBAC cache.
+	err = r.addDebugContainerTo(ctx, s, pod, container)
+	if apierrors.IsForbidden(err) {
+		if werr := WaitGranted(ctx, r.Kube, s.Namespace, st.Grant.Role); werr != nil {
+			return nil, errors.Join(err, werr)
+		}
+		err = r.addDebugContainerTo(ctx, s, pod, container)
+	}
+	if err != nil {
 		return nil, err
 	}
 	if err := r.waitRunning(ctx, s.Namespace, pod, container); err != nil {
