@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/cri-streaming/pkg/streaming/remotecommand"
 
 	"github.com/tower-dev/breakglass/internal/pki"
@@ -28,6 +29,9 @@ import (
 
 // NodeName is the virtual node's name; a test pod sets spec.nodeName to it.
 const NodeName = "virtual-node"
+
+// podWorkers is how many pods the virtual node syncs at once.
+const podWorkers = 8
 
 // node is the virtual node: an in-process kubelet endpoint that runs each
 // container's command as a local process on a pty and serves attach and exec
@@ -125,19 +129,37 @@ func (n *node) register(ctx context.Context, c *Cluster) error {
 	if err != nil {
 		return err
 	}
+	// As a kubelet's pod workers do: each pod is synced by one worker at a
+	// time, several pods at once, so that a hundred debug containers
+	// added together are not started one after another.
+	queue := workqueue.NewTyped[string]()
+	enqueue := func(obj any) {
+		if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
+			queue.Add(key)
+		}
+	}
 	lw := cache.NewListWatchFromClient(c.Kube.CoreV1().RESTClient(), "pods", "", fields.OneTermEqualSelector("spec.nodeName", NodeName))
-	_, informer := cache.NewInformerWithOptions(cache.InformerOptions{
+	store, informer := cache.NewInformerWithOptions(cache.InformerOptions{
 		ListerWatcher: lw, ObjectType: &corev1.Pod{},
-		Handler: cache.ResourceEventHandlerFuncs{
-			AddFunc:    func(obj any) { n.sync(ctx, kubelet.Kube, obj.(*corev1.Pod)) },
-			UpdateFunc: func(_, obj any) { n.sync(ctx, kubelet.Kube, obj.(*corev1.Pod)) },
-			DeleteFunc: func(obj any) {
-				if p, ok := obj.(*corev1.Pod); ok {
-					n.runtime.stopPod(p.Namespace, p.Name)
-				}
-			},
-		},
+		Handler: cache.ResourceEventHandlerFuncs{AddFunc: enqueue, UpdateFunc: func(_, obj any) { enqueue(obj) }, DeleteFunc: enqueue},
 	})
+	go func() { <-ctx.Done(); queue.ShutDown() }()
+	for range podWorkers {
+		go func() {
+			for {
+				key, quit := queue.Get()
+				if quit {
+					return
+				}
+				if obj, ok, _ := store.GetByKey(key); ok {
+					n.sync(ctx, kubelet.Kube, obj.(*corev1.Pod))
+				} else if ns, name, err := cache.SplitMetaNamespaceKey(key); err == nil {
+					n.runtime.stopPod(ns, name)
+				}
+				queue.Done(key)
+			}
+		}()
+	}
 	go informer.Run(ctx.Done())
 	if !cache.WaitForCacheSync(ctx.Done(), informer.HasSynced) {
 		return fmt.Errorf("the virtual node's pod watch did not sync")
