@@ -28,10 +28,19 @@ import (
 	"github.com/tower-dev/breakglass/sweeper"
 )
 
+// defaultKubeBurst is the relay's bucket of requests to an API server. Its
+// idle sessions spend a few requests a minute each, far below
+// --kube-api-qps, so the bucket is full when a replica dies and another
+// takes up its sessions: about eight requests each (docs/scaling.md), so
+// a hundred at once without waiting on the sustained rate. The API
+// server's own fairness queues still pace them.
+const defaultKubeBurst = 1000
+
 func newRelayCommand() *cobra.Command {
 	var configFile, tlsCert, tlsKey string
 	var replica, peerURL, peerCA string
 	var kubeQPS float32
+	var kubeBurst int
 	var probeOpts probes.Options
 	var logOpts *zap.Options
 	cmd := &cobra.Command{
@@ -45,6 +54,9 @@ anyone, and every step is audited as one JSON line on stdout (and the
 configured sinks).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if kubeQPS <= 0 || kubeBurst < 1 {
+				return fmt.Errorf("--kube-api-qps (%v) must be above 0 and --kube-api-burst (%d) at least 1", kubeQPS, kubeBurst)
+			}
 			cfg, err := relay.LoadConfig(configFile)
 			if err != nil {
 				return err
@@ -60,7 +72,7 @@ configured sinks).`,
 				// one chain would fork it.
 				cfg.Audit.Chain += "-" + peers.Self
 			}
-			srv, metrics, closeAll, err := buildRelay(ctx, cfg, peers, kubeQPS)
+			srv, metrics, closeAll, err := buildRelay(ctx, cfg, peers, kubeQPS, kubeBurst)
 			if err != nil {
 				return err
 			}
@@ -108,7 +120,8 @@ configured sinks).`,
 	f.StringVar(&configFile, "config", "/etc/breakglass/relay.yaml", "the relay's configuration file")
 	f.StringVar(&tlsCert, "tls-cert", "", "serve TLS with this certificate (else plain HTTP behind a TLS-terminating ingress)")
 	f.StringVar(&tlsKey, "tls-key", "", "the TLS certificate's key")
-	f.Float32Var(&kubeQPS, "kube-api-qps", 50, "requests a second the relay may make of each cluster's API server (twice that in a burst)")
+	f.Float32Var(&kubeQPS, "kube-api-qps", 50, "requests a second the relay may make of each cluster's API server, sustained")
+	f.IntVar(&kubeBurst, "kube-api-burst", defaultKubeBurst, "requests the relay may make of each cluster's API server at once after a quiet spell (a takeover's)")
 	f.StringVar(&replica, "replica", "", "this relay's name among several replicas (its pod name): set it to run more than one")
 	f.StringVar(&peerURL, "peer-url", "", "where a replica is reached, {replica} standing for its name (with --replica)")
 	f.StringVar(&peerCA, "peer-ca", "", "the CA bundle the replicas' serving certificates are checked against (default: the system's)")
@@ -150,7 +163,7 @@ func replicaPeers(replica, peerURL, caFile string) (*relay.Peers, error) {
 // sinks, and starts delivering notifications. It refuses to start without
 // a working recording store. Its metrics are the server's and the
 // notifications'.
-func buildRelay(ctx context.Context, cfg *relay.Config, peers *relay.Peers, kubeQPS float32) (*relay.Server, prometheus.Gatherer, func(), error) {
+func buildRelay(ctx context.Context, cfg *relay.Config, peers *relay.Peers, kubeQPS float32, kubeBurst int) (*relay.Server, prometheus.Gatherer, func(), error) {
 	var closers []func()
 	closeAll := func() {
 		for _, c := range closers {
@@ -222,7 +235,7 @@ func buildRelay(ctx context.Context, cfg *relay.Config, peers *relay.Peers, kube
 		// client-go's default of 5 requests a second would throttle the
 		// heartbeats of a few dozen sessions (each one every 20 s, besides
 		// starts and resumes): docs/scaling.md has the figures.
-		rc.QPS, rc.Burst = kubeQPS, 2*int(kubeQPS)
+		rc.QPS, rc.Burst = kubeQPS, kubeBurst
 		cl, err := client.New(rc, client.Options{Scheme: scheme})
 		if err != nil {
 			return fail(fmt.Errorf("cluster %s: %w", c.Name, err))
