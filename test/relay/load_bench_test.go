@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"slices"
@@ -25,6 +26,7 @@ import (
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
 	"github.com/tower-dev/breakglass/relay"
+	"github.com/tower-dev/breakglass/test/measure"
 )
 
 // BenchmarkRelayLoad runs LOAD_SESSIONS (200) attached sessions through a
@@ -64,6 +66,10 @@ func BenchmarkRelayLoad(b *testing.B) {
 		if qps := os.Getenv("LOAD_KUBE_QPS"); qps != "" {
 			args = append(args, "--kube-api-qps="+qps)
 		}
+		// LOAD_KUBE_BURST sets their --kube-api-burst likewise.
+		if burst := os.Getenv("LOAD_KUBE_BURST"); burst != "" {
+			args = append(args, "--kube-api-burst="+burst)
+		}
 		return args
 	}
 	a := startRelayProcess(b, bin, fileA, replica(listenA)...)
@@ -87,11 +93,54 @@ func BenchmarkRelayLoad(b *testing.B) {
 		b.FailNow() // a session not started: nothing below would mean anything
 	}
 	b.Logf("%d sessions started and attached in %s", n, time.Since(began).Round(time.Second))
+	figures := map[string]float64{"sessions": float64(n)}
+	// LOAD_ONLY=takeover measures only the hand-over and the takeover
+	// (a few minutes less, to work on them).
+	if os.Getenv("LOAD_ONLY") != "takeover" {
+		maps.Copy(figures, steadyFigures(b, ns, a, before, terms, names))
+	}
+
+	// The first replica shuts down (a rolling update): the second takes up
+	// every session it hands over.
+	handover := time.Now()
+	_ = a.cmd.Process.Signal(syscall.SIGTERM)
+	figures["takeover-s"] = takenUp(b, ns, n, portOf(listenB), handover, second, false).max.Seconds()
+	if err := a.wait(); err != nil {
+		b.Fatalf("the first replica's shutdown: %v\n%s", err, a.logs.String())
+	}
+
+	// The first replica is back (a new pod of the same name) and the second
+	// is killed: nothing handed over, its presence Lease no longer renewed.
+	// Each session's time from the kill to its claim by the first, and to
+	// running there again (the first's live sessions).
+	a = startRelayProcess(b, bin, fileA, replica(listenA)...)
+	requestsBefore := scrape(b, a.metrics)["rest_client_requests_total"]
+	killed := time.Now()
+	second.kill()
+	took := takenUp(b, ns, n, portOf(listenA), killed, a, true)
+	// What taking each one up cost the API server (the presence Lease's
+	// renewals and the first heartbeats of the time it took included).
+	figures["kill-takeover-api-req/session"] = (scrape(b, a.metrics)["rest_client_requests_total"] - requestsBefore) / float64(n)
+	figures["kill-takeover-p50-s"] = took.p50.Seconds()
+	figures["kill-takeover-p99-s"] = took.p99.Seconds()
+	figures["kill-takeover-running-p50-s"] = took.runningP50.Seconds()
+	figures["kill-takeover-running-p99-s"] = took.runningP99.Seconds()
+	figures["kill-takeover-all-running-s"] = took.allRunning.Seconds()
+	for name, v := range figures {
+		b.ReportMetric(v, name)
+	}
+}
+
+// steadyFigures are the load benchmark's figures of n attached sessions
+// on replica a, measured from before they started: memory, the API
+// server's requests while they idle, keystroke echo and output.
+func steadyFigures(b *testing.B, ns string, a *relayProcess, before map[string]float64, terms []*loadTerm, names []string) map[string]float64 {
 	time.Sleep(5 * time.Second)
 	idle := scrape(b, a.metrics)
 	// Reported at the end: b.ReportMetric's figures do not survive the
 	// timer's reset.
-	figures := map[string]float64{"sessions": float64(n),
+	n := len(terms)
+	figures := map[string]float64{
 		"heap-KiB/session":   (idle["go_memstats_heap_inuse_bytes"] - before["go_memstats_heap_inuse_bytes"]) / float64(n) / 1024,
 		"rss-KiB/session":    (idle["process_resident_memory_bytes"] - before["process_resident_memory_bytes"]) / float64(n) / 1024,
 		"goroutines/session": (idle["go_goroutines"] - before["go_goroutines"]) / float64(n),
@@ -113,9 +162,9 @@ func BenchmarkRelayLoad(b *testing.B) {
 		name string
 		p    float64
 	}{{"p50", 0.50}, {"p99", 0.99}} {
-		r, d := quantile(viaRelay, q.p), quantile(viaAPI, q.p)
-		figures["echo-"+q.name+"-relay-ms"] = ms(r)
-		figures["echo-"+q.name+"-direct-ms"] = ms(d)
+		r, d := measure.Quantile(viaRelay, q.p), measure.Quantile(viaAPI, q.p)
+		figures["echo-"+q.name+"-relay-ms"] = measure.Ms(r)
+		figures["echo-"+q.name+"-direct-ms"] = measure.Ms(d)
 		figures["echo-"+q.name+"-ratio"] = float64(r) / float64(d)
 	}
 
@@ -144,44 +193,22 @@ func BenchmarkRelayLoad(b *testing.B) {
 	figures["MB/s-total"] = float64(writers*each) / total.Seconds() / 1e6
 	figures["MB/s-per-session"] = float64(each) / median(perSession).Seconds() / 1e6
 
-	// The first replica shuts down (a rolling update): the second takes up
-	// every session it hands over.
-	handover := time.Now()
-	_ = a.cmd.Process.Signal(syscall.SIGTERM)
-	figures["takeover-s"] = takenUp(b, ns, n, portOf(listenB), handover, second).max.Seconds()
-	if err := a.wait(); err != nil {
-		b.Fatalf("the first replica's shutdown: %v\n%s", err, a.logs.String())
-	}
-
-	// The first replica is back (a new pod of the same name) and the second
-	// is killed: nothing handed over, its presence Lease no longer renewed.
-	// Each session's time from the kill to its claim by the first, and to
-	// all of them running there again (the first's live sessions).
-	a = startRelayProcess(b, bin, fileA, replica(listenA)...)
-	killed := time.Now()
-	second.kill()
-	took := takenUp(b, ns, n, portOf(listenA), killed, a)
-	for deadline := time.Now().Add(5 * time.Minute); scrape(b, a.metrics)["breakglass_relay_live_sessions"] < float64(n); time.Sleep(100 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			b.Fatalf("%v of %d sessions running again after the kill\n%s", scrape(b, a.metrics)["breakglass_relay_live_sessions"], n, a.logs.String())
-		}
-	}
-	figures["kill-takeover-all-running-s"] = time.Since(killed).Seconds()
-	figures["kill-takeover-p50-s"] = took.p50.Seconds()
-	figures["kill-takeover-p99-s"] = took.p99.Seconds()
-	for name, v := range figures {
-		b.ReportMetric(v, name)
-	}
+	return figures
 }
 
-// takeovers are how long the sessions took to be claimed by a replica.
-type takeovers struct{ p50, p99, max time.Duration }
+// takeovers are how long the sessions took to be claimed by a replica,
+// and (when asked) to run there again.
+type takeovers struct{ p50, p99, max, runningP50, runningP99, allRunning time.Duration }
 
-// takenUp waits until replica has claimed all n Active sessions of ns,
-// and says when each was first seen claimed, counted from since.
-func takenUp(b *testing.B, ns string, n int, replica string, since time.Time, logs *relayProcess) takeovers {
+// takenUp waits until replica (the process proc) has claimed all n Active
+// sessions of ns, and, with untilRunning, until it runs them all again
+// (its live sessions), and says when each was claimed and when each count
+// of them ran, counted from since.
+func takenUp(b *testing.B, ns string, n int, replica string, since time.Time, proc *relayProcess, untilRunning bool) takeovers {
 	seen := map[string]time.Duration{}
-	for len(seen) < n {
+	// running[k] is when k+1 sessions ran at the replica.
+	var running []time.Duration
+	for len(seen) < n || untilRunning && len(running) < n {
 		var list v1alpha1.SessionList
 		if err := cl.Client.List(context.Background(), &list, client.InNamespace(ns)); err != nil {
 			b.Fatal(err)
@@ -192,8 +219,13 @@ func takenUp(b *testing.B, ns string, n int, replica string, since time.Time, lo
 				seen[s.Name] = now
 			}
 		}
+		if untilRunning {
+			for live := int(scrape(b, proc.metrics)["breakglass_relay_live_sessions"]); len(running) < min(live, n); {
+				running = append(running, now)
+			}
+		}
 		if now > 5*time.Minute {
-			b.Fatalf("%d of %d sessions taken up by replica %s after 5 minutes\n%s", len(seen), n, replica, logs.logs.String())
+			b.Fatalf("after 5 minutes, %d of %d sessions taken up by replica %s, %d running there\n%s", len(seen), n, replica, len(running), proc.logs.String())
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -201,7 +233,11 @@ func takenUp(b *testing.B, ns string, n int, replica string, since time.Time, lo
 	for _, d := range seen {
 		all = append(all, d)
 	}
-	return takeovers{p50: quantile(all, 0.5), p99: quantile(all, 0.99), max: slices.Max(all)}
+	t := takeovers{p50: measure.Quantile(all, 0.5), p99: measure.Quantile(all, 0.99), max: slices.Max(all)}
+	if untilRunning {
+		t.runningP50, t.runningP99, t.allRunning = measure.Quantile(running, 0.5), measure.Quantile(running, 0.99), running[n-1]
+	}
+	return t
 }
 
 // loadTerm is a terminal of the load benchmark: what it shows arrives on
@@ -350,15 +386,7 @@ func echoTimes(b testing.TB, samples int, x, y *loadTerm) (tx, ty []time.Duratio
 	return tx, ty
 }
 
-func quantile(d []time.Duration, q float64) time.Duration {
-	s := slices.Clone(d)
-	slices.Sort(s)
-	return s[int(q*float64(len(s)-1))]
-}
-
-func median(d []time.Duration) time.Duration { return quantile(d, 0.5) }
-
-func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+func median(d []time.Duration) time.Duration { return measure.Quantile(d, 0.5) }
 
 // parallel runs f(0..n-1), at most width at a time.
 func parallel(n, width int, f func(i int)) {
