@@ -217,9 +217,19 @@ func (m *Machine) Note(ctx context.Context, kind, actor string, s *v1alpha1.Sess
 		event.Type = corev1.EventTypeWarning
 	}
 	// An Event is a courtesy to kubectl users; the audit log is the record.
-	_, _ = m.Kube.CoreV1().Events(s.Namespace).Create(ctx, event, metav1.CreateOptions{})
+	// So it is posted beside the step rather than in its way: a person
+	// waiting for a shell, or a replica taking up a hundred sessions, waits
+	// on no Event (three of a start's requests, two of a resume's).
+	go func() {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), eventTimeout)
+		defer cancel()
+		_, _ = m.Kube.CoreV1().Events(s.Namespace).Create(ctx, event, metav1.CreateOptions{})
+	}()
 	return nil
 }
+
+// eventTimeout bounds posting one Event.
+const eventTimeout = 10 * time.Second
 
 func (m *Machine) now() time.Time {
 	if m.Clock == nil {

@@ -295,10 +295,18 @@ func TestPlaneEventsAboutSessionsOnly(t *testing.T) {
 			if err := runner.Lifecycle().Note(ctx, "grant", relaysession.PortalIdentity, s, "a grant for 30m"); err != nil {
 				t.Fatal(err)
 			}
-			// Note drops a refused Event (the audit log is the record): look for it.
-			list, err := c.Kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=s-events"})
-			if err != nil {
-				t.Fatal(err)
+			// Note drops a refused Event (the audit log is the record), and
+			// posts it beside the step: look for it until it is there.
+			var list *corev1.EventList
+			for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+				var err error
+				list, err = c.Kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=s-events"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(list.Items) > 0 || time.Now().After(deadline) {
+					break
+				}
 			}
 			if len(list.Items) != 1 || list.Items[0].Reason != "Grant" || list.Items[0].InvolvedObject.Kind != "Session" {
 				t.Fatalf("the relay's Event on the Session: %+v", list.Items)
