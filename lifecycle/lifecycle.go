@@ -27,6 +27,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -217,19 +218,51 @@ func (m *Machine) Note(ctx context.Context, kind, actor string, s *v1alpha1.Sess
 		event.Type = corev1.EventTypeWarning
 	}
 	// An Event is a courtesy to kubectl users; the audit log is the record.
-	// So it is posted beside the step rather than in its way: a person
+	// So it is posted beside the step rather than in its way (a person
 	// waiting for a shell, or a replica taking up a hundred sessions, waits
-	// on no Event (three of a start's requests, two of a resume's).
+	// on no Event), by at most eventPosters at once: one dropped when they
+	// are all busy costs nothing but the courtesy, where an unbounded
+	// backlog would queue every later request behind it (someone looping
+	// on an audited request with a stolen token).
+	select {
+	case eventSlots <- struct{}{}:
+	default:
+		return nil
+	}
+	eventsPosting.Add(1)
+	kube := m.Kube
 	go func() {
+		defer func() { <-eventSlots; eventsPosting.Done() }()
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), eventTimeout)
 		defer cancel()
-		_, _ = m.Kube.CoreV1().Events(s.Namespace).Create(ctx, event, metav1.CreateOptions{})
+		_, _ = kube.CoreV1().Events(event.Namespace).Create(ctx, event, metav1.CreateOptions{})
 	}()
 	return nil
 }
 
-// eventTimeout bounds posting one Event.
-const eventTimeout = 10 * time.Second
+const (
+	// eventTimeout bounds posting one Event.
+	eventTimeout = 10 * time.Second
+	// eventPosters is how many Events a process posts at once.
+	eventPosters = 16
+)
+
+var (
+	eventSlots    = make(chan struct{}, eventPosters)
+	eventsPosting sync.WaitGroup
+)
+
+// EventsPosted waits, up to within, for the Events being posted: a
+// process about to exit calls it so that its last steps' Events are not
+// lost.
+func EventsPosted(within time.Duration) {
+	done := make(chan struct{})
+	go func() { eventsPosting.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(within):
+	}
+}
 
 func (m *Machine) now() time.Time {
 	if m.Clock == nil {

@@ -23,6 +23,7 @@ import (
 	"github.com/tower-dev/breakglass/evidence/recording"
 	"github.com/tower-dev/breakglass/evidence/tlog"
 	"github.com/tower-dev/breakglass/internal/probes"
+	"github.com/tower-dev/breakglass/lifecycle"
 	"github.com/tower-dev/breakglass/relay"
 	"github.com/tower-dev/breakglass/relay/notify"
 	"github.com/tower-dev/breakglass/sweeper"
@@ -113,6 +114,9 @@ configured sinks).`,
 			defer cancel()
 			<-adopting // a resume under way finishes, and is handed over below
 			srv.Close(stop)
+			// The Events of the last steps (the hand-overs) are posted
+			// beside them: give them a moment before the process exits.
+			lifecycle.EventsPosted(5 * time.Second)
 			return hs.Shutdown(stop)
 		},
 	}

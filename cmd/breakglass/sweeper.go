@@ -16,6 +16,7 @@ import (
 
 	"github.com/tower-dev/breakglass/evidence/audit"
 	"github.com/tower-dev/breakglass/evidence/recording"
+	"github.com/tower-dev/breakglass/lifecycle"
 	"github.com/tower-dev/breakglass/relay/notify"
 	"github.com/tower-dev/breakglass/sweeper"
 )
@@ -109,7 +110,10 @@ reviews. It reads all of its state from the cluster.`,
 			if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
 				return err
 			}
-			return mgr.Start(ctrl.SetupSignalHandler())
+			err = mgr.Start(ctrl.SetupSignalHandler())
+			// The Events of its last steps are posted beside them.
+			lifecycle.EventsPosted(5 * time.Second)
+			return err
 		},
 	}
 	f := cmd.Flags()

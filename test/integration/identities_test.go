@@ -32,6 +32,7 @@ import (
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
 	"github.com/tower-dev/breakglass/internal/pki"
+	"github.com/tower-dev/breakglass/lifecycle"
 	"github.com/tower-dev/breakglass/manifests"
 	"github.com/tower-dev/breakglass/policies"
 	relaysession "github.com/tower-dev/breakglass/relay/session"
@@ -296,17 +297,11 @@ func TestPlaneEventsAboutSessionsOnly(t *testing.T) {
 				t.Fatal(err)
 			}
 			// Note drops a refused Event (the audit log is the record), and
-			// posts it beside the step: look for it until it is there.
-			var list *corev1.EventList
-			for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-				var err error
-				list, err = c.Kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=s-events"})
-				if err != nil {
-					t.Fatal(err)
-				}
-				if len(list.Items) > 0 || time.Now().After(deadline) {
-					break
-				}
+			// posts it beside the step: look for it once it is posted.
+			lifecycle.EventsPosted(10 * time.Second)
+			list, err := c.Kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=s-events"})
+			if err != nil {
+				t.Fatal(err)
 			}
 			if len(list.Items) != 1 || list.Items[0].Reason != "Grant" || list.Items[0].InvolvedObject.Kind != "Session" {
 				t.Fatalf("the relay's Event on the Session: %+v", list.Items)

@@ -30,6 +30,7 @@ import (
 	"github.com/tower-dev/breakglass/api/v1alpha1"
 	"github.com/tower-dev/breakglass/evidence/audit"
 	"github.com/tower-dev/breakglass/evidence/recording"
+	"github.com/tower-dev/breakglass/lifecycle"
 	"github.com/tower-dev/breakglass/policies"
 	"github.com/tower-dev/breakglass/relay/session"
 	"github.com/tower-dev/breakglass/test/cluster"
@@ -196,6 +197,7 @@ func TestWholeSession(t *testing.T) {
 	if n, err := audit.Verify(strings.NewReader(auditLog.String())); err != nil || n != 4 || !strings.Contains(auditLog.String(), `"kind":"start"`) {
 		t.Fatalf("audit: %d events, %v\n%s", n, err, auditLog.String())
 	}
+	lifecycle.EventsPosted(10 * time.Second) // posted beside each step
 	events := &corev1.EventList{}
 	if err := cl.Client.List(ctx, events, client.InNamespace(ns)); err != nil {
 		t.Fatal(err)
