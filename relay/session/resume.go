@@ -79,12 +79,6 @@ func (r *Runner) Resume(ctx context.Context, s *v1alpha1.Session, stale time.Dur
 	if err != nil {
 		return nil, fmt.Errorf("claiming session %s: %w", s.Name, err)
 	}
-	rec, err := recording.Resume(ctx, r.Store, recording.RefOf(r.Cluster, s), recording.Options{RetainUntil: now.Add(r.Retention), Clock: r.Clock},
-		st.StartedAt.Time, fmt.Sprintf("%s resumed the session at %s in debug container %s: the shell before this ended with the relay that ran it; %s",
-			Relay, now.UTC().Format(time.RFC3339), container, gap))
-	if err != nil {
-		return nil, fmt.Errorf("the session's recording cannot be continued, so it is not resumed: %w", err)
-	}
 	// The grant is as old as the session, so the authorizer holds it: it
 	// is waited for (an access review or two per session, of a replica
 	// taking up a hundred) only when the write is refused, as by an API
@@ -98,6 +92,15 @@ func (r *Runner) Resume(ctx context.Context, s *v1alpha1.Session, stale time.Dur
 	}
 	if err != nil {
 		return nil, err
+	}
+	// The recording's marker only once the debug container is in the pod:
+	// a resume refused there, tried again, leaves no marker of a shell that
+	// never ran.
+	rec, err := recording.Resume(ctx, r.Store, recording.RefOf(r.Cluster, s), recording.Options{RetainUntil: now.Add(r.Retention), Clock: r.Clock},
+		st.StartedAt.Time, fmt.Sprintf("%s resumed the session at %s in debug container %s: the shell before this ended with the relay that ran it; %s",
+			Relay, now.UTC().Format(time.RFC3339), container, gap))
+	if err != nil {
+		return nil, fmt.Errorf("the session's recording cannot be continued, so it is not resumed: %w", err)
 	}
 	if err := r.waitRunning(ctx, s.Namespace, pod, container); err != nil {
 		return nil, err
