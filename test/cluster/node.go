@@ -13,11 +13,13 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
@@ -45,6 +47,8 @@ type node struct {
 	apiServerFlags map[string]string
 	// unpullable images are never started: ErrImagePull.
 	unpullable []string
+	// workers are its pod workers (register).
+	workers sync.WaitGroup
 	// dir holds the node's certificates and the API server's client key
 	// for it: removed when the node closes, so nothing of a stopped
 	// cluster stays on disk.
@@ -144,21 +148,38 @@ func (n *node) register(ctx context.Context, c *Cluster) error {
 		Handler: cache.ResourceEventHandlerFuncs{AddFunc: enqueue, UpdateFunc: func(_, obj any) { enqueue(obj) }, DeleteFunc: enqueue},
 	})
 	go func() { <-ctx.Done(); queue.ShutDown() }()
+	// uids is, per pod name, the pod last synced under it: a pod deleted
+	// and made again under its name before a worker got to it (the queue
+	// holds names) must not take over the old one's processes.
+	uids := map[string]types.UID{}
+	var mu sync.Mutex
 	for range podWorkers {
-		go func() {
+		n.workers.Go(func() {
 			for {
 				key, quit := queue.Get()
 				if quit {
 					return
 				}
-				if obj, ok, _ := store.GetByKey(key); ok {
-					n.sync(ctx, kubelet.Kube, obj.(*corev1.Pod))
-				} else if ns, name, err := cache.SplitMetaNamespaceKey(key); err == nil {
+				obj, exists, _ := store.GetByKey(key)
+				pod, _ := obj.(*corev1.Pod)
+				mu.Lock()
+				last, had := uids[key]
+				if exists && pod != nil {
+					uids[key] = pod.UID
+				} else {
+					delete(uids, key)
+				}
+				mu.Unlock()
+				if ns, name, err := cache.SplitMetaNamespaceKey(key); err == nil && had && (pod == nil || last != pod.UID) {
 					n.runtime.stopPod(ns, name)
+				}
+				// Once the node stops, the queue's backlog starts nothing.
+				if pod != nil && ctx.Err() == nil {
+					n.sync(ctx, kubelet.Kube, pod)
 				}
 				queue.Done(key)
 			}
-		}()
+		})
 	}
 	go informer.Run(ctx.Done())
 	if !cache.WaitForCacheSync(ctx.Done(), informer.HasSynced) {
@@ -296,6 +317,9 @@ func (n *node) close() {
 	if n.server != nil {
 		_ = n.server.Close()
 	}
+	// Its context is cancelled by now (Cluster.Stop): no worker starts a
+	// process after stopAll.
+	n.workers.Wait()
 	n.runtime.stopAll()
 	_ = os.RemoveAll(n.dir)
 }
