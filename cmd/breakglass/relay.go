@@ -29,12 +29,13 @@ import (
 	"github.com/tower-dev/breakglass/sweeper"
 )
 
-// defaultKubeBurst is the relay's bucket of requests to an API server. Its
-// idle sessions spend a few requests a minute each, far below
-// --kube-api-qps, so the bucket is full when a replica dies and another
-// takes up its sessions: about eight requests each (docs/scaling.md), so
-// a hundred at once without waiting on the sustained rate. The API
-// server's own fairness queues still pace them.
+// defaultKubeBurst is the bucket of requests each of the relay's clients
+// of an API server has (client-go's, and controller-runtime's one per
+// kind, each limited on its own). Idle sessions spend a few requests a
+// minute each, far below --kube-api-qps, so the buckets are full when a
+// replica dies and another takes up its sessions: about eight requests
+// each (docs/scaling.md), so a hundred at once without waiting on the
+// sustained rate. The API server's own fairness queues still pace them.
 const defaultKubeBurst = 1000
 
 func newRelayCommand() *cobra.Command {
@@ -55,7 +56,7 @@ anyone, and every step is audited as one JSON line on stdout (and the
 configured sinks).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if kubeQPS <= 0 || kubeBurst < 1 {
+			if !(kubeQPS > 0) || kubeBurst < 1 { // NaN too
 				return fmt.Errorf("--kube-api-qps (%v) must be above 0 and --kube-api-burst (%d) at least 1", kubeQPS, kubeBurst)
 			}
 			cfg, err := relay.LoadConfig(configFile)
@@ -124,8 +125,8 @@ configured sinks).`,
 	f.StringVar(&configFile, "config", "/etc/breakglass/relay.yaml", "the relay's configuration file")
 	f.StringVar(&tlsCert, "tls-cert", "", "serve TLS with this certificate (else plain HTTP behind a TLS-terminating ingress)")
 	f.StringVar(&tlsKey, "tls-key", "", "the TLS certificate's key")
-	f.Float32Var(&kubeQPS, "kube-api-qps", 50, "requests a second the relay may make of each cluster's API server, sustained")
-	f.IntVar(&kubeBurst, "kube-api-burst", defaultKubeBurst, "requests the relay may make of each cluster's API server at once after a quiet spell (a takeover's)")
+	f.Float32Var(&kubeQPS, "kube-api-qps", 50, "requests a second each of the relay's clients of a cluster's API server may make, sustained (above 0)")
+	f.IntVar(&kubeBurst, "kube-api-burst", defaultKubeBurst, "requests each of the relay's clients of a cluster's API server may make at once after a quiet spell (a takeover's)")
 	f.StringVar(&replica, "replica", "", "this relay's name among several replicas (its pod name): set it to run more than one")
 	f.StringVar(&peerURL, "peer-url", "", "where a replica is reached, {replica} standing for its name (with --replica)")
 	f.StringVar(&peerCA, "peer-ca", "", "the CA bundle the replicas' serving certificates are checked against (default: the system's)")
