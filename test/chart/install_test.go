@@ -30,8 +30,6 @@ import (
 	"github.com/tower-dev/breakglass/test/prereq"
 )
 
-const debugImage = "registry.example/breakglass/debug@sha256:dddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddd"
-
 func chartDir() string {
 	wd, _ := os.Getwd()
 	return filepath.Join(wd, "..", "..", "charts", "breakglass")
@@ -84,7 +82,7 @@ func TestInstallAndUpgrade(t *testing.T) {
 	// No node here, so no webhook pod to answer: it is off, and
 	// realnode_test.go installs the whole chart, webhook included, on a
 	// real node.
-	rel, err := install.RunWithContext(ctx, chrt, values(t, fmt.Sprintf("params: {debugImages: [%q], protectedNamespaces: [payments]}\nwebhook: {enabled: false}\n", debugImage)))
+	rel, err := install.RunWithContext(ctx, chrt, values(t, fmt.Sprintf("params: {debugImages: [%q], protectedNamespaces: [payments]}\nwebhook: {enabled: false}\n", cluster.DebugImage)))
 	if err != nil {
 		t.Fatalf("helm install: %v", err)
 	}
@@ -140,12 +138,12 @@ func TestInstallAndUpgrade(t *testing.T) {
 	if pod.Name != "web-1" {
 		t.Fatal("the ordinary pod was not created")
 	}
-	root := cluster.DebugContainer("breakglass-s1", debugImage)
+	root := cluster.DebugContainer("breakglass-s1", cluster.DebugImage)
 	root.SecurityContext.RunAsUser = ptr.To[int64](0)
 	if err := portal.AddDebugContainer(ctx, ns, "web-1", root); err == nil || !strings.Contains(err.Error(), "[debug.user]") {
 		t.Fatalf("a root debug container: %v", err)
 	}
-	if err := portal.AddDebugContainer(ctx, ns, "web-1", cluster.DebugContainer("breakglass-s1", debugImage)); err != nil {
+	if err := portal.AddDebugContainer(ctx, ns, "web-1", cluster.DebugContainer("breakglass-s1", cluster.DebugImage)); err != nil {
 		t.Fatalf("a compliant debug container: %v", err)
 	}
 
@@ -175,7 +173,7 @@ func TestInstallAndUpgrade(t *testing.T) {
 	upgrade := action.NewUpgrade(hc)
 	upgrade.Namespace, upgrade.Timeout = v1alpha1.Namespace, 2*time.Minute
 	second := "registry.example/breakglass/debug@sha256:" + strings.Repeat("e", 64)
-	rel, err = upgrade.RunWithContext(ctx, "breakglass", chrt, values(t, fmt.Sprintf("params: {debugImages: [%q, %q]}\nwebhook: {enabled: false}\n", debugImage, second)))
+	rel, err = upgrade.RunWithContext(ctx, "breakglass", chrt, values(t, fmt.Sprintf("params: {debugImages: [%q, %q]}\nwebhook: {enabled: false}\n", cluster.DebugImage, second)))
 	if err != nil {
 		t.Fatalf("helm upgrade: %v", err)
 	}

@@ -25,7 +25,7 @@ import (
 // policies in force), over WebSocket and over SPDY, and runs commands in it.
 func TestVirtualNodeAttach(t *testing.T) {
 	prereq.Need(t, prereq.ControlPlane...)
-	image := "registry.example/breakglass/debug@sha256:" + strings.Repeat("d", 64)
+	image := DebugImage
 	ctx := context.Background()
 	c, err := Start(ctx, Options{Profile: policies.Flight, DebugImages: []string{image}, VirtualNode: true})
 	if err != nil {

@@ -7,6 +7,10 @@ import (
 	"github.com/tower-dev/breakglass/manifests"
 )
 
+// DebugImage is the one debug image the test clusters' params allow: a
+// digest no registry serves, for the virtual node, which pulls nothing.
+const DebugImage = "registry.example/breakglass/debug@sha256:dddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddd"
+
 // ProbeGrant is a grant as the portal makes it: a RoleBinding of
 // breakglass:debug to the portal, with the session and TTL labels. The
 // caller sets its namespace.

@@ -27,7 +27,7 @@ var (
 // admission policies: the baseline for what the policies cost.
 func bareCluster(b *testing.B) *cluster.Cluster {
 	bareOnce.Do(func() {
-		bare, bareErr = cluster.Start(context.Background(), cluster.Options{Profile: policies.Flight, WithoutPolicies: true, DebugImages: []string{debugImage}})
+		bare, bareErr = cluster.Start(context.Background(), cluster.Options{Profile: policies.Flight, WithoutPolicies: true, DebugImages: []string{cluster.DebugImage}})
 	})
 	if bareErr != nil {
 		b.Fatal(bareErr)

@@ -79,7 +79,7 @@ func TestCopyStaysAsAdmitted(t *testing.T) {
 		portal := mustUser(t)(c.Portal())
 		grant(t, c, ns, "s-updates", v1alpha1.DebugRole)
 		cp, err := relaysession.CopyPod(richTarget(ns), &v1alpha1.Session{ObjectMeta: metav1.ObjectMeta{Name: "s-updates", Namespace: ns},
-			Spec: v1alpha1.SessionSpec{Mode: v1alpha1.ModeCopy}}, "breakglass-s-updates", debugImage, false, 30*time.Minute)
+			Spec: v1alpha1.SessionSpec{Mode: v1alpha1.ModeCopy}}, "breakglass-s-updates", cluster.DebugImage, false, 30*time.Minute)
 		if err != nil {
 			t.Fatal(err)
 		}

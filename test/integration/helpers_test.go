@@ -39,7 +39,7 @@ func appPod(t *testing.T, c *cluster.Cluster, ns, name string) *corev1.Pod {
 // debugContainer is a debug container in the one shape the policies allow,
 // mounting the app's data read-only.
 func debugContainer(name string) corev1.EphemeralContainer {
-	ec := cluster.DebugContainer(name, debugImage)
+	ec := cluster.DebugContainer(name, cluster.DebugImage)
 	ec.VolumeMounts = []corev1.VolumeMount{{Name: "data", MountPath: "/data", ReadOnly: true}}
 	return ec
 }

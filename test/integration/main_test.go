@@ -7,7 +7,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"strings"
 	"testing"
 
 	"github.com/go-logr/logr"
@@ -18,9 +17,6 @@ import (
 	"github.com/tower-dev/breakglass/test/prereq"
 )
 
-// debugImage is the one allowed debug image in these tests' params.
-var debugImage = "registry.example/breakglass/debug@sha256:" + strings.Repeat("d", 64)
-
 // clusters holds one running control plane per profile.
 var clusters map[policies.Profile]*cluster.Cluster
 
@@ -29,7 +25,7 @@ func TestMain(m *testing.M) { os.Exit(prereq.Run(m, run, prereq.ControlPlane...)
 func run(m *testing.M) int {
 	log.SetLogger(logr.Discard())
 	started, err := cluster.StartEach(context.Background(), func(p policies.Profile) cluster.Options {
-		return cluster.Options{Profile: p, DebugImages: []string{debugImage}}
+		return cluster.Options{Profile: p, DebugImages: []string{cluster.DebugImage}}
 	}, nil)
 	clusters = started
 	defer func() {

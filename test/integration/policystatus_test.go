@@ -87,7 +87,7 @@ func TestWithoutParams(t *testing.T) {
 		}
 		t.Cleanup(func() {
 			ctx := context.Background()
-			if err := c.Apply(ctx, v1alpha1.DefaultPolicyParams(debugImage)); err != nil {
+			if err := c.Apply(ctx, v1alpha1.DefaultPolicyParams(cluster.DebugImage)); err != nil {
 				t.Errorf("restoring params: %v", err)
 			}
 			if err := c.WaitEnforced(ctx); err != nil {

@@ -29,8 +29,6 @@ import (
 	"github.com/tower-dev/breakglass/test/prereq"
 )
 
-var debugImage = "registry.example/breakglass/debug@sha256:" + strings.Repeat("d", 64)
-
 // clusters holds one v1.30 control plane per profile.
 var clusters map[policies.Profile]*cluster.Cluster
 
@@ -41,7 +39,7 @@ func run(m *testing.M) int {
 	var mu sync.Mutex
 	var managers []*statusController
 	started, err := cluster.StartEach(context.Background(), func(p policies.Profile) cluster.Options {
-		return cluster.Options{Profile: p, DebugImages: []string{debugImage},
+		return cluster.Options{Profile: p, DebugImages: []string{cluster.DebugImage},
 			APIServer: filepath.Join(prereq.BinDir(), "kube-apiserver-1.30")}
 	}, func(_ policies.Profile, c *cluster.Cluster) error {
 		kcm, err := startStatusController(c)

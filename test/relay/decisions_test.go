@@ -353,7 +353,7 @@ func TestCopies(t *testing.T) {
 						hold = &cp.Spec.Volumes[i]
 					}
 				}
-				if hold == nil || hold.Image == nil || hold.Image.Reference != debugImage {
+				if hold == nil || hold.Image == nil || hold.Image.Reference != cluster.DebugImage {
 					t.Fatalf("the held copy's hold volume: %+v", hold)
 				}
 			}

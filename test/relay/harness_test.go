@@ -36,9 +36,8 @@ import (
 const audience = "tower"
 
 var (
-	debugImage = "registry.example/breakglass/debug@sha256:" + strings.Repeat("d", 64)
-	cl         *cluster.Cluster
-	issuer     *oidcissuer.Issuer
+	cl     *cluster.Cluster
+	issuer *oidcissuer.Issuer
 
 	alice = oidcissuer.Person{Email: "alice@example.com", Groups: []string{"shop-owners"}}
 	bob   = oidcissuer.Person{Email: "bob@example.com", Groups: []string{"sre"}}
@@ -62,7 +61,7 @@ func run(m *testing.M) int {
 	issuer.AddClient(audience, "http://127.0.0.1/callback")
 	issuer.AddPerson("alice", alice)
 	issuer.AddPerson("bob", bob)
-	cl, err = cluster.Start(context.Background(), cluster.Options{Profile: policies.Flight, DebugImages: []string{debugImage}, VirtualNode: true})
+	cl, err = cluster.Start(context.Background(), cluster.Options{Profile: policies.Flight, DebugImages: []string{cluster.DebugImage}, VirtualNode: true})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -93,7 +92,7 @@ func config() *relay.Config {
 		PortalURL:      "https://tower.example.com",
 		AllowedOrigins: []string{"https://tower.example.com"},
 		OIDC:           relay.OIDC{Issuer: issuer.URL, Audience: audience},
-		Clusters:       []relay.Cluster{{Name: "prod", Tier: relay.Flight, DebugImage: debugImage}},
+		Clusters:       []relay.Cluster{{Name: "prod", Tier: relay.Flight, DebugImage: cluster.DebugImage}},
 		Permissions: []relay.Permission{
 			{Groups: []string{"shop-owners"}, Namespaces: []string{"*"}, Actions: []relay.Action{relay.ActionRequest}},
 			{Groups: []string{"on-call"}, Namespaces: []string{"*"}, Actions: []relay.Action{relay.ActionBreakGlass}},

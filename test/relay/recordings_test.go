@@ -12,6 +12,7 @@ import (
 	"github.com/tower-dev/breakglass/api/v1alpha1"
 	"github.com/tower-dev/breakglass/evidence/recording"
 	"github.com/tower-dev/breakglass/relay"
+	"github.com/tower-dev/breakglass/test/cluster"
 )
 
 // TestRecordingsKeyedBySession: a recording is kept under its cluster,
@@ -25,7 +26,7 @@ func TestRecordingsKeyedBySession(t *testing.T) {
 	ns := cl.Namespace(t, "relay-keys")
 	cl.RunningPod(t, ns, "web-1")
 	cfg := config()
-	cfg.Clusters = append(cfg.Clusters, relay.Cluster{Name: "prod-eu", Tier: relay.Flight, DebugImage: debugImage})
+	cfg.Clusters = append(cfg.Clusters, relay.Cluster{Name: "prod-eu", Tier: relay.Flight, DebugImage: cluster.DebugImage})
 	tr := startRelay(t, cfg, clock.RealClock{})
 	s := tr.request(t, alice, ns, "web-1", "")
 	path := sessionPath(ns, s.Name)

@@ -38,7 +38,6 @@ import (
 )
 
 var (
-	debugImage = "registry.example/breakglass/debug@sha256:" + strings.Repeat("d", 64)
 	// brokenImage is allowed by the policies but cannot be pulled by the node.
 	brokenImage = "registry.example/breakglass/debug@sha256:" + strings.Repeat("b", 64)
 	cl          *cluster.Cluster
@@ -49,7 +48,7 @@ func TestMain(m *testing.M) { os.Exit(prereq.Run(m, run, prereq.ControlPlane...)
 func run(m *testing.M) int {
 	log.SetLogger(logr.Discard())
 	var err error
-	cl, err = cluster.Start(context.Background(), cluster.Options{Profile: policies.Flight, DebugImages: []string{debugImage, brokenImage},
+	cl, err = cluster.Start(context.Background(), cluster.Options{Profile: policies.Flight, DebugImages: []string{cluster.DebugImage, brokenImage},
 		VirtualNode: true, UnpullableImages: []string{brokenImage}})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -70,7 +69,7 @@ func runner(t testing.TB, store recording.Store, log *audit.Log) *session.Runner
 		t.Fatal(err)
 	}
 	return &session.Runner{Cluster: "test", Client: portal.Client, Kube: portal.Kube, Config: portal.Config, Store: store, Audit: log,
-		Clock: clock.RealClock{}, DebugImage: debugImage, Grace: 2 * time.Minute, MaxTTL: 75 * time.Minute, Retention: time.Hour}
+		Clock: clock.RealClock{}, DebugImage: cluster.DebugImage, Grace: 2 * time.Minute, MaxTTL: 75 * time.Minute, Retention: time.Hour}
 }
 
 // approvedSession is alice's request, approved by bob, on a running pod.

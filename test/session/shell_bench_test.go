@@ -101,7 +101,7 @@ func shellByHand(b *testing.B, portal *cluster.User, ns, name string) (stop func
 		b.Fatal(err)
 	}
 	container := v1alpha1.DebugContainerName(name, 0)
-	if err := portal.AddDebugContainer(ctx, ns, "web-1", cluster.DebugContainer(container, debugImage)); err != nil {
+	if err := portal.AddDebugContainer(ctx, ns, "web-1", cluster.DebugContainer(container, cluster.DebugImage)); err != nil {
 		b.Fatal(err)
 	}
 	// The portal may get a pod, not watch one: read it every 25 ms.

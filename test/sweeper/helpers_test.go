@@ -138,7 +138,7 @@ func addDebugContainer(t testing.TB, ns, pod, name string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := portal.AddDebugContainer(context.Background(), ns, pod, cluster.DebugContainer(name, debugImage)); err != nil {
+	if err := portal.AddDebugContainer(context.Background(), ns, pod, cluster.DebugContainer(name, cluster.DebugImage)); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -170,7 +170,7 @@ func startedSession(t testing.TB, ns, name string, mode v1alpha1.SessionMode, po
 	stop := metav1.NewTime(deadline)
 	s.Status.Phase = v1alpha1.PhaseActive
 	s.Status.Grant = &v1alpha1.Grant{RoleBinding: "breakglass-" + name, Role: v1alpha1.DebugRole, ExpiresAt: stop}
-	s.Status.DebugContainer = &v1alpha1.DebugContainer{Pod: pod, Name: "breakglass-" + name, Image: debugImage}
+	s.Status.DebugContainer = &v1alpha1.DebugContainer{Pod: pod, Name: "breakglass-" + name, Image: cluster.DebugImage}
 	s.Status.StartedAt, s.Status.Deadline, s.Status.Heartbeat = &start, &stop, &start
 	if err := portal.Client.Status().Update(ctx, s); err != nil {
 		t.Fatal(err)

@@ -7,7 +7,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"strings"
 	"testing"
 
 	"github.com/go-logr/logr"
@@ -19,8 +18,7 @@ import (
 )
 
 var (
-	debugImage = "registry.example/breakglass/debug@sha256:" + strings.Repeat("d", 64)
-	cl         *cluster.Cluster
+	cl *cluster.Cluster
 )
 
 func TestMain(m *testing.M) {
@@ -30,7 +28,7 @@ func TestMain(m *testing.M) {
 func run(m *testing.M) int {
 	log.SetLogger(logr.Discard())
 	var err error
-	cl, err = cluster.Start(context.Background(), cluster.Options{Profile: policies.Flight, DebugImages: []string{debugImage}})
+	cl, err = cluster.Start(context.Background(), cluster.Options{Profile: policies.Flight, DebugImages: []string{cluster.DebugImage}})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

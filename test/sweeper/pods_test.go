@@ -13,6 +13,7 @@ import (
 	"github.com/tower-dev/breakglass/api/v1alpha1"
 	"github.com/tower-dev/breakglass/manifests"
 	"github.com/tower-dev/breakglass/sweeper"
+	"github.com/tower-dev/breakglass/test/cluster"
 )
 
 // appImage is the copied app's image, pinned by digest as a copy requires.
@@ -22,7 +23,7 @@ var appImage = "registry.example/shop/web@sha256:" + strings.Repeat("a", 64)
 // as relay/session/copy.go builds one: the app beside a debug container,
 // labelled with its Session only, with no API token.
 func makeCopy(ns, session string) *corev1.Pod {
-	ec := manifests.DebugContainer(v1alpha1.DebugContainerPrefix+session, debugImage)
+	ec := manifests.DebugContainer(v1alpha1.DebugContainerPrefix+session, cluster.DebugImage)
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: ec.Name, Namespace: ns, Labels: map[string]string{v1alpha1.SessionLabel: session}},
 		Spec: corev1.PodSpec{
@@ -210,7 +211,7 @@ func TestUnrelatedPodsUntouched(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = admin.AddDebugContainer(context.Background(), ns, "web-1", manifests.DebugContainer("debugger", debugImage))
+	err = admin.AddDebugContainer(context.Background(), ns, "web-1", manifests.DebugContainer("debugger", cluster.DebugImage))
 	if err != nil && !strings.Contains(err.Error(), "breakglass-debug-container") {
 		t.Fatalf("adding an unrelated ephemeral container: %v", err)
 	}

@@ -44,7 +44,7 @@ type bed struct {
 func newBed(t *testing.T, nsName string) *bed {
 	t.Helper()
 	ctx := context.Background()
-	debugImage := "registry.example/breakglass/debug@sha256:" + strings.Repeat("d", 64)
+	debugImage := cluster.DebugImage
 	c, err := cluster.Start(ctx, cluster.Options{Profile: policies.Flight, DebugImages: []string{debugImage}, VirtualNode: true})
 	if err != nil {
 		t.Fatal(err)
