@@ -19,6 +19,7 @@ import (
 	"github.com/tower-dev/breakglass/internal/oidcissuer"
 	"github.com/tower-dev/breakglass/test/cluster"
 	"github.com/tower-dev/breakglass/test/postgres"
+	"github.com/tower-dev/breakglass/test/prereq"
 )
 
 // backstageAudience is Backstage's OIDC client at the local issuer: the ID
@@ -51,7 +52,7 @@ func BackstageAvailable() error {
 
 // backstageNode is the Node.js Backstage runs on (22: Debian's 20 is older
 // than Backstage supports); make backstage unpacks it from the npm registry.
-func backstageNode() string { return filepath.Join(cluster.AssetsDir(), "node22", "bin", "node") }
+func backstageNode() string { return filepath.Join(prereq.BinDir(), "node22", "bin", "node") }
 
 // startBackstage runs Backstage's backend on PostgreSQL, signing people in
 // at the issuer and forwarding break-glass calls to the relay. It answers the

@@ -58,7 +58,7 @@ type Options struct {
 	// Deployments become pods with real containers. See realnode.go.
 	RealNode bool
 	// APIServer is the kube-apiserver binary to run instead of the one in
-	// AssetsDir: another version's (make tools builds the oldest claimed).
+	// prereq.BinDir(): another version's (make tools builds the oldest claimed).
 	APIServer string
 	// Progress, if set, is told each step of bringing the cluster up as it
 	// begins, so that a caller can tell a slow step from a hung one. A step
@@ -93,10 +93,6 @@ type Cluster struct {
 	Scheme *k8sruntime.Scheme
 }
 
-// AssetsDir is where make tools puts kube-apiserver and etcd: $KUBEBUILDER_ASSETS,
-// or bin/ at the repository root.
-func AssetsDir() string { return prereq.BinDir() }
-
 // Start starts a control plane and installs the plane for opts.Profile. The
 // caller stops it with Stop, also when a test fails.
 func Start(ctx context.Context, opts Options) (*Cluster, error) {
@@ -104,7 +100,7 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	if progress == nil {
 		progress = func(string) {}
 	}
-	assets := AssetsDir()
+	assets := prereq.BinDir()
 	apiServer := opts.APIServer
 	if apiServer == "" {
 		apiServer = os.Getenv(APIServerEnv)

@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/tower-dev/breakglass/internal/pki"
+	"github.com/tower-dev/breakglass/test/prereq"
 	"github.com/tower-dev/breakglass/test/registry"
 )
 
@@ -66,8 +67,8 @@ var realNodeBins = []string{"kubelet", "kube-controller-manager", "kube-schedule
 // kubelet.
 func newRealNode(progress func(string)) (*realNode, error) {
 	for _, b := range realNodeBins {
-		if _, err := os.Stat(filepath.Join(AssetsDir(), b)); err != nil {
-			return nil, fmt.Errorf("%s not found in %s: run `make node` first (it builds it from module sources)", b, AssetsDir())
+		if _, err := os.Stat(filepath.Join(prereq.BinDir(), b)); err != nil {
+			return nil, fmt.Errorf("%s not found in %s: run `make node` first (it builds it from module sources)", b, prereq.BinDir())
 		}
 	}
 	for _, b := range []string{"containerd", "runc", "iptables", "ip"} {

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/tower-dev/breakglass/test/prereq"
 )
 
 // startKubelet runs the kubelet with the settings RECIPES.md found each
@@ -102,7 +104,7 @@ state = "%[1]s/containerd/state"
 // run starts one of the node's programs (from bin/, or containerd from the
 // machine), its output in the node's directory.
 func (n *realNode) run(name string, args ...string) error {
-	bin := filepath.Join(AssetsDir(), name)
+	bin := filepath.Join(prereq.BinDir(), name)
 	if name == "containerd" {
 		bin = name
 	}

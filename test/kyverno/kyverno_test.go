@@ -18,7 +18,6 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 
-	"github.com/tower-dev/breakglass/test/cluster"
 	"github.com/tower-dev/breakglass/test/prereq"
 	"github.com/tower-dev/breakglass/test/registry"
 )
@@ -48,7 +47,7 @@ spec:
 // hold volume; it never looks at the app's containers.
 func TestKyvernoRenderWithKyvernosCLI(t *testing.T) {
 	prereq.Need(t, prereq.Kyverno, prereq.Cosign)
-	kyverno := filepath.Join(cluster.AssetsDir(), "kubectl-kyverno")
+	kyverno := filepath.Join(prereq.BinDir(), "kubectl-kyverno")
 	ctx := context.Background()
 	reg := registry.Start()
 	t.Cleanup(reg.Close)

@@ -19,6 +19,7 @@ import (
 
 	"github.com/tower-dev/breakglass/test/cluster"
 	"github.com/tower-dev/breakglass/test/postgres"
+	"github.com/tower-dev/breakglass/test/prereq"
 )
 
 // Log is a running Rekor.
@@ -37,8 +38,8 @@ var Binaries = []string{"rekor-server", "trillian_log_server", "trillian_log_sig
 // Available says why a Rekor cannot be started here, or nil.
 func Available() error {
 	for _, b := range Binaries {
-		if _, err := os.Stat(filepath.Join(cluster.AssetsDir(), b)); err != nil {
-			return fmt.Errorf("%s not in %s: run make rekor", b, cluster.AssetsDir())
+		if _, err := os.Stat(filepath.Join(prereq.BinDir(), b)); err != nil {
+			return fmt.Errorf("%s not in %s: run make rekor", b, prereq.BinDir())
 		}
 	}
 	return postgres.Available()
@@ -72,7 +73,7 @@ func Start(ctx context.Context) (_ *Log, err error) {
 	if _, err := l.startTrillian(ctx, "trillian_log_signer", append(storage, "--force_master", "--election_system=noop", "--sequencer_interval=50ms")); err != nil {
 		return nil, err
 	}
-	out, err := exec.CommandContext(ctx, filepath.Join(cluster.AssetsDir(), "createtree"), "--admin_server="+rpc).Output()
+	out, err := exec.CommandContext(ctx, filepath.Join(prereq.BinDir(), "createtree"), "--admin_server="+rpc).Output()
 	if err != nil {
 		return nil, fmt.Errorf("creating the Trillian tree: %w", err)
 	}
@@ -95,7 +96,7 @@ func Start(ctx context.Context) (_ *Log, err error) {
 }
 
 func (l *Log) start(ctx context.Context, bin string, args ...string) error {
-	cmd := exec.Command(filepath.Join(cluster.AssetsDir(), bin), args...)
+	cmd := exec.Command(filepath.Join(prereq.BinDir(), bin), args...)
 	logFile, err := os.Create(filepath.Join(l.dir, bin+".log"))
 	if err != nil {
 		return err
@@ -155,7 +156,7 @@ func (l *Log) startPostgres(ctx context.Context) (int, error) {
 // tools/rekor builds (downloaded with it).
 func trillianSchema() (string, error) {
 	cmd := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/google/trillian")
-	cmd.Dir = filepath.Join(filepath.Dir(cluster.AssetsDir()), "tools", "rekor")
+	cmd.Dir = filepath.Join(filepath.Dir(prereq.BinDir()), "tools", "rekor")
 	out, err := cmd.Output()
 	if err != nil {
 		return "", fmt.Errorf("finding Trillian's module: %w", err)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/tower-dev/breakglass/evidence/recording"
 	"github.com/tower-dev/breakglass/test/cluster"
+	"github.com/tower-dev/breakglass/test/prereq"
 )
 
 // The root credentials every test server has.
@@ -37,7 +38,7 @@ type Server struct {
 // Start runs versitygw on host (127.0.0.1, or an address pods reach) at a
 // free port, storing in a folder of its own.
 func Start(host string) (*Server, error) {
-	bin := filepath.Join(cluster.AssetsDir(), "versitygw")
+	bin := filepath.Join(prereq.BinDir(), "versitygw")
 	if _, err := os.Stat(bin); err != nil {
 		return nil, errors.New("versitygw not found: run `make tools` first (it builds it from module sources)")
 	}

@@ -282,7 +282,7 @@ func bundleImages(dir string, good, bad *registry.Signer) ([]string, error) {
 	if err := os.Mkdir(cliDir, 0o700); err != nil {
 		return nil, err
 	}
-	if cli, err = registry.NewCLI(ctx, filepath.Join(cluster.AssetsDir(), "cosign"), cliDir); err != nil {
+	if cli, err = registry.NewCLI(ctx, filepath.Join(prereq.BinDir(), "cosign"), cliDir); err != nil {
 		return nil, err
 	}
 	logged := registry.BundleOptions{RekorURL: rk.URL}
