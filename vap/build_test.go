@@ -89,10 +89,11 @@ func TestFlightHasEveryGroundRule(t *testing.T) {
 func TestCheckRefuses(t *testing.T) {
 	good := func() policies.Policy {
 		return policies.Policy{
-			Name:        "breakglass-test",
-			Profiles:    policies.Profiles,
-			Rules:       []policies.Rule{{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"}, Operations: []policies.Operation{policies.Create}}},
-			Validations: []policies.Validation{{Name: "t.ok", Expression: "true", Message: "[t.ok] fine."}},
+			Name:            "breakglass-test",
+			Profiles:        policies.Profiles,
+			Rules:           []policies.Rule{{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"}, Operations: []policies.Operation{policies.Create}}},
+			MatchConditions: []policies.Condition{{Name: "ours", Expression: "object.metadata.name.startsWith('breakglass-')"}},
+			Validations:     []policies.Validation{{Name: "t.ok", Expression: "true", Message: "[t.ok] fine."}},
 		}
 	}
 	if err := Check(good(), policies.Ground); err != nil {
@@ -115,8 +116,10 @@ func TestCheckRefuses(t *testing.T) {
 		{"a variable that does not compile", func(p *policies.Policy) {
 			p.Variables = []policies.Variable{{Name: "x", Expression: "object.(("}}
 		}, "variable x"},
+		{"ordinary work with no condition", func(p *policies.Policy) { p.MatchConditions = nil }, "no match condition or label selector"},
+		{"ordinary work behind params", func(p *policies.Policy) { p.UsesParams = true }, "needs a label selector"},
 		{"a match condition that reads params", func(p *policies.Policy) {
-			p.UsesParams = true
+			p.UsesParams, p.SelectLabel = true, "breakglass.tower.dev/session"
 			p.MatchConditions = []policies.Condition{{Name: "c", Expression: "params.spec.x == 1"}}
 		}, "match condition c"},
 	} {

@@ -42,6 +42,9 @@ func Check(p policies.Policy, profile policies.Profile) error {
 			}
 		}
 	}
+	if err := checkOrdinaryWork(p); err != nil {
+		return err
+	}
 	seen := map[string]bool{}
 	for _, v := range p.Validations {
 		switch {
@@ -60,6 +63,44 @@ func Check(p policies.Policy, profile policies.Profile) error {
 	}
 	for _, issue := range compileAll(p, environment.MustBaseEnvSet(OldestKubernetes), environment.NewExpressions) {
 		return fmt.Errorf("policy %s: %s", p.Name, issue)
+	}
+	return nil
+}
+
+// planeOwned are the requests every one of which is the plane's business:
+// its own kinds, and debug containers (on Flight only the portal adds them;
+// on Ground every one is held to the debug container's shape).
+var planeOwned = map[string]bool{"breakglass.tower.dev": true, "/pods/ephemeralcontainers": true}
+
+// checkOrdinaryWork holds a policy that sees the cluster's ordinary writes
+// (a ReplicaSet's pods, anyone's RoleBindings, every controller's Events
+// and Leases) to letting them go cheaply: a match condition says which
+// requests are its business, and a policy reading params also selects its
+// objects by label, since the API server looks up params before it
+// evaluates match conditions (and refuses every matched request while the
+// params object is missing). CONNECT requests (exec, attach, port-forward)
+// are not ordinary work on a production cluster: the policies judge them all.
+func checkOrdinaryWork(p policies.Policy) error {
+	for _, r := range p.Rules {
+		if len(r.Operations) == 1 && r.Operations[0] == policies.Connect {
+			continue
+		}
+		for _, g := range r.APIGroups {
+			if planeOwned[g] {
+				continue
+			}
+			for _, res := range r.Resources {
+				if planeOwned[g+"/"+res] {
+					continue
+				}
+				switch {
+				case len(p.MatchConditions) == 0 && p.SelectLabel == "":
+					return fmt.Errorf("policy %s sees every %s write but has no match condition or label selector to let the cluster's other work go", p.Name, res)
+				case p.UsesParams && p.SelectLabel == "":
+					return fmt.Errorf("policy %s sees every %s write and reads params, so it needs a label selector: the API server looks params up before match conditions", p.Name, res)
+				}
+			}
+		}
 	}
 	return nil
 }
