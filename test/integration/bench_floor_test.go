@@ -7,6 +7,7 @@ import (
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -14,12 +15,21 @@ import (
 	"github.com/tower-dev/breakglass/vap"
 )
 
-// bindTo narrows a binding to the namespace ns.
+// bindTo narrows a binding to the namespace ns, and to the namespaces it
+// already selects (a chart-bound policy's), so each policy still applies
+// there only where it would in a cluster.
 func bindTo(b *admissionregistrationv1.ValidatingAdmissionPolicyBinding, ns string) {
 	if b.Spec.MatchResources == nil {
 		b.Spec.MatchResources = &admissionregistrationv1.MatchResources{}
 	}
-	b.Spec.MatchResources.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": ns}}
+	if b.Spec.MatchResources.NamespaceSelector == nil {
+		b.Spec.MatchResources.NamespaceSelector = &metav1.LabelSelector{}
+	}
+	sel := b.Spec.MatchResources.NamespaceSelector
+	if sel.MatchLabels == nil {
+		sel.MatchLabels = map[string]string{}
+	}
+	sel.MatchLabels[corev1.LabelMetadataName] = ns
 }
 
 // BenchmarkEphemeralContainerPatchOneServer adds debug containers on one
