@@ -41,31 +41,9 @@ import (
 	"github.com/tower-dev/breakglass/evidence/audit"
 )
 
-// The steps: each move's audit kind.
-const (
-	StepRequest    = "request"
-	StepBreakGlass = "breakglass"
-	StepApprove    = "approve"
-	StepDeny       = "deny"
-	StepStart      = "start"
-	StepEnd        = "end"
-	StepExpire     = "expire"
-	StepEvidence   = "evidence"
-	StepAnchor     = "anchor"
-	StepReview     = "review"
-	StepReviewDue  = "review-due"
-	// An active session's extension: asked for by its requester, then
-	// approved (a new grant, the hard stop moved) or denied by another.
-	StepExtendRequest = "extend-request"
-	StepExtend        = "extend"
-	StepExtendDeny    = "extend-deny"
-	// StepUndone follows a move that was audited but could not be written:
-	// the log says it did not take effect.
-	StepUndone = "undone"
-)
-
 // Move is one change to a Session's status.
 type Move struct {
+	// Step is the audit step (v1alpha1.Step...).
 	Step string
 	// To is the phase the move leads to; "" keeps the phase.
 	To v1alpha1.SessionPhase
@@ -133,7 +111,7 @@ func (m *Machine) Make(ctx context.Context, s *v1alpha1.Session, mv Move) error 
 	defer cancel()
 	if err := m.Note(ctx, mv.Step, mv.Actor, s, mv.Reason); err != nil {
 		// A sink that did take the event must not be left saying it happened.
-		_ = m.Note(ctx, StepUndone, mv.Actor, s, fmt.Sprintf("%s did not take effect: not every audit sink took it", mv.Step))
+		_ = m.Note(ctx, v1alpha1.StepUndone, mv.Actor, s, fmt.Sprintf("%s did not take effect: not every audit sink took it", mv.Step))
 		return fmt.Errorf("%s: %w: %w", mv.Step, ErrNotAudited, err)
 	}
 	before := s.DeepCopy()
@@ -161,7 +139,7 @@ func (m *Machine) Make(ctx context.Context, s *v1alpha1.Session, mv Move) error 
 	s.Status = before.Status
 	s.ResourceVersion = before.ResourceVersion
 	undone := fmt.Sprintf("%s did not take effect: %v", mv.Step, err)
-	if aerr := m.Note(after, StepUndone, mv.Actor, s, undone); aerr != nil {
+	if aerr := m.Note(after, v1alpha1.StepUndone, mv.Actor, s, undone); aerr != nil {
 		return errors.Join(err, fmt.Errorf("auditing that %s was undone: %w", mv.Step, aerr))
 	}
 	return err
@@ -214,7 +192,7 @@ func (m *Machine) Note(ctx context.Context, kind, actor string, s *v1alpha1.Sess
 		Source:         corev1.EventSource{Component: m.Component},
 		FirstTimestamp: now, LastTimestamp: now, Count: 1,
 	}
-	if kind == "refusal" || kind == "tampered" || kind == StepUndone {
+	if kind == v1alpha1.StepRefusal || kind == v1alpha1.StepTampered || kind == v1alpha1.StepUndone {
 		event.Type = corev1.EventTypeWarning
 	}
 	// An Event is a courtesy to kubectl users; the audit log is the record.

@@ -68,7 +68,7 @@ func (s *Server) askExtension(w http.ResponseWriter, r *http.Request, c Caller) 
 		if err := live.AskExtension(ctx, c.Name, c.ID, d, q.Reason); err != nil {
 			return err
 		}
-		s.notify(ctx, notify.Event{Kind: "extension.requested", Cluster: t.Name, To: "approvers"}, live.Snapshot())
+		s.notify(ctx, notify.Event{Kind: v1alpha1.NotifyExtensionRequested, Cluster: t.Name, To: "approvers"}, live.Snapshot())
 		return nil
 	})
 }
@@ -110,7 +110,7 @@ func (s *Server) decideExtension(w http.ResponseWriter, r *http.Request, c Calle
 		if err := live.DecideExtension(ctx, c.Name, c.ID, approve, words); err != nil {
 			return err
 		}
-		kind := map[bool]string{true: "extension.approved", false: "extension.denied"}[approve]
+		kind := map[bool]string{true: v1alpha1.NotifyExtensionApproved, false: v1alpha1.NotifyExtensionDenied}[approve]
 		s.notify(ctx, notify.Event{Kind: kind, Cluster: t.Name, To: sess.Spec.Requester}, live.Snapshot())
 		return nil
 	})

@@ -210,7 +210,7 @@ func (s *Server) start(w http.ResponseWriter, r *http.Request, c Caller) error {
 	// watcher may write the Session.
 	snapshot := live.Session.DeepCopy()
 	s.watch(key, live)
-	s.notify(ctx, notify.Event{Kind: "session.started", Cluster: t.Name, To: "approvers"}, snapshot)
+	s.notify(ctx, notify.Event{Kind: v1alpha1.NotifySessionStarted, Cluster: t.Name, To: "approvers"}, snapshot)
 	writeJSON(w, http.StatusOK, view(t.Name, snapshot))
 	return nil
 }
@@ -294,7 +294,7 @@ func (s *Server) end(w http.ResponseWriter, r *http.Request, c Caller) error {
 	case v1alpha1.PhasePending, v1alpha1.PhaseApproved:
 		// Never started: nothing to take back but the request itself.
 		end := &v1alpha1.End{By: c.Name, Reason: reason, Note: q.Reason, At: metav1.NewTime(s.clock.Now())}
-		if err := t.runner.Lifecycle().Make(ctx, sess, lifecycle.Move{Step: lifecycle.StepEnd, To: v1alpha1.PhaseEnded, Actor: c.Name,
+		if err := t.runner.Lifecycle().Make(ctx, sess, lifecycle.Move{Step: v1alpha1.StepEnd, To: v1alpha1.PhaseEnded, Actor: c.Name,
 			Reason: "before it started: " + session.EndReasonText(reason, q.Reason), Record: func(st *v1alpha1.SessionStatus) { st.End = end }}); err != nil {
 			return clusterError(err)
 		}
@@ -311,7 +311,7 @@ func (s *Server) end(w http.ResponseWriter, r *http.Request, c Caller) error {
 	if err := held.End(context.WithoutCancel(ctx), c.Name, reason, q.Reason); err != nil {
 		return err
 	}
-	s.notify(ctx, notify.Event{Kind: "session.ended", Cluster: t.Name, To: sess.Spec.Requester}, held.Session)
+	s.notify(ctx, notify.Event{Kind: v1alpha1.NotifySessionEnded, Cluster: t.Name, To: sess.Spec.Requester}, held.Session)
 	writeJSON(w, http.StatusOK, view(t.Name, held.Session))
 	return nil
 }
@@ -386,7 +386,7 @@ func (s *Server) terminal(w http.ResponseWriter, r *http.Request, c Caller) erro
 			return r.Context().Err()
 		}
 	}
-	if err := t.runner.Lifecycle().Note(r.Context(), "attach", c.Name, sess, map[bool]string{true: "watching", false: "typing"}[readOnly]); err != nil {
+	if err := t.runner.Lifecycle().Note(r.Context(), v1alpha1.StepAttach, c.Name, sess, map[bool]string{true: "watching", false: "typing"}[readOnly]); err != nil {
 		return err
 	}
 	var typed terminal.Session = live

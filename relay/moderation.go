@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/tower-dev/breakglass/api/v1alpha1"
 	"github.com/tower-dev/breakglass/relay/session"
 	"github.com/tower-dev/breakglass/relay/terminal"
 )
@@ -17,10 +18,6 @@ import (
 // is held and when it goes through again; the recording and the audit log
 // mark when moderation started and stopped; a moderator may end the
 // session at once, without the end permission.
-
-// StepModeration is the audit step of a moderator starting or stopping to
-// watch a moderated session.
-const StepModeration = "moderation"
 
 // heldInput is a moderated session's terminal as the requester types in
 // it: keystrokes go through only while a moderator watches.
@@ -79,7 +76,7 @@ func (s *Server) moderate(t *target, held *liveSession) {
 		if err := live.Mark(ctx, note); err != nil {
 			s.log.Error(err, "marking moderation in the recording", "session", live.Session.Namespace+"/"+live.Session.Name)
 		}
-		if err := t.runner.Lifecycle().Note(ctx, StepModeration, who, live.Snapshot(), note); err != nil {
+		if err := t.runner.Lifecycle().Note(ctx, v1alpha1.StepModeration, who, live.Snapshot(), note); err != nil {
 			s.log.Error(err, "auditing moderation", "session", live.Session.Namespace+"/"+live.Session.Name)
 		}
 		held.notify(notice)

@@ -36,7 +36,7 @@ func (s *Server) recording(w http.ResponseWriter, r *http.Request, c Caller) err
 	if err != nil {
 		return err
 	}
-	if err := t.runner.Lifecycle().Note(r.Context(), "play", c.Name, sess, file); err != nil {
+	if err := t.runner.Lifecycle().Note(r.Context(), v1alpha1.StepPlay, c.Name, sess, file); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", f.contentType)
@@ -96,10 +96,10 @@ func (s *Server) readRecording(ctx context.Context, h http.Header, t *target, c 
 	switch {
 	case errors.Is(err, recording.ErrOverwritten) && body != nil:
 		// The genuine bytes are served; the overwrite is evidence of its own.
-		_ = t.runner.Lifecycle().Note(ctx, "tampered", c.Name, sess, "recording written over in the store: "+err.Error())
+		_ = t.runner.Lifecycle().Note(ctx, v1alpha1.StepTampered, c.Name, sess, "recording written over in the store: "+err.Error())
 		h.Set("Breakglass-Warning", overwrittenWarning)
 	case errors.Is(err, recording.ErrMismatch):
-		_ = t.runner.Lifecycle().Note(ctx, "tampered", c.Name, sess, "recording does not match its Session: "+err.Error())
+		_ = t.runner.Lifecycle().Note(ctx, v1alpha1.StepTampered, c.Name, sess, "recording does not match its Session: "+err.Error())
 		return nil, conflict("the recording in the store is not this session's: %v", err)
 	case errors.Is(err, recording.ErrNotFound):
 		return nil, notFound("the recording's %s is not in the store", key)

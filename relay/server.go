@@ -380,7 +380,7 @@ func (s *Server) refused(r *http.Request, who string, why error) {
 			details["unauditedBefore"] = strconv.FormatInt(n, 10)
 		}
 	}
-	_, err := s.audit.Record(context.WithoutCancel(r.Context()), audit.Event{Kind: "refusal", Actor: who,
+	_, err := s.audit.Record(context.WithoutCancel(r.Context()), audit.Event{Kind: v1alpha1.StepRefusal, Actor: who,
 		Session: sessionPath(r), Reason: why.Error(), Details: details})
 	if err != nil {
 		s.log.Error(err, "auditing a refusal")

@@ -189,12 +189,12 @@ func (s *Server) request(w http.ResponseWriter, r *http.Request, c Caller) error
 		return clusterError(err)
 	}
 	now := metav1.NewTime(s.clock.Now())
-	move := lifecycle.Move{Step: lifecycle.StepRequest, To: v1alpha1.PhasePending, Actor: c.Name, Reason: q.Reason}
-	note, to := "request.new", "approvers"
+	move := lifecycle.Move{Step: v1alpha1.StepRequest, To: v1alpha1.PhasePending, Actor: c.Name, Reason: q.Reason}
+	note, to := v1alpha1.NotifyRequestNew, "approvers"
 	switch {
 	case q.GlassBroken:
 		// Nobody approved: the relay says so, and a review falls due.
-		move.Step, move.To, note, to = lifecycle.StepBreakGlass, v1alpha1.PhaseApproved, "glass.broken", "everyone"
+		move.Step, move.To, note, to = v1alpha1.StepBreakGlass, v1alpha1.PhaseApproved, v1alpha1.NotifyGlassBroken, "everyone"
 		move.Record = func(st *v1alpha1.SessionStatus) {
 			st.Approval = &v1alpha1.Approval{By: "glass broken by " + c.Name, At: now, Mode: q.Mode,
 				ProcessAccess: q.ProcessAccess, KeepPod: q.KeepPod}
@@ -314,11 +314,11 @@ func (s *Server) approve(w http.ResponseWriter, r *http.Request, c Caller) error
 	approval := &v1alpha1.Approval{By: c.Name, ByID: c.ID, At: metav1.NewTime(s.clock.Now()), Mode: sess.Spec.Mode,
 		ProcessAccess: sess.Spec.ProcessAccess && !d.WithoutProcessAccess, KeepPod: d.KeepPod, Comment: d.Comment}
 	what := fmt.Sprintf("mode %s, process access %t, keep the pod %t", sess.Spec.Mode, approval.ProcessAccess, d.KeepPod)
-	if err := t.runner.Lifecycle().Make(ctx, sess, lifecycle.Move{Step: lifecycle.StepApprove, To: v1alpha1.PhaseApproved,
+	if err := t.runner.Lifecycle().Make(ctx, sess, lifecycle.Move{Step: v1alpha1.StepApprove, To: v1alpha1.PhaseApproved,
 		Actor: c.Name, Reason: what, Record: func(st *v1alpha1.SessionStatus) { st.Approval = approval }}); err != nil {
 		return clusterError(err)
 	}
-	s.notify(ctx, notify.Event{Kind: "request.approved", Cluster: t.Name, To: sess.Spec.Requester}, sess)
+	s.notify(ctx, notify.Event{Kind: v1alpha1.NotifyRequestApproved, Cluster: t.Name, To: sess.Spec.Requester}, sess)
 	writeJSON(w, http.StatusOK, view(t.Name, sess))
 	return nil
 }
@@ -330,11 +330,11 @@ func (s *Server) deny(w http.ResponseWriter, r *http.Request, c Caller) error {
 	}
 	ctx := r.Context()
 	denial := &v1alpha1.Denial{By: c.Name, ByID: c.ID, At: metav1.NewTime(s.clock.Now()), Reason: d.Reason}
-	if err := t.runner.Lifecycle().Make(ctx, sess, lifecycle.Move{Step: lifecycle.StepDeny, To: v1alpha1.PhaseDenied,
+	if err := t.runner.Lifecycle().Make(ctx, sess, lifecycle.Move{Step: v1alpha1.StepDeny, To: v1alpha1.PhaseDenied,
 		Actor: c.Name, Reason: d.Reason, Record: func(st *v1alpha1.SessionStatus) { st.Denial = denial }}); err != nil {
 		return clusterError(err)
 	}
-	s.notify(ctx, notify.Event{Kind: "request.denied", Cluster: t.Name, To: sess.Spec.Requester}, sess)
+	s.notify(ctx, notify.Event{Kind: v1alpha1.NotifyRequestDenied, Cluster: t.Name, To: sess.Spec.Requester}, sess)
 	writeJSON(w, http.StatusOK, view(t.Name, sess))
 	return nil
 }
@@ -367,7 +367,7 @@ func (s *Server) review(w http.ResponseWriter, r *http.Request, c Caller) error 
 		return conflict("the session was reviewed by %s already", sess.Status.Review.By)
 	}
 	at := metav1.NewTime(s.clock.Now())
-	if err := t.runner.Lifecycle().Make(ctx, sess, lifecycle.Move{Step: lifecycle.StepReview, Actor: c.Name, Reason: q.Comment,
+	if err := t.runner.Lifecycle().Make(ctx, sess, lifecycle.Move{Step: v1alpha1.StepReview, Actor: c.Name, Reason: q.Comment,
 		Record: func(st *v1alpha1.SessionStatus) {
 			if st.Review == nil {
 				st.Review = &v1alpha1.Review{}

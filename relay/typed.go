@@ -168,7 +168,7 @@ func (s *Server) recordingCommands(w http.ResponseWriter, r *http.Request, c Cal
 	if err != nil {
 		return err
 	}
-	if err := t.runner.Lifecycle().Note(r.Context(), "play", c.Name, sess, "commands"); err != nil {
+	if err := t.runner.Lifecycle().Note(r.Context(), v1alpha1.StepPlay, c.Name, sess, "commands"); err != nil {
 		return err
 	}
 	cmds := recording.Commands(records)
@@ -190,7 +190,7 @@ func (s *Server) searchRecording(w http.ResponseWriter, r *http.Request, c Calle
 		return err
 	}
 	matches := recording.Search(records, q.text, q.opts)
-	if err := t.runner.Lifecycle().Note(r.Context(), "search", c.Name, sess, q.String()); err != nil {
+	if err := t.runner.Lifecycle().Note(r.Context(), v1alpha1.StepSearch, c.Name, sess, q.String()); err != nil {
 		return err
 	}
 	if matches == nil {
@@ -236,7 +236,7 @@ func (s *Server) searchRecordings(w http.ResponseWriter, r *http.Request, c Call
 	if id := lifecycle.ActorIDFrom(ctx); id != "" {
 		details["actorID"] = id
 	}
-	if _, err := s.audit.Record(ctx, audit.Event{Kind: "search", Actor: c.Name, Reason: q.String(), Details: details}); err != nil {
+	if _, err := s.audit.Record(ctx, audit.Event{Kind: v1alpha1.StepSearch, Actor: c.Name, Reason: q.String(), Details: details}); err != nil {
 		return &apiError{http.StatusServiceUnavailable, "AuditUnavailable", "the search cannot be audited: " + err.Error()}
 	}
 	writeJSON(w, http.StatusOK, res)

@@ -60,7 +60,7 @@ func (g *GrantSweeper) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Re
 	if readable && now.Before(expiry) {
 		return ctrl.Result{RequeueAfter: expiry.Sub(now)}, nil
 	}
-	takeAway(ctx, g.Audit, "revoke", g.Identity, rb.Namespace, rb.Labels[v1alpha1.SessionLabel],
+	takeAway(ctx, g.Audit, v1alpha1.StepRevoke, g.Identity, rb.Namespace, rb.Labels[v1alpha1.SessionLabel],
 		fmt.Sprintf("grant %s (ttl %s) expired at %s", rb.Name, rb.Labels[v1alpha1.TTLLabel], expiry.UTC().Format(time.RFC3339)))
 	// The UID precondition keeps a grant re-created under the same name safe.
 	uid := rb.UID

@@ -287,7 +287,7 @@ func (p *PodSweeper) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{RequeueAfter: v.requeueIn}, nil
 	}
 	for _, c := range podClaims(pod) {
-		takeAway(ctx, p.Audit, "recycle", p.Identity, pod.Namespace, c.session, "pod "+pod.Name+": "+v.why)
+		takeAway(ctx, p.Audit, v1alpha1.StepRecycle, p.Identity, pod.Namespace, c.session, "pod "+pod.Name+": "+v.why)
 	}
 	// The UID precondition keeps a pod re-created under the same name (by
 	// its controller, after a recycle) safe.

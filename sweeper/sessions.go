@@ -229,7 +229,7 @@ func (s *SessionSweeper) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 			logger.Info("the recording's anchor is still pending", "error", err.Error())
 			return ctrl.Result{RequeueAfter: 30 * time.Second}, nil
 		}
-		if err := s.lifecycle().Make(ctx, sess, lifecycle.Move{Step: lifecycle.StepAnchor, Actor: s.Identity, Reason: ev.EntryID,
+		if err := s.lifecycle().Make(ctx, sess, lifecycle.Move{Step: v1alpha1.StepAnchor, Actor: s.Identity, Reason: ev.EntryID,
 			Record: func(st *v1alpha1.SessionStatus) { st.Evidence = ev }}); err != nil {
 			return ctrl.Result{}, err
 		}
@@ -241,7 +241,7 @@ func (s *SessionSweeper) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 // expireSession marks a request nobody decided on, or an approval nobody
 // used, Expired: the relay starts only Approved sessions, so it never starts.
 func (s *SessionSweeper) expireSession(ctx context.Context, sess *v1alpha1.Session, why string) error {
-	if err := s.lifecycle().Make(ctx, sess, lifecycle.Move{Step: lifecycle.StepExpire, To: v1alpha1.PhaseExpired, Actor: s.Identity, Reason: why}); err != nil {
+	if err := s.lifecycle().Make(ctx, sess, lifecycle.Move{Step: v1alpha1.StepExpire, To: v1alpha1.PhaseExpired, Actor: s.Identity, Reason: why}); err != nil {
 		return fmt.Errorf("recording the expiry of %s/%s: %w", sess.Namespace, sess.Name, err)
 	}
 	return nil
@@ -256,7 +256,7 @@ func (s *SessionSweeper) lifecycle() *lifecycle.Machine {
 // whose clean-up the next pass finishes.
 func (s *SessionSweeper) end(ctx context.Context, sess *v1alpha1.Session, now time.Time, why string) error {
 	end := &v1alpha1.End{By: s.Identity, Reason: v1alpha1.EndSwept, At: metav1.NewTime(now), Abnormal: true}
-	if err := s.lifecycle().Make(ctx, sess, lifecycle.Move{Step: lifecycle.StepEnd, To: v1alpha1.PhaseEnded, Actor: s.Identity, Reason: why,
+	if err := s.lifecycle().Make(ctx, sess, lifecycle.Move{Step: v1alpha1.StepEnd, To: v1alpha1.PhaseEnded, Actor: s.Identity, Reason: why,
 		Record: func(st *v1alpha1.SessionStatus) { st.End = end }}); err != nil {
 		return fmt.Errorf("recording the end of %s/%s: %w", sess.Namespace, sess.Name, err)
 	}
@@ -277,7 +277,7 @@ func (s *SessionSweeper) finalize(ctx context.Context, sess *v1alpha1.Session) e
 	if err != nil {
 		return err
 	}
-	if err := s.lifecycle().Make(ctx, sess, lifecycle.Move{Step: lifecycle.StepEvidence, Actor: s.Identity, Reason: "finalized from the segments streamed: " + ev.ManifestSHA256,
+	if err := s.lifecycle().Make(ctx, sess, lifecycle.Move{Step: v1alpha1.StepEvidence, Actor: s.Identity, Reason: "finalized from the segments streamed: " + ev.ManifestSHA256,
 		Record: func(st *v1alpha1.SessionStatus) { st.Evidence = ev }}); err != nil {
 		return fmt.Errorf("recording the evidence of %s/%s: %w", sess.Namespace, sess.Name, err)
 	}
@@ -346,7 +346,7 @@ func (s *SessionSweeper) review(ctx context.Context, sess *v1alpha1.Session, a a
 		}
 		why = "review overdue: the fallback reviewer was told"
 	}
-	return s.lifecycle().Make(ctx, sess, lifecycle.Move{Step: lifecycle.StepReviewDue, Actor: s.Identity, Reason: why,
+	return s.lifecycle().Make(ctx, sess, lifecycle.Move{Step: v1alpha1.StepReviewDue, Actor: s.Identity, Reason: why,
 		Record: func(st *v1alpha1.SessionStatus) {
 			if st.Review == nil {
 				st.Review = &v1alpha1.Review{}

@@ -366,7 +366,7 @@ func (s *StandingRights) report(ctx context.Context, findings []Finding, binding
 	summary := strings.Join(parts, "; ")
 	logger.Info("standing rights", "summary", summary)
 	if s.Audit != nil {
-		if _, err := s.Audit.Record(ctx, audit.Event{Kind: "standing-rights", Actor: v1alpha1.SweeperUsername, Reason: summary,
+		if _, err := s.Audit.Record(ctx, audit.Event{Kind: v1alpha1.StepStandingRights, Actor: v1alpha1.SweeperUsername, Reason: summary,
 			Details: map[string]string{"findings": fmt.Sprint(len(findings))}}); err != nil {
 			logger.Error(err, "auditing standing rights")
 		}
@@ -401,7 +401,7 @@ const eventEvery = 10 * time.Minute
 // failing audit sink does not keep standing rights standing: it is
 // logged, as the grant sweeper's takeAway does).
 func (s *StandingRights) remove(ctx context.Context, b client.Object, what string) error {
-	takeAway(ctx, s.Audit, "revoke", v1alpha1.SweeperUsername, b.GetNamespace(), b.GetName(),
+	takeAway(ctx, s.Audit, v1alpha1.StepRevoke, v1alpha1.SweeperUsername, b.GetNamespace(), b.GetName(),
 		what+" names a plane account: standing rights, deleted")
 	uid := b.GetUID()
 	if err := s.Client.Delete(ctx, b, client.Preconditions{UID: &uid}); err != nil && !apierrors.IsNotFound(err) {

@@ -22,7 +22,7 @@ import (
 type Event struct {
 	Seq  uint64    `json:"seq"`
 	Time time.Time `json:"time"`
-	// Kind is what happened: request, approve, deny, grant, attach, end, play, review, refusal, ...
+	// Kind is what happened: one of api/v1alpha1's AuditSteps.
 	Kind    string            `json:"kind"`
 	Actor   string            `json:"actor"`
 	Session string            `json:"session,omitempty"`

@@ -12,6 +12,8 @@ import (
 	"slices"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/tower-dev/breakglass/api/v1alpha1"
 )
 
 // Config is the relay's notifications section, and the file the sweeper's
@@ -52,8 +54,7 @@ type EmailConfig struct {
 }
 
 // Kinds are the events the relay and the sweeper send.
-var Kinds = []string{"request.new", "request.approved", "request.denied", "glass.broken", "session.started",
-	"session.ended", "session.resumed", "review.overdue", "extension.requested", "extension.approved", "extension.denied"}
+var Kinds = v1alpha1.Names(v1alpha1.NotificationKinds)
 
 var sinks = []string{"slack", "teams", "email", "webhook"}
 

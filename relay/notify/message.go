@@ -27,9 +27,9 @@ type Links struct {
 func (l Links) For(kind, cluster, namespace, name string) string {
 	link := fmt.Sprintf("%s/sessions/%s/%s/%s", strings.TrimSuffix(l.PortalURL, "/"), url.PathEscape(cluster), url.PathEscape(namespace), url.PathEscape(name))
 	switch kind {
-	case "request.new":
+	case v1alpha1.NotifyRequestNew:
 		link += "/approve"
-	case "glass.broken", "review.overdue":
+	case v1alpha1.NotifyGlassBroken, v1alpha1.NotifyReviewOverdue:
 		link += "/review"
 	}
 	return link
@@ -88,17 +88,17 @@ func (n Notice) Title() string {
 }
 
 var titles = map[string]string{
-	"request.new":         "Debug access requested",
-	"request.approved":    "Debug request approved",
-	"request.denied":      "Debug request denied",
-	"glass.broken":        "Glass broken: debugging without approval",
-	"session.started":     "Debug session started",
-	"session.ended":       "Debug session ended",
-	"session.resumed":     "Debug session resumed",
-	"review.overdue":      "Review overdue",
-	"extension.requested": "More time requested",
-	"extension.approved":  "More time approved",
-	"extension.denied":    "More time denied",
+	v1alpha1.NotifyRequestNew:         "Debug access requested",
+	v1alpha1.NotifyRequestApproved:    "Debug request approved",
+	v1alpha1.NotifyRequestDenied:      "Debug request denied",
+	v1alpha1.NotifyGlassBroken:        "Glass broken: debugging without approval",
+	v1alpha1.NotifySessionStarted:     "Debug session started",
+	v1alpha1.NotifySessionEnded:       "Debug session ended",
+	v1alpha1.NotifySessionResumed:     "Debug session resumed",
+	v1alpha1.NotifyReviewOverdue:      "Review overdue",
+	v1alpha1.NotifyExtensionRequested: "More time requested",
+	v1alpha1.NotifyExtensionApproved:  "More time approved",
+	v1alpha1.NotifyExtensionDenied:    "More time denied",
 }
 
 // Target is the pod the session looks into, as people read it.
@@ -128,9 +128,9 @@ func (n Notice) Until() string {
 // decides.
 func (n Notice) Action() string {
 	switch n.Kind {
-	case "request.new", "extension.requested":
+	case v1alpha1.NotifyRequestNew, v1alpha1.NotifyExtensionRequested:
 		return "Approve or deny in the portal after signing in; the link only opens the page."
-	case "glass.broken", "review.overdue":
+	case v1alpha1.NotifyGlassBroken, v1alpha1.NotifyReviewOverdue:
 		return "Review it in the portal after signing in; the link only opens the page."
 	}
 	return "The link opens the session's page in the portal (sign-in required)."
@@ -139,9 +139,9 @@ func (n Notice) Action() string {
 // Button is the label of the link to the page.
 func (n Notice) Button() string {
 	switch n.Kind {
-	case "request.new", "extension.requested":
+	case v1alpha1.NotifyRequestNew, v1alpha1.NotifyExtensionRequested:
 		return "Open the request"
-	case "glass.broken", "review.overdue":
+	case v1alpha1.NotifyGlassBroken, v1alpha1.NotifyReviewOverdue:
 		return "Open the review"
 	}
 	return "Open the session"
@@ -166,7 +166,7 @@ func digestTitle(ns []Notice) string {
 	noun := "requests"
 	ons, nss := map[string]bool{}, map[string]bool{}
 	for _, n := range ns {
-		if n.Kind != "request.new" {
+		if n.Kind != v1alpha1.NotifyRequestNew {
 			noun = "notifications"
 		}
 		ons[n.Cluster], nss[n.Namespace] = true, true

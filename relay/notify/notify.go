@@ -62,7 +62,7 @@ func (w *Webhook) Link(e Event, s *v1alpha1.Session) string {
 
 // ReviewOverdue tells the fallback reviewer that s waits for its review.
 func (w *Webhook) ReviewOverdue(ctx context.Context, s *v1alpha1.Session) error {
-	return w.Send(ctx, Event{Kind: "review.overdue", To: w.FallbackReviewer}, s)
+	return w.Send(ctx, Event{Kind: v1alpha1.NotifyReviewOverdue, To: w.FallbackReviewer}, s)
 }
 
 // Send posts one event about s. A non-2xx answer is an error.

@@ -48,3 +48,16 @@ func TestSameDestinationSameKey(t *testing.T) {
 		t.Fatal("destinations are keyed by where they go, in any order and case of addresses")
 	}
 }
+
+// TestEveryKindHasATitle: a notification of any kind is headed by words, not
+// by its kind's spelling.
+func TestEveryKindHasATitle(t *testing.T) {
+	for _, k := range Kinds {
+		if titles[k] == "" {
+			t.Errorf("kind %q has no title", k)
+		}
+	}
+	if len(titles) != len(Kinds) {
+		t.Errorf("%d titles for %d kinds: a title for a kind nobody sends", len(titles), len(Kinds))
+	}
+}

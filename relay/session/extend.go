@@ -53,7 +53,7 @@ func (l *Live) AskExtension(ctx context.Context, by, byID string, d time.Duratio
 		return err
 	}
 	ask := &v1alpha1.ExtensionRequest{Duration: metav1.Duration{Duration: d}, Reason: reason, By: by, ByID: byID, At: metav1.NewTime(now)}
-	return l.r.Lifecycle().Make(ctx, s, lifecycle.Move{Step: lifecycle.StepExtendRequest, Actor: by,
+	return l.r.Lifecycle().Make(ctx, s, lifecycle.Move{Step: v1alpha1.StepExtendRequest, Actor: by,
 		Reason: fmt.Sprintf("%s more: %s", d, reason),
 		Record: func(st *v1alpha1.SessionStatus) { st.ExtensionRequest = ask }})
 }
@@ -93,7 +93,7 @@ func (l *Live) DecideExtension(ctx context.Context, by, byID string, approve boo
 	decided := v1alpha1.Extension{ExtensionRequest: *q, DecidedBy: by, DecidedByID: byID, DecidedAt: metav1.NewTime(now), Comment: comment}
 	if !approve {
 		decided.Decision = v1alpha1.ExtensionDenied
-		return l.r.Lifecycle().Make(ctx, s, lifecycle.Move{Step: lifecycle.StepExtendDeny, Actor: by,
+		return l.r.Lifecycle().Make(ctx, s, lifecycle.Move{Step: v1alpha1.StepExtendDeny, Actor: by,
 			Reason: fmt.Sprintf("%s more, asked by %s: denied: %s", q.Duration.Duration, q.By, comment),
 			Record: func(st *v1alpha1.SessionStatus) {
 				st.Extensions, st.ExtensionRequest = append(st.Extensions, decided), nil
@@ -115,13 +115,13 @@ func (l *Live) DecideExtension(ctx context.Context, by, byID string, approve boo
 	if err := l.r.Client.Create(ctx, grant); err != nil {
 		return fmt.Errorf("granting the extension: %w", err)
 	}
-	if err := l.r.record(ctx, "grant", s, fmt.Sprintf("%s for %s, replacing %s at an extension", old.Role, ttl, old.RoleBinding)); err != nil {
+	if err := l.r.record(ctx, v1alpha1.StepGrant, s, fmt.Sprintf("%s for %s, replacing %s at an extension", old.Role, ttl, old.RoleBinding)); err != nil {
 		_ = l.r.Client.Delete(context.WithoutCancel(ctx), grant)
 		return fmt.Errorf("auditing the extension's grant: %w", err)
 	}
 	decided.Decision, decided.Grant, decided.Deadline = v1alpha1.ExtensionApproved, grant.Name, &deadline
 	next := &v1alpha1.Grant{RoleBinding: grant.Name, Role: old.Role, ExpiresAt: metav1.NewTime(now.Add(ttl))}
-	if err := l.r.Lifecycle().Make(ctx, s, lifecycle.Move{Step: lifecycle.StepExtend, Actor: by,
+	if err := l.r.Lifecycle().Make(ctx, s, lifecycle.Move{Step: v1alpha1.StepExtend, Actor: by,
 		Reason: fmt.Sprintf("%s more, asked by %s: the hard stop moves to %s; grant %s replaces %s", q.Duration.Duration, q.By,
 			deadline.UTC().Format(time.RFC3339), grant.Name, old.RoleBinding),
 		Record: func(st *v1alpha1.SessionStatus) {

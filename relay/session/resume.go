@@ -16,9 +16,6 @@ import (
 	"github.com/tower-dev/breakglass/lifecycle"
 )
 
-// StepResume is the lifecycle step of a relay taking a session up again.
-const StepResume = "resume"
-
 // ErrNotResumable says a session is not for this relay to take up: another
 // relay holds it (its heartbeat is fresh, or it won the race to resume it),
 // or it is past what its grant allows, which the sweeper finishes.
@@ -68,7 +65,7 @@ func (r *Runner) Resume(ctx context.Context, s *v1alpha1.Session, stale time.Dur
 		why = fmt.Sprintf("its relay released it at %s", st.Released.UTC().Format(time.RFC3339))
 		gap = "that relay wrote out all it had read before it let go"
 	}
-	err := r.Lifecycle().Make(ctx, s, lifecycle.Move{Step: StepResume, Actor: PortalIdentity,
+	err := r.Lifecycle().Make(ctx, s, lifecycle.Move{Step: v1alpha1.StepResume, Actor: v1alpha1.PortalUsername,
 		Reason: fmt.Sprintf("%s; resumed in debug container %s in pod %s", why, container, pod),
 		Record: func(st *v1alpha1.SessionStatus) {
 			st.Resumes, st.Heartbeat, st.Relay, st.Released = n, &beat, r.Replica, nil
@@ -110,7 +107,7 @@ func (r *Runner) Resume(ctx context.Context, s *v1alpha1.Session, stale time.Dur
 		return nil, err
 	}
 	live.endAtGrantExpiry(st.Grant.ExpiresAt.Time)
-	if err := r.record(ctx, "attach", s, container); err != nil {
+	if err := r.record(ctx, v1alpha1.StepAttach, s, container); err != nil {
 		by := fmt.Sprintf("%s (the resume failed: the attach could not be audited: %v)", Relay, err)
 		return nil, errors.Join(fmt.Errorf("auditing the attach: %w", err), live.finish(context.Background(), ending{by: by, reason: v1alpha1.EndDisconnect, abnormal: true}))
 	}
@@ -130,10 +127,6 @@ func heartbeatOf(st v1alpha1.SessionStatus) string {
 	}
 	return st.Heartbeat.UTC().Format(time.RFC3339)
 }
-
-// StepRelease is the lifecycle step of a relay letting go of a session it
-// runs, for another replica to take up.
-const StepRelease = "release"
 
 // Release hands the session over, as a replica shutting down among others
 // does instead of ending it: the attach is closed (so the shell ends, as it
@@ -192,7 +185,7 @@ func (l *Live) release(ctx context.Context, why string, tell error) error {
 		// Each try bounded: a connection to an API server that died may
 		// hang until client-go's health check gives up on it (30 s).
 		try, cancel := context.WithTimeout(ctx, 5*time.Second)
-		err = l.r.Lifecycle().Make(try, s, lifecycle.Move{Step: StepRelease, Actor: PortalIdentity, Reason: why,
+		err = l.r.Lifecycle().Make(try, s, lifecycle.Move{Step: v1alpha1.StepRelease, Actor: v1alpha1.PortalUsername, Reason: why,
 			Record: func(st *v1alpha1.SessionStatus) { st.Relay, st.Released, st.Heartbeat = "", &now, &now }})
 		cancel()
 		// A refusal is tried again too: an API server just restarted

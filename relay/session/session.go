@@ -125,7 +125,7 @@ func (r *Runner) Start(ctx context.Context, s *v1alpha1.Session) (_ *Live, err e
 	rec, err := recording.New(ctx, r.Store, recording.RefOf(r.Cluster, s), recording.Options{
 		RetainUntil: now.Add(r.Retention), Clock: r.Clock})
 	if err != nil {
-		_ = r.record(ctx, "refusal", s, "no recording store: "+err.Error())
+		_ = r.record(ctx, v1alpha1.StepRefusal, s, "no recording store: "+err.Error())
 		return nil, fmt.Errorf("the session cannot be recorded, so it does not start: %w", err)
 	}
 	processAccess := s.Status.Approval != nil && s.Status.Approval.ProcessAccess
@@ -143,7 +143,7 @@ func (r *Runner) Start(ctx context.Context, s *v1alpha1.Session) (_ *Live, err e
 			_ = r.Client.Delete(context.Background(), grant)
 		}
 	}()
-	if err := r.record(ctx, "grant", s, role+" for "+ttl.String()); err != nil {
+	if err := r.record(ctx, v1alpha1.StepGrant, s, role+" for "+ttl.String()); err != nil {
 		return nil, fmt.Errorf("auditing the grant: %w", err)
 	}
 	if err := WaitGranted(ctx, r.Kube, s.Namespace, role); err != nil {
@@ -181,7 +181,7 @@ func (r *Runner) Start(ctx context.Context, s *v1alpha1.Session) (_ *Live, err e
 	}
 	deadline := metav1.NewTime(now.Add(s.Spec.Duration.Duration))
 	start := metav1.NewTime(now)
-	if err := r.Lifecycle().Make(ctx, s, lifecycle.Move{Step: lifecycle.StepStart, To: v1alpha1.PhaseActive, Actor: PortalIdentity,
+	if err := r.Lifecycle().Make(ctx, s, lifecycle.Move{Step: v1alpha1.StepStart, To: v1alpha1.PhaseActive, Actor: v1alpha1.PortalUsername,
 		Reason: fmt.Sprintf("debug container %s in pod %s, grant %s", container, pod, grant.Name),
 		Record: func(st *v1alpha1.SessionStatus) {
 			st.Grant = &v1alpha1.Grant{RoleBinding: grant.Name, Role: role, ExpiresAt: metav1.NewTime(now.Add(ttl))}
@@ -197,7 +197,7 @@ func (r *Runner) Start(ctx context.Context, s *v1alpha1.Session) (_ *Live, err e
 		return nil, err
 	}
 	live.endAtGrantExpiry(s.Status.Grant.ExpiresAt.Time)
-	if err := r.record(ctx, "attach", s, container); err != nil {
+	if err := r.record(ctx, v1alpha1.StepAttach, s, container); err != nil {
 		// The session's own end cleans up: detach, recycle, revoke, and the
 		// Session ended as a failed start.
 		touched = false
@@ -356,7 +356,7 @@ func (r *Runner) failedStart(s *v1alpha1.Session, pod, container string, cause e
 		why = why[:200] + "..."
 	}
 	by := fmt.Sprintf("%s (the start failed after %s was added to %s, pod recycled: %t: %s)", Relay, container, pod, recycle, why)
-	errs = append(errs, r.Lifecycle().Make(ctx, s, lifecycle.Move{Step: lifecycle.StepEnd, To: v1alpha1.PhaseEnded, Actor: PortalIdentity,
+	errs = append(errs, r.Lifecycle().Make(ctx, s, lifecycle.Move{Step: v1alpha1.StepEnd, To: v1alpha1.PhaseEnded, Actor: v1alpha1.PortalUsername,
 		Reason: string(v1alpha1.EndFailedStart) + ": " + why, Merge: true, Record: func(st *v1alpha1.SessionStatus) {
 			st.End = &v1alpha1.End{By: by, Reason: v1alpha1.EndFailedStart, At: metav1.NewTime(r.Clock.Now()), Abnormal: true}
 		}}))
@@ -682,7 +682,7 @@ func (l *Live) end(ctx context.Context, e ending) error {
 		errs = append(errs, err)
 	}
 	// A merge patch: the heartbeat may have moved the resource version.
-	errs = append(errs, r.Lifecycle().Make(ctx, s, lifecycle.Move{Step: lifecycle.StepEnd, To: v1alpha1.PhaseEnded, Actor: e.by,
+	errs = append(errs, r.Lifecycle().Make(ctx, s, lifecycle.Move{Step: v1alpha1.StepEnd, To: v1alpha1.PhaseEnded, Actor: e.by,
 		Reason: EndReasonText(e.reason, e.note), Merge: true, Record: func(st *v1alpha1.SessionStatus) {
 			// Without its evidence (the store away past HoldFor) an end is
 			// abnormal whatever ended it: the sweeper finalizes what was streamed.
@@ -709,11 +709,8 @@ func EndReasonText(reason v1alpha1.EndReason, note string) string {
 
 // record audits a step the relay took as the portal (see Lifecycle).
 func (r *Runner) record(ctx context.Context, kind string, s *v1alpha1.Session, reason string) error {
-	return r.Lifecycle().Note(ctx, kind, PortalIdentity, s, reason)
+	return r.Lifecycle().Note(ctx, kind, v1alpha1.PortalUsername, s, reason)
 }
-
-// PortalIdentity is who the relay acts as on the cluster.
-const PortalIdentity = v1alpha1.PortalUsername
 
 // Lifecycle is the Session state machine as the portal: every status write
 // and every step the relay audits goes through it.

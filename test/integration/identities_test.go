@@ -293,7 +293,7 @@ func TestPlaneEventsAboutSessionsOnly(t *testing.T) {
 		t.Run("the relay records a step on the Session", func(t *testing.T) {
 			s := &v1alpha1.Session{ObjectMeta: metav1.ObjectMeta{Name: "s-events", Namespace: ns, UID: "11111111-1111-1111-1111-111111111111"}}
 			runner := &relaysession.Runner{Kube: portal.Kube, Clock: clock.RealClock{}}
-			if err := runner.Lifecycle().Note(ctx, "grant", relaysession.PortalIdentity, s, "a grant for 30m"); err != nil {
+			if err := runner.Lifecycle().Note(ctx, v1alpha1.StepGrant, v1alpha1.PortalUsername, s, "a grant for 30m"); err != nil {
 				t.Fatal(err)
 			}
 			// Note drops a refused Event (the audit log is the record), and

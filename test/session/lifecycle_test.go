@@ -51,10 +51,10 @@ func TestLifecycleAuditsBeforeEffect(t *testing.T) {
 	if err := portal.Client.Create(ctx, s); err != nil {
 		t.Fatal(err)
 	}
-	if err := m.Make(ctx, s, lifecycle.Move{Step: lifecycle.StepRequest, To: v1alpha1.PhasePending, Actor: "alice", Reason: "500s"}); err != nil {
+	if err := m.Make(ctx, s, lifecycle.Move{Step: v1alpha1.StepRequest, To: v1alpha1.PhasePending, Actor: "alice", Reason: "500s"}); err != nil {
 		t.Fatal(err)
 	}
-	approve := lifecycle.Move{Step: lifecycle.StepApprove, To: v1alpha1.PhaseApproved, Actor: "bob",
+	approve := lifecycle.Move{Step: v1alpha1.StepApprove, To: v1alpha1.PhaseApproved, Actor: "bob",
 		Record: func(st *v1alpha1.SessionStatus) {
 			st.Approval = &v1alpha1.Approval{By: "bob", At: metav1.Now(), Mode: v1alpha1.ModeLive}
 		}}
@@ -75,7 +75,7 @@ func TestLifecycleAuditsBeforeEffect(t *testing.T) {
 	// Someone else changed the Session meanwhile: the update is refused
 	// after the approval was audited, and the log says it did not happen.
 	stale := s.DeepCopy()
-	if err := m.Make(ctx, s, lifecycle.Move{Step: lifecycle.StepReviewDue, Actor: "sweeper", Record: func(st *v1alpha1.SessionStatus) {
+	if err := m.Make(ctx, s, lifecycle.Move{Step: v1alpha1.StepReviewDue, Actor: "sweeper", Record: func(st *v1alpha1.SessionStatus) {
 		due := metav1.Now()
 		st.Review = &v1alpha1.Review{DueAt: &due}
 	}}); err != nil {
@@ -92,7 +92,7 @@ func TestLifecycleAuditsBeforeEffect(t *testing.T) {
 		t.Fatalf("the chain: %d events, %v", n, err)
 	}
 
-	if err := m.Make(ctx, s, lifecycle.Move{Step: lifecycle.StepStart, To: v1alpha1.PhaseActive, Actor: "alice"}); !errors.Is(err, lifecycle.ErrCannotMove) {
+	if err := m.Make(ctx, s, lifecycle.Move{Step: v1alpha1.StepStart, To: v1alpha1.PhaseActive, Actor: "alice"}); !errors.Is(err, lifecycle.ErrCannotMove) {
 		t.Fatalf("Pending to Active: %v", err)
 	}
 	sweeperMachine := *m
