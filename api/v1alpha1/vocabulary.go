@@ -6,6 +6,7 @@ package v1alpha1
 // step or kind is added in one place and nowhere spelled differently.
 
 // Word is one entry of the vocabulary: its spelling and what it means.
+// +kubebuilder:object:generate=false
 type Word struct {
 	Name  string
 	Means string
