@@ -33,6 +33,16 @@ func once(path string) string {
 	return fmt.Sprintf("(!oldObject.?status.?%s.hasValue() || %s)", path, unchanged(path))
 }
 
+// SamePersonExpr is v1alpha1.SamePerson in CEL: each argument is a CEL
+// expression for a string, empty where the field is absent (an optional
+// chain ending in orValue with the empty string).
+func SamePersonExpr(name, id, otherName, otherID string) string {
+	return fmt.Sprintf("(%s != '' && %s != '' ? %s == %s : %s == %s)", id, otherID, id, otherID, name, otherName)
+}
+
+// The requester, as SamePersonExpr's first two arguments.
+const requesterName, requesterID = "object.spec.requester", "object.spec.?requesterID.orValue('')"
+
 // minExtension is the least more time a session is given.
 var minExtension = v1alpha1.MinExtension.String()
 
@@ -200,8 +210,8 @@ func SessionRules() Policy {
 					   oldObject.?status.?extensionRequest.?by == optional.of(e.by) &&
 					   oldObject.?status.?extensionRequest.?reason == optional.of(e.reason) &&
 					   oldObject.?status.?extensionRequest.?byID == e.?byID &&
-					   (object.spec.?requesterID.orValue('') != '' ? e.decidedByID != object.spec.requesterID : e.decidedBy != object.spec.requester) &&
-					   (e.?byID.orValue('') != '' ? e.decidedByID != e.byID : e.decidedBy != e.by) &&
+					   !` + SamePersonExpr(requesterName, requesterID, "e.decidedBy", "e.decidedByID") + ` &&
+					   !` + SamePersonExpr("e.by", "e.?byID.orValue('')", "e.decidedBy", "e.decidedByID") + ` &&
 					   (e.decision != 'Approved' || (e.?grant.orValue('') != '' && e.?deadline.hasValue())))))`,
 				Message: "[session.extensions] a session's extensions are only added to, one at a time, while it is Active: each the one its requester asked for, decided by another person (never the requester, under any name), an approved one naming its grant and hard stop.",
 			},
@@ -215,9 +225,7 @@ func SessionRules() Policy {
 					 (variables.phase == 'Active' && variables.oldPhase == 'Active' && !oldObject.?status.?extensionRequest.hasValue() &&
 					  duration(object.status.extensionRequest.duration) >= duration('` + minExtension + `') &&
 					  duration(object.status.extensionRequest.duration) <= duration(params.spec.?extensions.?maxTotal.orValue('` + v1alpha1.DefaultMaxTotal.String() + `')) &&
-					  (object.spec.?requesterID.orValue('') != '' && object.status.extensionRequest.?byID.orValue('') != '' ?
-					   object.status.extensionRequest.byID == object.spec.requesterID :
-					   object.status.extensionRequest.by == object.spec.requester)))))`,
+					  ` + SamePersonExpr(requesterName, requesterID, "object.status.extensionRequest.by", "object.status.extensionRequest.?byID.orValue('')") + `))))`,
 				Message: "[session.extension-request] more time is asked for by the session's requester, while it is Active, one ask at a time, of at least " + minExtension + " and at most the longest a session runs; an ask goes only with its decision.",
 			},
 			{
@@ -271,17 +279,13 @@ func SessionRules() Policy {
 			{
 				Name: "session.self-approval",
 				Expression: `!has(object.status) || !has(object.status.approval) ||
-					(object.spec.?requesterID.orValue('') != '' && object.status.approval.?byID.orValue('') != '' ?
-					 object.status.approval.byID != object.spec.requesterID :
-					 object.status.approval.by != object.spec.requester)`,
+					!` + SamePersonExpr(requesterName, requesterID, "object.status.approval.by", "object.status.approval.?byID.orValue('')"),
 				Message: "[session.self-approval] the requester never approves their own session, under any name: another person approves it.",
 			},
 			{
 				Name: "session.self-review",
 				Expression: `!has(object.status) || !has(object.status.review) || !has(object.status.review.by) ||
-					(object.spec.?requesterID.orValue('') != '' && object.status.review.?byID.orValue('') != '' ?
-					 object.status.review.byID != object.spec.requesterID :
-					 object.status.review.by != object.spec.requester)`,
+					!` + SamePersonExpr(requesterName, requesterID, "object.status.review.by", "object.status.review.?byID.orValue('')"),
 				Message: "[session.self-review] the requester never reviews their own session, under any name: another person reviews it.",
 			},
 		},

@@ -34,12 +34,7 @@ func IdentityOf(issuer, subject string) string { return issuer + "#" + subject }
 
 // IsRequester reports whether c asked for s: by identity; a Session made
 // without one (not by this relay) by name.
-func (c Caller) IsRequester(s *v1alpha1.Session) bool {
-	if s.Spec.RequesterID != "" {
-		return s.Spec.RequesterID == c.ID
-	}
-	return s.Spec.Requester == c.Name
-}
+func (c Caller) IsRequester(s *v1alpha1.Session) bool { return s.IsRequester(c.Name, c.ID) }
 
 // Authenticator verifies OIDC bearer tokens against the issuer's key set.
 type Authenticator struct {

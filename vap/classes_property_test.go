@@ -302,7 +302,9 @@ var properties = map[string]func(testing.TB, *propertyPlane, uint64) error{
 	"effective security": func(t testing.TB, p *propertyPlane, seed uint64) error {
 		return errors.Join(checkCopy(t, p, seed), checkDebug(t, p, seed))
 	},
-	"identities":         checkBindings,
+	"identities": func(t testing.TB, p *propertyPlane, seed uint64) error {
+		return errors.Join(checkBindings(t, p, seed), checkDecisions(t, p, seed))
+	},
 	"updates":            checkCopyUpdates,
 	"minted credentials": checkTokens,
 	"records kept":       checkSessionDeletes,
@@ -331,7 +333,7 @@ var weakenable = map[string][]string{
 	"effective security": {"debug.user", "debug.groups", "debug.confinement", "debug.seccomp", "debug.privilege", "debug.env",
 		"debug.host-namespaces", "debug.runtime-class", "copy.user", "copy.groups+copy.pod-security", "copy.pod-security", "copy.app.non-root", "copy.app.env",
 		"copy.app.confinement", "copy.app.seccomp"},
-	"identities":         {"grant.no-standing", "grant.no-broad-groups"},
+	"identities":         {"grant.no-standing", "grant.no-broad-groups", "session.self-approval", "session.self-review"},
 	"updates":            {"copy.unchanged", "copy.status-by-its-node"},
 	"minted credentials": {"credentials.token-kubelet-only"},
 	"records kept":       {"session.delete"},

@@ -55,3 +55,24 @@ func CanMove(from, to SessionPhase, w Writer) bool {
 func (s *Session) KeepsPod() bool {
 	return s.Spec.Mode == ModeLive && s.Status.Approval != nil && s.Status.Approval.KeepPod
 }
+
+// SamePerson is the rule that keeps the requester from approving, reviewing
+// or deciding an extension of their own session, and says whether an
+// extension is asked for by the requester: two people are the same when
+// both their identities ("issuer#subject") are recorded and equal, or, when
+// either is not, when their names are. Two people of one display name are
+// told apart by identity; one person under two names (a changed e-mail, a
+// second spelling) is still one. The Session policy's rules are built from
+// policies.SamePersonExpr, which says the same in CEL.
+func SamePerson(name, id, otherName, otherID string) bool {
+	if id != "" && otherID != "" {
+		return id == otherID
+	}
+	return name == otherName
+}
+
+// IsRequester reports whether the person of this name and identity asked
+// for s, by SamePerson.
+func (s *Session) IsRequester(name, id string) bool {
+	return SamePerson(s.Spec.Requester, s.Spec.RequesterID, name, id)
+}

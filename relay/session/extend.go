@@ -87,7 +87,7 @@ func (l *Live) DecideExtension(ctx context.Context, by, byID string, approve boo
 	switch {
 	case q == nil:
 		return refused("no extension is asked for")
-	case sameIdentity(s.Spec.Requester, s.Spec.RequesterID, by, byID) || sameIdentity(q.By, q.ByID, by, byID):
+	case s.IsRequester(by, byID) || v1alpha1.SamePerson(q.By, q.ByID, by, byID):
 		return refused("%s asked for this extension: another person decides on it", by)
 	}
 	decided := v1alpha1.Extension{ExtensionRequest: *q, DecidedBy: by, DecidedByID: byID, DecidedAt: metav1.NewTime(now), Comment: comment}
@@ -192,13 +192,4 @@ func (r *Runner) fits(s *v1alpha1.Session, d time.Duration, now time.Time) error
 func (r *Runner) extensionTTL(deadline, now time.Time) time.Duration {
 	ttl := (deadline.Sub(now) + r.Grace + time.Second - 1).Truncate(time.Second)
 	return max(ttl, 15*time.Minute)
-}
-
-// sameIdentity compares two people by identity when both are recorded,
-// else by name, as the Session policy does.
-func sameIdentity(name, id, otherName, otherID string) bool {
-	if id != "" && otherID != "" {
-		return id == otherID
-	}
-	return name == otherName
 }

@@ -113,7 +113,7 @@ func (r *Runner) Start(ctx context.Context, s *v1alpha1.Session) (_ *Live, err e
 	}
 	// The cluster admits only the portal's approvals; this is the same
 	// check again, for a Session read from a cluster whose policies are gone.
-	if a := s.Status.Approval; a == nil || selfApproved(s, a) || a.Mode != s.Spec.Mode || (a.ProcessAccess && !s.Spec.ProcessAccess) {
+	if a := s.Status.Approval; a == nil || s.IsRequester(a.By, a.ByID) || a.Mode != s.Spec.Mode || (a.ProcessAccess && !s.Spec.ProcessAccess) {
 		return nil, fmt.Errorf("session %s's approval does not match its request: it does not start", s.Name)
 	}
 	switch s.Spec.Mode {
@@ -205,13 +205,6 @@ func (r *Runner) Start(ctx context.Context, s *v1alpha1.Session) (_ *Live, err e
 		return nil, errors.Join(fmt.Errorf("auditing the attach: %w", err), live.finish(context.Background(), ending{by: by, reason: v1alpha1.EndFailedStart, abnormal: true}))
 	}
 	return live, nil
-}
-
-// selfApproved compares the approver with the requester by identity when
-// both are recorded, else by name (an approval no person made, such as a
-// broken glass, names no identity), as the Session policy does.
-func selfApproved(s *v1alpha1.Session, a *v1alpha1.Approval) bool {
-	return sameIdentity(s.Spec.Requester, s.Spec.RequesterID, a.By, a.ByID)
 }
 
 // WaitGranted waits until the client's user holds what role grants in ns,
