@@ -12,6 +12,7 @@ import (
 	"github.com/coreos/go-oidc/v3/oidc"
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
+	"github.com/tower-dev/breakglass/relay/wire"
 )
 
 // Caller is the person behind a request, as their token says.
@@ -137,15 +138,6 @@ func (a *Authenticator) Verify(ctx context.Context, raw string) (Caller, error) 
 	return c, nil
 }
 
-// TerminalProtocol is the terminal WebSocket's subprotocol. A browser
-// cannot set headers on a WebSocket, so it sends its token as a second
-// subprotocol, BearerProtocolPrefix + token; the relay answers with
-// TerminalProtocol only, never echoing the token.
-const (
-	TerminalProtocol     = "breakglass.terminal.v1"
-	BearerProtocolPrefix = "bearer.breakglass.tower.dev."
-)
-
 // bearer takes the token from the Authorization header or, for a
 // WebSocket, from its subprotocols.
 func bearer(r *http.Request) (string, error) {
@@ -157,7 +149,7 @@ func bearer(r *http.Request) (string, error) {
 		return tok, nil
 	}
 	for _, p := range websocketProtocols(r) {
-		if tok, ok := strings.CutPrefix(p, BearerProtocolPrefix); ok && tok != "" {
+		if tok, ok := strings.CutPrefix(p, wire.BearerProtocolPrefix); ok && tok != "" {
 			return tok, nil
 		}
 	}

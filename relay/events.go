@@ -7,22 +7,7 @@ import (
 	"slices"
 	"sync"
 	"time"
-
-	"github.com/tower-dev/breakglass/api/v1alpha1"
 )
-
-// SessionEvent says that a Session the caller may see changed. It names
-// the Session and its phase only: a page reads what it shows through the
-// API, as before, so an event tells nobody more than they could read. An
-// event with no name says changes may have been missed: read again.
-type SessionEvent struct {
-	Cluster   string                `json:"cluster"`
-	Namespace string                `json:"namespace,omitempty"`
-	Name      string                `json:"name,omitempty"`
-	Phase     v1alpha1.SessionPhase `json:"phase,omitempty"`
-	// Deleted: the Session is gone (its record kept elsewhere).
-	Deleted bool `json:"deleted,omitempty"`
-}
 
 const (
 	// eventStreamFor bounds one event stream (and the token's lifetime

@@ -11,16 +11,11 @@ import (
 	"github.com/tower-dev/breakglass/api/v1alpha1"
 	"github.com/tower-dev/breakglass/relay/notify"
 	"github.com/tower-dev/breakglass/relay/session"
+	"github.com/tower-dev/breakglass/relay/wire"
 )
 
-// ExtensionAsk is the requester's ask for more time on a running session.
-type ExtensionAsk struct {
-	// Duration is how much later the hard stop is to move, e.g. 30m.
-	Duration string `json:"duration"`
-	Reason   string `json:"reason"`
-}
-
-func (q *ExtensionAsk) check() (time.Duration, error) {
+// checkExtension says what is wrong with an ask, or how long it is for.
+func checkExtension(q *wire.ExtensionAsk) (time.Duration, error) {
 	var errs []string
 	d, err := time.ParseDuration(q.Duration)
 	if err != nil || !goDuration.MatchString(q.Duration) || d <= 0 {
@@ -38,7 +33,7 @@ func (q *ExtensionAsk) check() (time.Duration, error) {
 // askExtension records the requester's ask for more time, for another
 // person to decide, on the replica running the session.
 func (s *Server) askExtension(w http.ResponseWriter, r *http.Request, c Caller) error {
-	var q ExtensionAsk
+	var q wire.ExtensionAsk
 	// Kept: the ask may be passed on to the replica running the session.
 	if err := keepBody(r); err != nil {
 		return err
@@ -46,7 +41,7 @@ func (s *Server) askExtension(w http.ResponseWriter, r *http.Request, c Caller) 
 	if err := decode(r, &q); err != nil {
 		return err
 	}
-	d, err := q.check()
+	d, err := checkExtension(&q)
 	if err != nil {
 		return err
 	}
@@ -85,7 +80,7 @@ func (s *Server) denyExtension(w http.ResponseWriter, r *http.Request, c Caller)
 // the requester's, by any spelling of them (the Session policy checks the
 // same by identity).
 func (s *Server) decideExtension(w http.ResponseWriter, r *http.Request, c Caller, approve bool) error {
-	var d Decision
+	var d wire.Decision
 	if err := keepBody(r); err != nil {
 		return err
 	}

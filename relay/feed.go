@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
+	"github.com/tower-dev/breakglass/relay/wire"
 )
 
 // feedBuffer is how many events may wait for one stream; a stream further
@@ -42,14 +43,14 @@ func newSessionFeed(cluster string, t *target) *sessionFeed {
 
 // streamSub is one event stream's subscription to every cluster's feed.
 type streamSub struct {
-	events chan SessionEvent
+	events chan wire.SessionEvent
 	// behind is closed once the stream fell feedBuffer events behind.
 	behind chan struct{}
 	once   sync.Once
 }
 
 func newStreamSub() *streamSub {
-	return &streamSub{events: make(chan SessionEvent, feedBuffer), behind: make(chan struct{})}
+	return &streamSub{events: make(chan wire.SessionEvent, feedBuffer), behind: make(chan struct{})}
 }
 
 func (s *streamSub) fellBehind() { s.once.Do(func() { close(s.behind) }) }
@@ -87,7 +88,7 @@ func (f *sessionFeed) run(ctx context.Context) {
 			f.forward(ctx, wi)
 			wi.Stop()
 		}
-		f.send(SessionEvent{Cluster: f.cluster}, "")
+		f.send(wire.SessionEvent{Cluster: f.cluster}, "")
 		select {
 		case <-ctx.Done():
 		case <-time.After(time.Second):
@@ -137,7 +138,7 @@ func (f *sessionFeed) forward(ctx context.Context, wi watch.Interface) {
 				f.seen[key] = shown
 			}
 			f.mu.Unlock()
-			f.send(SessionEvent{Cluster: f.cluster, Namespace: sess.Namespace, Name: sess.Name, Phase: sess.Status.Phase,
+			f.send(wire.SessionEvent{Cluster: f.cluster, Namespace: sess.Namespace, Name: sess.Name, Phase: sess.Status.Phase,
 				Deleted: ev.Type == watch.Deleted}, sess.Namespace)
 		}
 	}
@@ -145,7 +146,7 @@ func (f *sessionFeed) forward(ctx context.Context, wi watch.Interface) {
 
 // send hands e to every stream that may see namespace ("": all of them),
 // closing one too far behind rather than waiting for it.
-func (f *sessionFeed) send(e SessionEvent, namespace string) {
+func (f *sessionFeed) send(e wire.SessionEvent, namespace string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for sub, visible := range f.subs {

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
+	"github.com/tower-dev/breakglass/relay/wire"
 )
 
 // FuzzRequestBody: a request body is refused with what is wrong, or is a
@@ -32,11 +33,11 @@ func FuzzRequestBody(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		r := httptest.NewRequest("POST", "/api/v1/clusters/prod/namespaces/shop/sessions", bytes.NewReader(body))
-		var q Request
+		var q wire.Request
 		err := decode(r, &q)
 		var d time.Duration
 		if err == nil {
-			d, err = q.check()
+			d, err = checkRequest(&q)
 		}
 		if err != nil {
 			var ae *apiError

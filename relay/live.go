@@ -20,6 +20,7 @@ import (
 	"github.com/tower-dev/breakglass/relay/notify"
 	"github.com/tower-dev/breakglass/relay/session"
 	"github.com/tower-dev/breakglass/relay/terminal"
+	"github.com/tower-dev/breakglass/relay/wire"
 )
 
 // liveSession is a session whose terminal this relay holds, or is starting
@@ -36,7 +37,7 @@ type liveSession struct {
 	// attached counts the terminals each person has open here, so that a
 	// session's page can say who is typing and who is watching.
 	mu       sync.Mutex
-	attached map[Attached]int
+	attached map[wire.Attached]int
 	// moderated sessions tell onModerators when the count of watchers
 	// changes, and the requester's open terminal through typingNotices
 	// (moderation.go).
@@ -51,18 +52,18 @@ type liveSession struct {
 }
 
 func newLiveSession() *liveSession {
-	return &liveSession{ready: make(chan struct{}), typing: make(chan struct{}, 1), attached: map[Attached]int{}}
+	return &liveSession{ready: make(chan struct{}), typing: make(chan struct{}, 1), attached: map[wire.Attached]int{}}
 }
 
 // attach counts a's terminal until the returned func is called.
-func (l *liveSession) attach(a Attached) (detach func()) {
+func (l *liveSession) attach(a wire.Attached) (detach func()) {
 	l.count(a, +1)
 	return func() { l.count(a, -1) }
 }
 
 // count adds n to a's terminals, telling a moderated session when its
 // watchers change.
-func (l *liveSession) count(a Attached, n int) {
+func (l *liveSession) count(a wire.Attached, n int) {
 	l.mu.Lock()
 	if l.attached[a] += n; l.attached[a] <= 0 {
 		delete(l.attached, a)
@@ -80,19 +81,19 @@ func (l *liveSession) count(a Attached, n int) {
 func (l *liveSession) watching(name string) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.attached[Attached{Name: name}] > 0
+	return l.attached[wire.Attached{Name: name}] > 0
 }
 
 // people is who has a terminal open: the requester typing first, then the
 // watchers by name.
-func (l *liveSession) people() []Attached {
+func (l *liveSession) people() []wire.Attached {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	out := make([]Attached, 0, len(l.attached))
+	out := make([]wire.Attached, 0, len(l.attached))
 	for a := range l.attached {
 		out = append(out, a)
 	}
-	slices.SortFunc(out, func(a, b Attached) int {
+	slices.SortFunc(out, func(a, b wire.Attached) int {
 		if a.Typing != b.Typing {
 			if a.Typing {
 				return -1
@@ -244,13 +245,8 @@ func (s *Server) watch(key sessionKey, live *session.Live) {
 // maxEndNote bounds the words kept with an end, as the Session's schema does.
 const maxEndNote = 1024
 
-// EndRequest says why a session ends early; optional.
-type EndRequest struct {
-	Reason string `json:"reason,omitempty"`
-}
-
 func (s *Server) end(w http.ResponseWriter, r *http.Request, c Caller) error {
-	var q EndRequest
+	var q wire.EndRequest
 	if r.ContentLength != 0 {
 		// Kept: the end may be passed on to the replica running the session.
 		if err := keepBody(r); err != nil {
@@ -351,7 +347,7 @@ func (s *Server) terminal(w http.ResponseWriter, r *http.Request, c Caller) erro
 	// before unless they may view its recording (viewSensitive): from now
 	// on, they see only what they could have watched live.
 	sensitive := sess.Status.Approval != nil && sess.Status.Approval.ProcessAccess
-	opts := terminal.Options{ReadOnly: readOnly, Subprotocol: TerminalProtocol,
+	opts := terminal.Options{ReadOnly: readOnly, Subprotocol: wire.TerminalProtocol,
 		FromNow:     readOnly && sensitive && !s.cfg.can(c, ActionViewSensitive, t.Name, ns),
 		CheckOrigin: func(*http.Request) bool { return true }, // checked above, before the upgrade
 		Count:       func(dir string, n int) { s.metrics.bytes.WithLabelValues(dir).Add(float64(n)) },
@@ -401,7 +397,7 @@ func (s *Server) terminal(w http.ResponseWriter, r *http.Request, c Caller) erro
 		defer done()
 		opts.Notices = notices
 	}
-	defer held.attach(Attached{Name: c.Name, Typing: !readOnly})()
+	defer held.attach(wire.Attached{Name: c.Name, Typing: !readOnly})()
 	start := time.Now()
 	role := map[bool]string{true: "watcher", false: "requester"}[readOnly]
 	s.metrics.terminals.WithLabelValues(role).Inc()

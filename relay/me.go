@@ -5,6 +5,8 @@ import (
 	"slices"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/tower-dev/breakglass/relay/wire"
 )
 
 // Me is the caller as the relay sees them and what they may do where: what
@@ -56,37 +58,14 @@ func (s *Server) me(w http.ResponseWriter, _ *http.Request, c Caller) error {
 	return nil
 }
 
-// LiveView is when a held session's idle and disconnect limits end it, as
-// this relay counts them now.
-type LiveView struct {
-	Viewers int `json:"viewers"`
-	// Attached is who has the terminal open: the requester typing, the
-	// approvers watching.
-	Attached   []Attached  `json:"attached"`
-	IdleEndsAt metav1.Time `json:"idleEndsAt"`
-	// AloneEndsAt is when the disconnect limit ends a session with no
-	// terminal open (the requester's or a watcher's).
-	AloneEndsAt *metav1.Time `json:"aloneEndsAt,omitempty"`
-	// Moderated says the requester's input reaches the shell only while a
-	// moderator (an approver) watches; InputHeld that none watches now.
-	Moderated bool `json:"moderated,omitempty"`
-	InputHeld bool `json:"inputHeld,omitempty"`
-}
-
-// Attached is one person with the session's terminal open.
-type Attached struct {
-	Name   string `json:"name"`
-	Typing bool   `json:"typing"`
-}
-
 // liveView is nil for a session this relay does not hold.
-func (s *Server) liveView(key sessionKey) *LiveView {
+func (s *Server) liveView(key sessionKey) *wire.LiveView {
 	held := s.holding(key)
 	if held == nil {
 		return nil
 	}
 	lastInput, viewers, alone := held.live.Activity()
-	v := &LiveView{Viewers: viewers, Attached: held.people(), IdleEndsAt: metav1.NewTime(lastInput.Add(s.cfg.Limits.Idle.Duration))}
+	v := &wire.LiveView{Viewers: viewers, Attached: held.people(), IdleEndsAt: metav1.NewTime(lastInput.Add(s.cfg.Limits.Idle.Duration))}
 	if t := s.clusters[key.cluster]; t != nil && t.Moderates(key.namespace) {
 		v.Moderated, v.InputHeld = true, held.moderators() == 0
 	}

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/tower-dev/breakglass/relay/wire"
 )
 
 // TestOpenAPIDescribesEveryRoute: the document a portal codes against names
@@ -171,8 +173,8 @@ func TestBearer(t *testing.T) {
 		{"Bearer abc", "", "abc", true},
 		{"bearer abc", "", "", false},
 		{"Bearer ", "", "", false},
-		{"", TerminalProtocol + ", " + BearerProtocolPrefix + "xyz", "xyz", true},
-		{"", TerminalProtocol, "", false},
+		{"", wire.TerminalProtocol + ", " + wire.BearerProtocolPrefix + "xyz", "xyz", true},
+		{"", wire.TerminalProtocol, "", false},
 		{"", "", "", false},
 	} {
 		r, _ := http.NewRequest("GET", "/", nil)

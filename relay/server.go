@@ -30,6 +30,7 @@ import (
 	"github.com/tower-dev/breakglass/relay/console"
 	"github.com/tower-dev/breakglass/relay/notify"
 	"github.com/tower-dev/breakglass/relay/session"
+	"github.com/tower-dev/breakglass/relay/wire"
 )
 
 // Target is how the relay reaches one cluster: as the portal's
@@ -204,16 +205,8 @@ func (s *Server) signingKey(w http.ResponseWriter, _ *http.Request) {
 	_, _ = w.Write(pemBytes)
 }
 
-// LoginConfig is where a CLI signs people in for this relay: the issuer
-// and the client ID its tokens must be issued for (public in any OIDC
-// client; no secret).
-type LoginConfig struct {
-	Issuer   string `json:"issuer"`
-	ClientID string `json:"clientID"`
-}
-
 func (s *Server) loginConfig(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, LoginConfig{Issuer: s.cfg.OIDC.Issuer, ClientID: s.cfg.OIDC.Audience})
+	writeJSON(w, http.StatusOK, wire.LoginConfig{Issuer: s.cfg.OIDC.Issuer, ClientID: s.cfg.OIDC.Audience})
 }
 
 // route is one endpoint; relay/openapi.yaml describes each (a test holds

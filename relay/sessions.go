@@ -19,36 +19,11 @@ import (
 	"github.com/tower-dev/breakglass/lifecycle"
 	"github.com/tower-dev/breakglass/relay/notify"
 	"github.com/tower-dev/breakglass/relay/session"
+	"github.com/tower-dev/breakglass/relay/wire"
 )
 
-// SessionView is a session as the API shows it.
-type SessionView struct {
-	Cluster   string                 `json:"cluster"`
-	Namespace string                 `json:"namespace"`
-	Name      string                 `json:"name"`
-	Created   metav1.Time            `json:"created"`
-	Spec      v1alpha1.SessionSpec   `json:"spec"`
-	Status    v1alpha1.SessionStatus `json:"status"`
-	// Live is set on a single Active session this relay holds.
-	Live *LiveView `json:"live,omitempty"`
-}
-
-func view(cluster string, s *v1alpha1.Session) SessionView {
-	return SessionView{Cluster: cluster, Namespace: s.Namespace, Name: s.Name, Created: s.CreationTimestamp, Spec: s.Spec, Status: s.Status}
-}
-
-// Request is what a person asks for.
-type Request struct {
-	Pod           string               `json:"pod"`
-	Container     string               `json:"container,omitempty"`
-	Mode          v1alpha1.SessionMode `json:"mode"`
-	ProcessAccess bool                 `json:"processAccess,omitempty"`
-	Duration      string               `json:"duration"`
-	Reason        string               `json:"reason"`
-	KeepPod       bool                 `json:"keepPod,omitempty"`
-	// GlassBroken starts without approval, for whoever may break the glass;
-	// the session must be reviewed afterwards.
-	GlassBroken bool `json:"glassBroken,omitempty"`
+func view(cluster string, s *v1alpha1.Session) wire.SessionView {
+	return wire.SessionView{Cluster: cluster, Namespace: s.Namespace, Name: s.Name, Created: s.CreationTimestamp, Spec: s.Spec, Status: s.Status}
 }
 
 // The bounds the chart installs; the cluster checks its own again.
@@ -60,7 +35,8 @@ const (
 
 var goDuration = regexp.MustCompile(`^([0-9]+h)?([0-9]+m)?([0-9]+s)?$`)
 
-func (q *Request) check() (time.Duration, error) {
+// checkRequest says what is wrong with a request, or how long it is for.
+func checkRequest(q *wire.Request) (time.Duration, error) {
 	var errs []string
 	if msgs := validation.IsDNS1123Subdomain(q.Pod); q.Pod == "" || len(msgs) > 0 {
 		errs = append(errs, fmt.Sprintf("pod: %q is not a pod name", q.Pod))
@@ -156,11 +132,11 @@ func (s *Server) request(w http.ResponseWriter, r *http.Request, c Caller) error
 	if err != nil {
 		return err
 	}
-	var q Request
+	var q wire.Request
 	if err := decode(r, &q); err != nil {
 		return err
 	}
-	d, err := q.check()
+	d, err := checkRequest(&q)
 	if err != nil {
 		return err
 	}
@@ -230,7 +206,7 @@ func (s *Server) notify(ctx context.Context, e notify.Event, sess *v1alpha1.Sess
 
 func (s *Server) list(w http.ResponseWriter, r *http.Request, c Caller) error {
 	wantCluster, wantNS := r.URL.Query().Get("cluster"), r.URL.Query().Get("namespace")
-	out := []SessionView{}
+	out := []wire.SessionView{}
 	for name, t := range s.clusters {
 		if wantCluster != "" && wantCluster != name {
 			continue
@@ -250,7 +226,7 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, c Caller) error {
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Created.After(out[j].Created.Time) })
-	writeJSON(w, http.StatusOK, map[string][]SessionView{"sessions": out})
+	writeJSON(w, http.StatusOK, map[string][]wire.SessionView{"sessions": out})
 	return nil
 }
 
@@ -272,20 +248,8 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request, c Caller) error {
 	return nil
 }
 
-// Decision is an approver's answer.
-type Decision struct {
-	// KeepPod keeps the pod after the session instead of recycling it.
-	KeepPod bool `json:"keepPod,omitempty"`
-	// WithoutProcessAccess approves a session asked with process access
-	// without it.
-	WithoutProcessAccess bool   `json:"withoutProcessAccess,omitempty"`
-	Comment              string `json:"comment,omitempty"`
-	// Reason is why a session is denied.
-	Reason string `json:"reason,omitempty"`
-}
-
-func (s *Server) decide(r *http.Request, c Caller) (*target, *v1alpha1.Session, Decision, error) {
-	var d Decision
+func (s *Server) decide(r *http.Request, c Caller) (*target, *v1alpha1.Session, wire.Decision, error) {
+	var d wire.Decision
 	if err := decode(r, &d); err != nil {
 		return nil, nil, d, err
 	}
@@ -339,13 +303,8 @@ func (s *Server) deny(w http.ResponseWriter, r *http.Request, c Caller) error {
 	return nil
 }
 
-// Review is a reviewer's note on a session, due for every glass-broken one.
-type Review struct {
-	Comment string `json:"comment"`
-}
-
 func (s *Server) review(w http.ResponseWriter, r *http.Request, c Caller) error {
-	var q Review
+	var q wire.Review
 	if err := decode(r, &q); err != nil {
 		return err
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/tower-dev/breakglass/evidence/audit"
 	"github.com/tower-dev/breakglass/evidence/recording"
 	"github.com/tower-dev/breakglass/lifecycle"
+	"github.com/tower-dev/breakglass/relay/wire"
 )
 
 // What was typed: the commands of an ended session, rebuilt from its
@@ -31,53 +32,6 @@ const (
 	defaultSessions, maxSessions = 20, 50
 	maxMatches                   = 100
 )
-
-// SessionSearch is where a search found its text in one recording.
-type SessionSearch struct {
-	Query string `json:"query"`
-	// Truncated: the matches reached their bound; there may be more.
-	Truncated bool              `json:"truncated"`
-	Matches   []recording.Match `json:"matches"`
-}
-
-// RecordingSearch is where a search found its text in the recordings of a
-// namespace's sessions that ended since Since, newest first.
-type RecordingSearch struct {
-	Query string    `json:"query"`
-	Since time.Time `json:"since"`
-	// Searched names the sessions whose recordings were searched.
-	Searched []string `json:"searched"`
-	// Withheld counts the sessions whose recordings the caller may not play
-	// (sensitive ones, without viewSensitive): not searched, not named.
-	Withheld int `json:"withheld"`
-	// LeftOut counts the older sessions past the limit of sessions or of
-	// matches: not searched.
-	LeftOut int `json:"leftOut"`
-	// Unreadable are the sessions whose recordings could not be read as
-	// their Sessions name them, and why.
-	Unreadable []SessionProblem `json:"unreadable,omitempty"`
-	// Overwritten names the sessions whose recordings someone wrote over
-	// in the store: the recorded versions were searched.
-	Overwritten []string `json:"overwritten,omitempty"`
-	// Truncated: the matches reached their bound; there may be more.
-	Truncated bool           `json:"truncated"`
-	Results   []SearchResult `json:"results"`
-}
-
-// SessionProblem is why a session's recording was not searched.
-type SessionProblem struct {
-	Session string `json:"session"`
-	Problem string `json:"problem"`
-}
-
-// SearchResult is one match and the session it is in; At is in seconds
-// since the start of that session's recording.
-type SearchResult struct {
-	Session string  `json:"session"`
-	At      float64 `json:"at"`
-	Stream  string  `json:"stream"`
-	Context string  `json:"context"`
-}
 
 // recordingQuery is a search as asked.
 type recordingQuery struct {
@@ -196,7 +150,7 @@ func (s *Server) searchRecording(w http.ResponseWriter, r *http.Request, c Calle
 	if matches == nil {
 		matches = []recording.Match{}
 	}
-	writeJSON(w, http.StatusOK, SessionSearch{Query: q.text, Truncated: len(matches) >= maxMatches, Matches: matches})
+	writeJSON(w, http.StatusOK, wire.SessionSearch{Query: q.text, Truncated: len(matches) >= maxMatches, Matches: matches})
 	return nil
 }
 
@@ -248,8 +202,8 @@ func (s *Server) searchRecordings(w http.ResponseWriter, r *http.Request, c Call
 // maxMatches in all; read gives a session's transcript and whether it was
 // written over in the store.
 func searchSessions(all []v1alpha1.Session, since time.Time, q recordingQuery,
-	may func(*v1alpha1.Session) error, read func(*v1alpha1.Session) ([]recording.Record, bool, error)) RecordingSearch {
-	res := RecordingSearch{Query: q.text, Since: since, Searched: []string{}, Results: []SearchResult{}}
+	may func(*v1alpha1.Session) error, read func(*v1alpha1.Session) ([]recording.Record, bool, error)) wire.RecordingSearch {
+	res := wire.RecordingSearch{Query: q.text, Since: since, Searched: []string{}, Results: []wire.SearchResult{}}
 	var ended []*v1alpha1.Session
 	for i := range all {
 		if sess := &all[i]; sess.Status.Phase == v1alpha1.PhaseEnded && sess.Status.Evidence != nil && !endOf(sess).Before(since) {
@@ -273,7 +227,7 @@ func searchSessions(all []v1alpha1.Session, since time.Time, q recordingQuery,
 		}
 		records, overwritten, err := read(sess)
 		if err != nil {
-			res.Unreadable = append(res.Unreadable, SessionProblem{sess.Name, err.Error()})
+			res.Unreadable = append(res.Unreadable, wire.SessionProblem{Session: sess.Name, Problem: err.Error()})
 			continue
 		}
 		if overwritten {
@@ -283,7 +237,7 @@ func searchSessions(all []v1alpha1.Session, since time.Time, q recordingQuery,
 		opts := q.opts
 		opts.Max = maxMatches - len(res.Results)
 		for _, m := range recording.Search(records, q.text, opts) {
-			res.Results = append(res.Results, SearchResult{sess.Name, m.At.Seconds(), m.Stream, m.Context})
+			res.Results = append(res.Results, wire.SearchResult{Session: sess.Name, At: m.At.Seconds(), Stream: m.Stream, Context: m.Context})
 		}
 		res.Truncated = len(res.Results) >= maxMatches
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
 	"github.com/tower-dev/breakglass/evidence/recording"
+	"github.com/tower-dev/breakglass/relay/wire"
 )
 
 var recordingsConfig = &Config{Permissions: []Permission{
@@ -144,11 +145,11 @@ func TestSearchSessions(t *testing.T) {
 	}
 	q := recordingQuery{text: "passwd", opts: recording.SearchOptions{Max: maxMatches}, limit: 20}
 	got := searchSessions(all, now.Add(-7*24*time.Hour), q, may, reader)
-	want := RecordingSearch{Query: "passwd", Since: now.Add(-7 * 24 * time.Hour), Searched: []string{"s-2", "s-1", "s-over"}, Withheld: 1,
-		Unreadable:  []SessionProblem{{"s-gone", "the recording's transcript.raw is not in the store"}},
+	want := wire.RecordingSearch{Query: "passwd", Since: now.Add(-7 * 24 * time.Hour), Searched: []string{"s-2", "s-1", "s-over"}, Withheld: 1,
+		Unreadable:  []wire.SessionProblem{{Session: "s-gone", Problem: "the recording's transcript.raw is not in the store"}},
 		Overwritten: []string{"s-over"},
-		Results: []SearchResult{{"s-2", 1, recording.StreamInput, "cat /etc/passwd"}, {"s-1", 1, recording.StreamInput, "cat /etc/passwd"},
-			{"s-over", 1, recording.StreamInput, "cat /etc/passwd"}}}
+		Results: []wire.SearchResult{{Session: "s-2", At: 1, Stream: recording.StreamInput, Context: "cat /etc/passwd"}, {Session: "s-1", At: 1, Stream: recording.StreamInput, Context: "cat /etc/passwd"},
+			{Session: "s-over", At: 1, Stream: recording.StreamInput, Context: "cat /etc/passwd"}}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("-want +got:\n%s", diff)
 	}

@@ -12,8 +12,8 @@ import (
 
 	"github.com/gorilla/websocket"
 
-	"github.com/tower-dev/breakglass/relay"
 	"github.com/tower-dev/breakglass/relay/terminal"
+	"github.com/tower-dev/breakglass/relay/wire"
 )
 
 // Size is a terminal's size.
@@ -34,7 +34,7 @@ func (e *Ended) Error() string { return fmt.Sprintf("the terminal closed: %s (%d
 // when the relay closed the terminal.
 func (c *Client) Attach(ctx context.Context, t Target, in io.Reader, out, notes io.Writer, resize <-chan Size) error {
 	u := "ws" + strings.TrimPrefix(strings.TrimSuffix(c.BaseURL, "/"), "http") + t.path() + "/terminal"
-	d := websocket.Dialer{Subprotocols: []string{relay.TerminalProtocol}, TLSClientConfig: c.TLS}
+	d := websocket.Dialer{Subprotocols: []string{wire.TerminalProtocol}, TLSClientConfig: c.TLS}
 	h := c.Header.Clone()
 	if h == nil {
 		h = http.Header{}

@@ -16,7 +16,7 @@ import (
 	"strings"
 
 	"github.com/tower-dev/breakglass/evidence/recording"
-	"github.com/tower-dev/breakglass/relay"
+	"github.com/tower-dev/breakglass/relay/wire"
 )
 
 // ContextExtension names the kubeconfig context extension that maps a
@@ -133,22 +133,22 @@ func (c *Client) do(ctx context.Context, method, path string, body, out any) err
 }
 
 // Request asks for a session on t's cluster and namespace.
-func (c *Client) Request(ctx context.Context, t Target, q relay.Request) (relay.SessionView, error) {
-	var v relay.SessionView
+func (c *Client) Request(ctx context.Context, t Target, q wire.Request) (wire.SessionView, error) {
+	var v wire.SessionView
 	t.Name = ""
 	err := c.do(ctx, http.MethodPost, t.path(), q, &v)
 	return v, err
 }
 
 // LoginConfig asks the relay where its people sign in (no token needed).
-func (c *Client) LoginConfig(ctx context.Context) (relay.LoginConfig, error) {
-	var lc relay.LoginConfig
+func (c *Client) LoginConfig(ctx context.Context) (wire.LoginConfig, error) {
+	var lc wire.LoginConfig
 	err := c.do(ctx, http.MethodGet, "/api/v1/login", nil, &lc)
 	return lc, err
 }
 
 // List lists the sessions the caller may see; empty cluster or namespace means all.
-func (c *Client) List(ctx context.Context, cluster, namespace string) ([]relay.SessionView, error) {
+func (c *Client) List(ctx context.Context, cluster, namespace string) ([]wire.SessionView, error) {
 	q := url.Values{}
 	if cluster != "" {
 		q.Set("cluster", cluster)
@@ -157,66 +157,66 @@ func (c *Client) List(ctx context.Context, cluster, namespace string) ([]relay.S
 		q.Set("namespace", namespace)
 	}
 	var out struct {
-		Sessions []relay.SessionView `json:"sessions"`
+		Sessions []wire.SessionView `json:"sessions"`
 	}
 	err := c.do(ctx, http.MethodGet, "/api/v1/sessions?"+q.Encode(), nil, &out)
 	return out.Sessions, err
 }
 
 // Get reads one session.
-func (c *Client) Get(ctx context.Context, t Target) (relay.SessionView, error) {
-	var v relay.SessionView
+func (c *Client) Get(ctx context.Context, t Target) (wire.SessionView, error) {
+	var v wire.SessionView
 	err := c.do(ctx, http.MethodGet, t.path(), nil, &v)
 	return v, err
 }
 
-func (c *Client) post(ctx context.Context, t Target, verb string, body any) (relay.SessionView, error) {
+func (c *Client) post(ctx context.Context, t Target, verb string, body any) (wire.SessionView, error) {
 	if t.Name == "" {
-		return relay.SessionView{}, errors.New("a session name is required")
+		return wire.SessionView{}, errors.New("a session name is required")
 	}
-	var v relay.SessionView
+	var v wire.SessionView
 	err := c.do(ctx, http.MethodPost, t.path()+"/"+verb, body, &v)
 	return v, err
 }
 
 // Approve approves t as decided.
-func (c *Client) Approve(ctx context.Context, t Target, d relay.Decision) (relay.SessionView, error) {
+func (c *Client) Approve(ctx context.Context, t Target, d wire.Decision) (wire.SessionView, error) {
 	return c.post(ctx, t, "approve", d)
 }
 
 // Deny denies t, saying why.
-func (c *Client) Deny(ctx context.Context, t Target, reason string) (relay.SessionView, error) {
-	return c.post(ctx, t, "deny", relay.Decision{Reason: reason})
+func (c *Client) Deny(ctx context.Context, t Target, reason string) (wire.SessionView, error) {
+	return c.post(ctx, t, "deny", wire.Decision{Reason: reason})
 }
 
 // Start starts an approved session.
-func (c *Client) Start(ctx context.Context, t Target) (relay.SessionView, error) {
+func (c *Client) Start(ctx context.Context, t Target) (wire.SessionView, error) {
 	return c.post(ctx, t, "start", nil)
 }
 
 // End ends a session.
-func (c *Client) End(ctx context.Context, t Target, reason string) (relay.SessionView, error) {
-	return c.post(ctx, t, "end", relay.EndRequest{Reason: reason})
+func (c *Client) End(ctx context.Context, t Target, reason string) (wire.SessionView, error) {
+	return c.post(ctx, t, "end", wire.EndRequest{Reason: reason})
 }
 
 // Extend asks for more time on a running session, for another person to decide.
-func (c *Client) Extend(ctx context.Context, t Target, q relay.ExtensionAsk) (relay.SessionView, error) {
+func (c *Client) Extend(ctx context.Context, t Target, q wire.ExtensionAsk) (wire.SessionView, error) {
 	return c.post(ctx, t, "extensions", q)
 }
 
 // ApproveExtension approves the extension asked for on t.
-func (c *Client) ApproveExtension(ctx context.Context, t Target, comment string) (relay.SessionView, error) {
-	return c.post(ctx, t, "extensions/approve", relay.Decision{Comment: comment})
+func (c *Client) ApproveExtension(ctx context.Context, t Target, comment string) (wire.SessionView, error) {
+	return c.post(ctx, t, "extensions/approve", wire.Decision{Comment: comment})
 }
 
 // DenyExtension denies the extension asked for on t, saying why.
-func (c *Client) DenyExtension(ctx context.Context, t Target, reason string) (relay.SessionView, error) {
-	return c.post(ctx, t, "extensions/deny", relay.Decision{Reason: reason})
+func (c *Client) DenyExtension(ctx context.Context, t Target, reason string) (wire.SessionView, error) {
+	return c.post(ctx, t, "extensions/deny", wire.Decision{Reason: reason})
 }
 
 // Review reviews an ended session.
-func (c *Client) Review(ctx context.Context, t Target, comment string) (relay.SessionView, error) {
-	return c.post(ctx, t, "review", relay.Review{Comment: comment})
+func (c *Client) Review(ctx context.Context, t Target, comment string) (wire.SessionView, error) {
+	return c.post(ctx, t, "review", wire.Review{Comment: comment})
 }
 
 // Commands are what was typed in an ended session, rebuilt from its recording.

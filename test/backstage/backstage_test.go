@@ -16,8 +16,8 @@ import (
 	"github.com/tower-dev/breakglass/api/v1alpha1"
 	"github.com/tower-dev/breakglass/internal/dev"
 	"github.com/tower-dev/breakglass/policies"
-	"github.com/tower-dev/breakglass/relay"
 	"github.com/tower-dev/breakglass/relay/client"
+	"github.com/tower-dev/breakglass/relay/wire"
 	"github.com/tower-dev/breakglass/test/cluster"
 	"github.com/tower-dev/breakglass/test/prereq"
 )
@@ -86,7 +86,7 @@ func TestBackstageDrivesASession(t *testing.T) {
 	bs := info.BackstageURL
 	alice, bob, carol := people["alice"].Client(bs, shop), people["bob"].Client(bs, ""), people["carol"].Client(bs, shop)
 	target := client.Target{Cluster: info.Cluster, Namespace: info.Namespace}
-	ask := relay.Request{Pod: info.Pod, Mode: v1alpha1.ModeLive, Duration: "20m", Reason: "checkout returns 500s"}
+	ask := wire.Request{Pod: info.Pod, Mode: v1alpha1.ModeLive, Duration: "20m", Reason: "checkout returns 500s"}
 
 	_, err := carol.Request(ctx, target, ask)
 	refused(t, "carol, who owns nothing, asks", err, http.StatusForbidden, "Backstage's permissions do not let user:default/carol ask")
@@ -128,11 +128,11 @@ func TestBackstageDrivesASession(t *testing.T) {
 	if s.Spec.RequesterID == "" || !strings.HasPrefix(s.Spec.RequesterID, info.IssuerURL+"#") {
 		t.Fatalf("the relay names the requester %q: want the issuer's identity, not Backstage's", s.Spec.RequesterID)
 	}
-	_, err = alice.Approve(ctx, target, relay.Decision{})
+	_, err = alice.Approve(ctx, target, wire.Decision{})
 	refused(t, "alice approves her own", err, http.StatusForbidden, "Backstage's permissions do not let user:default/alice approve")
 	requireNotified(t, bs, people["bob"], "asks for a debug session", fmt.Sprintf("/break-glass/sessions/%s/%s/%s?view=approve", info.Cluster, info.Namespace, s.Name))
 
-	if _, err := bob.Approve(ctx, target, relay.Decision{}); err != nil {
+	if _, err := bob.Approve(ctx, target, wire.Decision{}); err != nil {
 		t.Fatal(err)
 	}
 	requireNotified(t, bs, people["alice"], "was approved", fmt.Sprintf("/break-glass/sessions/%s/%s/%s", info.Cluster, info.Namespace, s.Name))
@@ -206,7 +206,7 @@ func TestBackstageMisconfiguredStillMeetsTheRelay(t *testing.T) {
 	info, people := plane(t, true)
 	bs := info.BackstageURL
 	target := client.Target{Cluster: info.Cluster, Namespace: info.Namespace}
-	ask := relay.Request{Pod: info.Pod, Mode: v1alpha1.ModeLive, Duration: "20m", Reason: "checkout returns 500s"}
+	ask := wire.Request{Pod: info.Pod, Mode: v1alpha1.ModeLive, Duration: "20m", Reason: "checkout returns 500s"}
 
 	_, err := people["carol"].Client(bs, shop).Request(ctx, target, ask)
 	refused(t, "carol asks, Backstage allowing", err, http.StatusForbidden, "carol@example.com may not")
@@ -216,7 +216,7 @@ func TestBackstageMisconfiguredStillMeetsTheRelay(t *testing.T) {
 		t.Fatal(err)
 	}
 	target.Name = s.Name
-	_, err = dave.Approve(ctx, target, relay.Decision{})
+	_, err = dave.Approve(ctx, target, wire.Decision{})
 	refused(t, "dave approves his own, Backstage allowing", err, http.StatusForbidden, "another person decides on it")
 }
 
@@ -256,7 +256,7 @@ const (
 // dialTerminal opens t's terminal as the plugin's page does; an error says
 // the refusal's status and body.
 func dialTerminal(bs string, p Person, t client.Target) (*websocket.Conn, error) {
-	d := websocket.Dialer{Subprotocols: []string{relay.TerminalProtocol, backstageTokenPrefix + p.BackstageToken, identityTokenPrefix + p.IDToken}}
+	d := websocket.Dialer{Subprotocols: []string{wire.TerminalProtocol, backstageTokenPrefix + p.BackstageToken, identityTokenPrefix + p.IDToken}}
 	u := fmt.Sprintf("ws%s/api/breakglass/api/v1/clusters/%s/namespaces/%s/sessions/%s/terminal", strings.TrimPrefix(bs, "http"), t.Cluster, t.Namespace, t.Name)
 	conn, resp, err := d.Dial(u, http.Header{"Origin": {bs}})
 	if resp != nil {
@@ -266,7 +266,7 @@ func dialTerminal(bs string, p Person, t client.Target) (*websocket.Conn, error)
 		body, _ := io.ReadAll(resp.Body)
 		return nil, fmt.Errorf("%s: %w: %s", resp.Status, err, body)
 	}
-	if err == nil && conn.Subprotocol() != relay.TerminalProtocol {
+	if err == nil && conn.Subprotocol() != wire.TerminalProtocol {
 		_ = conn.Close()
 		return nil, fmt.Errorf("the answer's subprotocol is %q: the tokens must never be echoed", conn.Subprotocol())
 	}

@@ -22,8 +22,8 @@ import (
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
 	"github.com/tower-dev/breakglass/evidence/recording"
-	"github.com/tower-dev/breakglass/relay"
 	relayclient "github.com/tower-dev/breakglass/relay/client"
+	"github.com/tower-dev/breakglass/relay/wire"
 	"github.com/tower-dev/breakglass/test/cluster"
 	"github.com/tower-dev/breakglass/test/s3server"
 )
@@ -74,12 +74,12 @@ func runningAppPod(ctx context.Context, t *testing.T, c *cluster.Cluster, ns str
 func startSession(ctx context.Context, t *testing.T, c *cluster.Cluster, asAlice, asBob *relayclient.Client, podName string) relayclient.Target {
 	t.Helper()
 	v, err := asAlice.Request(ctx, relayclient.Target{Cluster: e2eCluster, Namespace: "shop"},
-		relay.Request{Pod: podName, Mode: v1alpha1.ModeLive, Duration: "15m", Reason: "the checkout page is slow"})
+		wire.Request{Pod: podName, Mode: v1alpha1.ModeLive, Duration: "15m", Reason: "the checkout page is slow"})
 	if err != nil {
 		t.Fatalf("alice's request: %v", err)
 	}
 	target := relayclient.Target{Cluster: e2eCluster, Namespace: "shop", Name: v.Name}
-	if _, err := asBob.Approve(ctx, target, relay.Decision{Comment: "go ahead"}); err != nil {
+	if _, err := asBob.Approve(ctx, target, wire.Decision{Comment: "go ahead"}); err != nil {
 		t.Fatalf("bob's approval: %v", err)
 	}
 	if _, err := asAlice.Start(ctx, target); err != nil {

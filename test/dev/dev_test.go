@@ -19,8 +19,8 @@ import (
 	"github.com/tower-dev/breakglass/api/v1alpha1"
 	"github.com/tower-dev/breakglass/internal/dev"
 	"github.com/tower-dev/breakglass/policies"
-	"github.com/tower-dev/breakglass/relay"
 	"github.com/tower-dev/breakglass/relay/client"
+	"github.com/tower-dev/breakglass/relay/wire"
 	"github.com/tower-dev/breakglass/test/cluster"
 	"github.com/tower-dev/breakglass/test/prereq"
 )
@@ -60,12 +60,12 @@ func walkthrough(t *testing.T, o dev.Options) {
 	}
 	alice, bob := as(dev.Alice.Email), as(dev.Bob.Email)
 	target := client.Target{Cluster: info.Cluster, Namespace: info.Namespace}
-	s, err := alice.Request(ctx, target, relay.Request{Pod: info.Pod, Mode: v1alpha1.ModeLive, Duration: "20m", Reason: "trying the demo"})
+	s, err := alice.Request(ctx, target, wire.Request{Pod: info.Pod, Mode: v1alpha1.ModeLive, Duration: "20m", Reason: "trying the demo"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	target.Name = s.Name
-	if _, err := bob.Approve(ctx, target, relay.Decision{}); err != nil {
+	if _, err := bob.Approve(ctx, target, wire.Decision{}); err != nil {
 		t.Fatal(err)
 	}
 	// The start adds the signed debug image: the webhook verifies it.
@@ -101,7 +101,7 @@ func walkthrough(t *testing.T, o dev.Options) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := alice.Extend(ctx, target, relay.ExtensionAsk{Duration: "15m", Reason: "one more look"}); err != nil {
+	if _, err := alice.Extend(ctx, target, wire.ExtensionAsk{Duration: "15m", Reason: "one more look"}); err != nil {
 		t.Fatal(err)
 	}
 	extended, err := bob.ApproveExtension(ctx, target, "")

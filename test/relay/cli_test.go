@@ -19,7 +19,7 @@ import (
 	"github.com/tower-dev/breakglass/cmd/kubectl-breakglass/login"
 	"github.com/tower-dev/breakglass/cmd/kubectl-breakglass/session"
 	"github.com/tower-dev/breakglass/internal/oidcissuer"
-	"github.com/tower-dev/breakglass/relay"
+	"github.com/tower-dev/breakglass/relay/wire"
 	"github.com/tower-dev/breakglass/test/cluster"
 )
 
@@ -197,7 +197,7 @@ func TestCLIWalkthrough(t *testing.T) {
 		t.Fatalf("list -o wide: %v\n%s", err, out)
 	}
 	out, err = b.run(t, nil, "session", "get", s, "-o", "json")
-	var v relay.SessionView
+	var v wire.SessionView
 	if err != nil || json.Unmarshal([]byte(out), &v) != nil || v.Name != s || v.Status.Phase != "Pending" || v.Spec.Reason != "checkout returns 500s" {
 		t.Fatalf("get -o json: %v\n%s", err, out)
 	}

@@ -14,12 +14,13 @@ import (
 	"github.com/tower-dev/breakglass/api/v1alpha1"
 	"github.com/tower-dev/breakglass/internal/oidcissuer"
 	"github.com/tower-dev/breakglass/relay"
+	"github.com/tower-dev/breakglass/relay/wire"
 )
 
 // eventStream is one open GET /api/v1/events: its session events as they
 // arrive.
 type eventStream struct {
-	events <-chan relay.SessionEvent
+	events <-chan wire.SessionEvent
 	status int
 	ctype  string
 }
@@ -34,7 +35,7 @@ func (tr *testRelay) openEvents(t *testing.T, tok string) *eventStream {
 		cancel()
 		t.Fatal(err)
 	}
-	events := make(chan relay.SessionEvent, 16)
+	events := make(chan wire.SessionEvent, 16)
 	done := make(chan struct{})
 	t.Cleanup(func() { cancel(); resp.Body.Close(); <-done })
 	go func() {
@@ -42,7 +43,7 @@ func (tr *testRelay) openEvents(t *testing.T, tok string) *eventStream {
 		sc := bufio.NewScanner(resp.Body)
 		for sc.Scan() {
 			if data, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
-				var e relay.SessionEvent
+				var e wire.SessionEvent
 				if json.Unmarshal([]byte(data), &e) == nil {
 					events <- e
 				}

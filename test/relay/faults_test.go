@@ -20,7 +20,7 @@ import (
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
 	"github.com/tower-dev/breakglass/evidence/audit"
-	"github.com/tower-dev/breakglass/relay"
+	"github.com/tower-dev/breakglass/relay/wire"
 )
 
 // The fault suite (make test-faults runs every TestFault* of the
@@ -180,7 +180,7 @@ func TestFaultViewerCut(t *testing.T) {
 	watching.waitFor(t, "seen-6")
 	_ = watching.conn.UnderlyingConn().Close()
 	viewers := func() int {
-		var v relay.SessionView
+		var v wire.SessionView
 		if err := json.Unmarshal(tr.must(t, http.StatusOK, token(t, bob), "GET", sessionPath(ns, s), "").body, &v); err != nil || v.Live == nil {
 			t.Fatalf("the live view: %v", err)
 		}

@@ -29,6 +29,7 @@ import (
 	"github.com/tower-dev/breakglass/policies"
 	"github.com/tower-dev/breakglass/relay"
 	"github.com/tower-dev/breakglass/relay/notify"
+	"github.com/tower-dev/breakglass/relay/wire"
 	"github.com/tower-dev/breakglass/test/cluster"
 	"github.com/tower-dev/breakglass/test/prereq"
 )
@@ -181,9 +182,9 @@ type answer struct {
 	header http.Header
 }
 
-func (a answer) session(t testing.TB) relay.SessionView {
+func (a answer) session(t testing.TB) wire.SessionView {
 	t.Helper()
-	var v relay.SessionView
+	var v wire.SessionView
 	if err := json.Unmarshal(a.body, &v); err != nil {
 		t.Fatalf("not a session (%d): %s", a.status, a.body)
 	}
@@ -239,7 +240,7 @@ func (tr *testRelay) must(t testing.TB, want int, tok, method, path, body string
 }
 
 // request asks for a live session on pod and returns its name.
-func (tr *testRelay) request(t testing.TB, p oidcissuer.Person, ns, pod, extra string) relay.SessionView {
+func (tr *testRelay) request(t testing.TB, p oidcissuer.Person, ns, pod, extra string) wire.SessionView {
 	t.Helper()
 	body := fmt.Sprintf(`{"pod":%q,"duration":"30m","reason":"checkout returns 500s"%s}`, pod, extra)
 	if !strings.Contains(extra, `"mode"`) {
@@ -264,7 +265,7 @@ type handshake struct {
 
 func (tr *testRelay) dial(t testing.TB, p oidcissuer.Person, ns, name string, header http.Header) (*term, handshake, error) {
 	t.Helper()
-	d := websocket.Dialer{Subprotocols: []string{relay.TerminalProtocol, relay.BearerProtocolPrefix + token(t, p)}}
+	d := websocket.Dialer{Subprotocols: []string{wire.TerminalProtocol, wire.BearerProtocolPrefix + token(t, p)}}
 	u := "ws" + strings.TrimPrefix(tr.url, "http") + sessionPath(ns, name) + "/terminal"
 	conn, resp, err := d.Dial(u, header)
 	var hs handshake

@@ -25,7 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
-	"github.com/tower-dev/breakglass/relay"
+	"github.com/tower-dev/breakglass/relay/wire"
 	"github.com/tower-dev/breakglass/test/measure"
 )
 
@@ -253,7 +253,7 @@ type loadTerm struct {
 }
 
 func dialLoad(b testing.TB, base, ns, name string) *loadTerm {
-	d := websocket.Dialer{Subprotocols: []string{relay.TerminalProtocol, relay.BearerProtocolPrefix + token(b, alice)}}
+	d := websocket.Dialer{Subprotocols: []string{wire.TerminalProtocol, wire.BearerProtocolPrefix + token(b, alice)}}
 	conn, resp, err := d.Dial("ws"+base[len("http"):]+sessionPath(ns, name)+"/terminal", nil)
 	if resp != nil {
 		_ = resp.Body.Close()

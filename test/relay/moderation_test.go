@@ -14,6 +14,7 @@ import (
 	"github.com/tower-dev/breakglass/api/v1alpha1"
 	"github.com/tower-dev/breakglass/internal/oidcissuer"
 	"github.com/tower-dev/breakglass/relay"
+	"github.com/tower-dev/breakglass/relay/wire"
 )
 
 // TestModeratedSession: in a moderated namespace the requester's
@@ -45,7 +46,7 @@ func TestModeratedSession(t *testing.T) {
 	nextControl(t, aliceTerm, `"type":"held"`)
 	aliceTerm.send(t, "echo alone-$((40+1))\n")
 	nextControl(t, aliceTerm, "no moderator is watching")
-	var v relay.SessionView
+	var v wire.SessionView
 	if err := json.Unmarshal(tr.must(t, http.StatusOK, token(t, alice), "GET", path, "").body, &v); err != nil || v.Live == nil || !v.Live.Moderated || !v.Live.InputHeld {
 		t.Fatalf("the live view of a moderated session nobody watches: %+v %v", v.Live, err)
 	}

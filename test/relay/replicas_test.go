@@ -15,6 +15,7 @@ import (
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
 	"github.com/tower-dev/breakglass/relay"
+	"github.com/tower-dev/breakglass/relay/wire"
 )
 
 // replicaPair starts two replicas of the relay on one cluster and one
@@ -84,7 +85,7 @@ func TestFaultReplicasPassTerminalsAndHandOver(t *testing.T) {
 		t.Fatalf("a second typing terminal: %v, status %d", err, hs.status)
 	}
 	got := b.must(t, http.StatusOK, token(t, bob), "GET", sessionPath(ns, s), "")
-	var v relay.SessionView
+	var v wire.SessionView
 	if err := json.Unmarshal(got.body, &v); err != nil || v.Live == nil || v.Live.Viewers != 2 {
 		t.Fatalf("the live view through the other replica: %v %s", err, got.body)
 	}

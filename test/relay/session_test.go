@@ -24,8 +24,8 @@ import (
 	"github.com/tower-dev/breakglass/api/v1alpha1"
 	"github.com/tower-dev/breakglass/evidence/audit"
 	"github.com/tower-dev/breakglass/evidence/recording"
-	"github.com/tower-dev/breakglass/relay"
 	"github.com/tower-dev/breakglass/relay/terminal"
+	"github.com/tower-dev/breakglass/relay/wire"
 )
 
 // TestTwoPersonSession: alice requests, cannot approve herself (neither
@@ -116,11 +116,11 @@ func TestTwoPersonSession(t *testing.T) {
 		t.Fatal(err)
 	}
 	late.waitFor(t, want)
-	var v relay.SessionView
+	var v wire.SessionView
 	if err := json.Unmarshal(tr.must(t, http.StatusOK, token(t, bob), "GET", path, "").body, &v); err != nil || v.Live == nil {
 		t.Fatalf("the live view: %v", err)
 	}
-	if want := []relay.Attached{{Name: alice.Email, Typing: true}, {Name: bob.Email}}; !slices.Equal(v.Live.Attached, want) {
+	if want := []wire.Attached{{Name: alice.Email, Typing: true}, {Name: bob.Email}}; !slices.Equal(v.Live.Attached, want) {
 		t.Fatalf("attached: %+v, want %+v", v.Live.Attached, want)
 	}
 	_ = late.conn.Close()

@@ -11,7 +11,7 @@ import (
 
 	"github.com/tower-dev/breakglass/evidence/recording"
 	"github.com/tower-dev/breakglass/internal/oidcissuer"
-	"github.com/tower-dev/breakglass/relay"
+	"github.com/tower-dev/breakglass/relay/wire"
 )
 
 // TestWhatWasTyped: after a session in which alice corrected a typo with
@@ -54,7 +54,7 @@ func TestWhatWasTyped(t *testing.T) {
 	if len(cmds.Commands) != 1 || cmds.Commands[0].Line != "echo typed-$((40+2))" || cmds.Commands[0].Uncertain || cmds.Commands[0].At <= 0 {
 		t.Fatalf("the commands: %+v", cmds.Commands)
 	}
-	var found relay.SessionSearch
+	var found wire.SessionSearch
 	if err := json.Unmarshal(tr.must(t, http.StatusOK, token(t, bob), "GET", path+"/recording/search?q=TYPED-42&stream=output", "").body, &found); err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +65,7 @@ func TestWhatWasTyped(t *testing.T) {
 	// A sensitive session: process access, which bob (no viewSensitive) may not play.
 	sensitive := run("web-2", `,"processAccess":true,"container":"web"`, "echo typed-$((40+2))\r")
 	nsSearch := "/api/v1/clusters/prod/namespaces/" + ns + "/recordings/search?q=" + url.QueryEscape("typed-42")
-	var all relay.RecordingSearch
+	var all wire.RecordingSearch
 	if err := json.Unmarshal(tr.must(t, http.StatusOK, token(t, bob), "GET", nsSearch, "").body, &all); err != nil {
 		t.Fatal(err)
 	}

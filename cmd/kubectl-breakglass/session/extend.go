@@ -6,12 +6,12 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/tower-dev/breakglass/relay"
 	"github.com/tower-dev/breakglass/relay/client"
+	"github.com/tower-dev/breakglass/relay/wire"
 )
 
 func (o *options) extend() *cobra.Command {
-	var q relay.ExtensionAsk
+	var q wire.ExtensionAsk
 	var more time.Duration
 	cmd := &cobra.Command{
 		Use:               "extend SESSION --for DURATION --reason TEXT",
@@ -23,7 +23,7 @@ session's, the hard stop moves, and the terminal and its recording go on.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			q.Duration = more.String()
-			return o.run(cmd, args[0], func(ctx context.Context, c *client.Client, t client.Target) (relay.SessionView, error) {
+			return o.run(cmd, args[0], func(ctx context.Context, c *client.Client, t client.Target) (wire.SessionView, error) {
 				return c.Extend(ctx, t, q)
 			})
 		},
@@ -41,7 +41,7 @@ func (o *options) approveExtension() *cobra.Command {
 		Short:             "Approve the more time another person asked for on their session",
 		Args:              cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return o.run(cmd, args[0], func(ctx context.Context, c *client.Client, t client.Target) (relay.SessionView, error) {
+			return o.run(cmd, args[0], func(ctx context.Context, c *client.Client, t client.Target) (wire.SessionView, error) {
 				return c.ApproveExtension(ctx, t, comment)
 			})
 		},
@@ -58,7 +58,7 @@ func (o *options) denyExtension() *cobra.Command {
 		Short:             "Deny the more time another person asked for on their session",
 		Args:              cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return o.run(cmd, args[0], func(ctx context.Context, c *client.Client, t client.Target) (relay.SessionView, error) {
+			return o.run(cmd, args[0], func(ctx context.Context, c *client.Client, t client.Target) (wire.SessionView, error) {
 				return c.DenyExtension(ctx, t, reason)
 			})
 		},

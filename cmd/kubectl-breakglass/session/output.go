@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/duration"
 	"sigs.k8s.io/yaml"
 
-	"github.com/tower-dev/breakglass/relay"
+	"github.com/tower-dev/breakglass/relay/wire"
 )
 
 // printer prints sessions as kubectl prints objects: a table (wide adds
@@ -36,7 +36,7 @@ func newPrinter(format string, w io.Writer) (*printer, error) {
 	return &printer{format: format, w: w, tw: tabwriter.NewWriter(w, 0, 4, 2, ' ', 0), now: time.Now}, nil
 }
 
-func (p *printer) print(views ...relay.SessionView) error {
+func (p *printer) print(views ...wire.SessionView) error {
 	switch p.format {
 	case "json", "yaml":
 		var v any = map[string]any{"kind": "List", "items": views}
@@ -123,7 +123,7 @@ func (o *options) list() *cobra.Command {
 				cluster, namespace = "", ""
 			}
 			p.list = true
-			return poll(cmd.Context(), watch, every, func(ctx context.Context) ([]relay.SessionView, error) {
+			return poll(cmd.Context(), watch, every, func(ctx context.Context) ([]wire.SessionView, error) {
 				return c.List(ctx, cluster, namespace)
 			}, p.print)
 		},
@@ -161,9 +161,9 @@ func (o *options) get() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return poll(cmd.Context(), watch, every, func(ctx context.Context) ([]relay.SessionView, error) {
+			return poll(cmd.Context(), watch, every, func(ctx context.Context) ([]wire.SessionView, error) {
 				v, err := c.Get(ctx, t)
-				return []relay.SessionView{v}, err
+				return []wire.SessionView{v}, err
 			}, p.print)
 		},
 	}
@@ -176,10 +176,10 @@ func (o *options) get() *cobra.Command {
 // poll prints what fetch returns, then, when watching, each session again
 // whenever it changes (the relay's API has no watch: it is asked every
 // interval), until the context ends.
-func poll(ctx context.Context, watch bool, every time.Duration, fetch func(context.Context) ([]relay.SessionView, error), print func(...relay.SessionView) error) error {
+func poll(ctx context.Context, watch bool, every time.Duration, fetch func(context.Context) ([]wire.SessionView, error), print func(...wire.SessionView) error) error {
 	seen := map[string]string{}
-	changed := func(views []relay.SessionView) []relay.SessionView {
-		var out []relay.SessionView
+	changed := func(views []wire.SessionView) []wire.SessionView {
+		var out []wire.SessionView
 		for _, v := range views {
 			v.Live = nil // counters that move every second are not changes
 			b, _ := json.Marshal(v)

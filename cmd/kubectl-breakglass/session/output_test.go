@@ -10,8 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
-	"github.com/tower-dev/breakglass/relay"
 	"github.com/tower-dev/breakglass/relay/client"
+	"github.com/tower-dev/breakglass/relay/wire"
 )
 
 func TestExitCodes(t *testing.T) {
@@ -36,7 +36,7 @@ func TestExitCodes(t *testing.T) {
 // granted, and when the session ends or ended.
 func TestWideTable(t *testing.T) {
 	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
-	active := relay.SessionView{Cluster: "prod", Namespace: "shop", Name: "s-1", Created: metav1.NewTime(now.Add(-200 * time.Minute)),
+	active := wire.SessionView{Cluster: "prod", Namespace: "shop", Name: "s-1", Created: metav1.NewTime(now.Add(-200 * time.Minute)),
 		Spec: v1alpha1.SessionSpec{TargetPod: "web-1", Mode: v1alpha1.ModeLive, Requester: "alice@example.com", Reason: "500s"},
 		Status: v1alpha1.SessionStatus{Phase: v1alpha1.PhaseActive, Approval: &v1alpha1.Approval{By: "bob@example.com", KeepPod: true},
 			Deadline: &metav1.Time{Time: now.Add(25 * time.Minute)}}}

@@ -16,8 +16,8 @@ import (
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
 	"github.com/tower-dev/breakglass/cmd/kubectl-breakglass/login"
-	"github.com/tower-dev/breakglass/relay"
 	"github.com/tower-dev/breakglass/relay/client"
+	"github.com/tower-dev/breakglass/relay/wire"
 )
 
 // options are the flags every session command shares.
@@ -62,7 +62,7 @@ starting (request --wait); 6 the wait timed out.`,
 
 // run is the shape of every one-call command: build the client and the
 // target, call, print the session.
-func (o *options) run(cmd *cobra.Command, name string, call func(context.Context, *client.Client, client.Target) (relay.SessionView, error)) error {
+func (o *options) run(cmd *cobra.Command, name string, call func(context.Context, *client.Client, client.Target) (wire.SessionView, error)) error {
 	c, t, err := o.clientFor(cmd.Context(), name)
 	if err != nil {
 		return err
@@ -75,7 +75,7 @@ func (o *options) run(cmd *cobra.Command, name string, call func(context.Context
 	return nil
 }
 
-func printSession(w io.Writer, v relay.SessionView) {
+func printSession(w io.Writer, v wire.SessionView) {
 	st := v.Status
 	fmt.Fprintf(w, "session %s in %s/%s: %s\n", v.Name, v.Cluster, v.Namespace, st.Phase)
 	fmt.Fprintf(w, "  pod %s, mode %s, %s, requested by %s: %s\n", v.Spec.TargetPod, v.Spec.Mode, v.Spec.Duration.Duration, v.Spec.Requester, v.Spec.Reason)
@@ -111,7 +111,7 @@ func printSession(w io.Writer, v relay.SessionView) {
 }
 
 func (o *options) request() *cobra.Command {
-	var q relay.Request
+	var q wire.Request
 	var mode string
 	var wait, attach bool
 	var timeout time.Duration
@@ -167,14 +167,14 @@ terminal (exit code 5 when denied, 6 when nobody decided in --timeout).`,
 }
 
 func (o *options) approve() *cobra.Command {
-	var d relay.Decision
+	var d wire.Decision
 	cmd := &cobra.Command{
 		Use:               "approve SESSION",
 		ValidArgsFunction: o.completeSessions,
 		Short:             "Approve another person's session",
 		Args:              cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return o.run(cmd, args[0], func(ctx context.Context, c *client.Client, t client.Target) (relay.SessionView, error) {
+			return o.run(cmd, args[0], func(ctx context.Context, c *client.Client, t client.Target) (wire.SessionView, error) {
 				return c.Approve(ctx, t, d)
 			})
 		},
@@ -193,7 +193,7 @@ func (o *options) deny() *cobra.Command {
 		Short:             "Deny another person's session",
 		Args:              cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return o.run(cmd, args[0], func(ctx context.Context, c *client.Client, t client.Target) (relay.SessionView, error) {
+			return o.run(cmd, args[0], func(ctx context.Context, c *client.Client, t client.Target) (wire.SessionView, error) {
 				return c.Deny(ctx, t, reason)
 			})
 		},
@@ -209,7 +209,7 @@ func (o *options) start() *cobra.Command {
 		Short:             "Start your approved session: the grant, the debug container, the recorded terminal",
 		Args:              cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return o.run(cmd, args[0], func(ctx context.Context, c *client.Client, t client.Target) (relay.SessionView, error) {
+			return o.run(cmd, args[0], func(ctx context.Context, c *client.Client, t client.Target) (wire.SessionView, error) {
 				return startSession(ctx, c, t, cmd.ErrOrStderr())
 			})
 		},
@@ -224,7 +224,7 @@ func (o *options) end() *cobra.Command {
 		Short:             "End a session: detach, recycle the pod, revoke the grant",
 		Args:              cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return o.run(cmd, args[0], func(ctx context.Context, c *client.Client, t client.Target) (relay.SessionView, error) {
+			return o.run(cmd, args[0], func(ctx context.Context, c *client.Client, t client.Target) (wire.SessionView, error) {
 				return c.End(ctx, t, reason)
 			})
 		},
@@ -241,7 +241,7 @@ func (o *options) review() *cobra.Command {
 		Short:             "Review another person's ended session",
 		Args:              cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return o.run(cmd, args[0], func(ctx context.Context, c *client.Client, t client.Target) (relay.SessionView, error) {
+			return o.run(cmd, args[0], func(ctx context.Context, c *client.Client, t client.Target) (wire.SessionView, error) {
 				return c.Review(ctx, t, comment)
 			})
 		},

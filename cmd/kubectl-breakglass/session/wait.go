@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
-	"github.com/tower-dev/breakglass/relay"
 	"github.com/tower-dev/breakglass/relay/client"
+	"github.com/tower-dev/breakglass/relay/wire"
 )
 
 // Exit codes, stable for scripts (the session command's help lists them).
@@ -63,7 +63,7 @@ func ExitCode(err error) int {
 
 // waitDecided waits until the session is no longer Pending: another person
 // approved or denied it, or it ended. It says once what it waits for.
-func waitDecided(ctx context.Context, c *client.Client, t client.Target, notes io.Writer, every, timeout time.Duration) (relay.SessionView, error) {
+func waitDecided(ctx context.Context, c *client.Client, t client.Target, notes io.Writer, every, timeout time.Duration) (wire.SessionView, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	said := false
@@ -91,7 +91,7 @@ func waitDecided(ctx context.Context, c *client.Client, t client.Target, notes i
 	}
 }
 
-func endReason(v relay.SessionView) string {
+func endReason(v wire.SessionView) string {
 	if e := v.Status.End; e != nil {
 		return fmt.Sprintf("%s by %s", e.Reason, e.By)
 	}
@@ -100,7 +100,7 @@ func endReason(v relay.SessionView) string {
 
 // startSession starts an approved session, saying what the relay does
 // while the call runs: it returns once the terminal is attached.
-func startSession(ctx context.Context, c *client.Client, t client.Target, notes io.Writer) (relay.SessionView, error) {
+func startSession(ctx context.Context, c *client.Client, t client.Target, notes io.Writer) (wire.SessionView, error) {
 	fmt.Fprintf(notes, "starting session %s: the relay grants its debug role for the session's time, adds the debug container, waits for the node to run it, and attaches the recorded terminal\n", t.Name)
 	began := time.Now()
 	v, err := c.Start(ctx, t)
