@@ -10,7 +10,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
-	"github.com/tower-dev/breakglass/relay/notify"
+	"github.com/tower-dev/breakglass/notify"
 	"github.com/tower-dev/breakglass/relay/session"
 )
 

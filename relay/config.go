@@ -21,8 +21,8 @@ import (
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
 	"github.com/tower-dev/breakglass/evidence/recording"
+	"github.com/tower-dev/breakglass/notify"
 	"github.com/tower-dev/breakglass/relay/console"
-	"github.com/tower-dev/breakglass/relay/notify"
 	"github.com/tower-dev/breakglass/relay/session"
 )
 

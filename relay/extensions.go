@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
-	"github.com/tower-dev/breakglass/relay/notify"
+	"github.com/tower-dev/breakglass/notify"
 	"github.com/tower-dev/breakglass/relay/session"
 	"github.com/tower-dev/breakglass/relay/wire"
 )

@@ -17,7 +17,7 @@ import (
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
 	"github.com/tower-dev/breakglass/lifecycle"
-	"github.com/tower-dev/breakglass/relay/notify"
+	"github.com/tower-dev/breakglass/notify"
 	"github.com/tower-dev/breakglass/relay/session"
 	"github.com/tower-dev/breakglass/relay/terminal"
 	"github.com/tower-dev/breakglass/relay/wire"

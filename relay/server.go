@@ -27,8 +27,8 @@ import (
 	"github.com/tower-dev/breakglass/evidence/recording"
 	"github.com/tower-dev/breakglass/evidence/tlog"
 	"github.com/tower-dev/breakglass/lifecycle"
+	"github.com/tower-dev/breakglass/notify"
 	"github.com/tower-dev/breakglass/relay/console"
-	"github.com/tower-dev/breakglass/relay/notify"
 	"github.com/tower-dev/breakglass/relay/session"
 	"github.com/tower-dev/breakglass/relay/wire"
 )

@@ -24,8 +24,8 @@ import (
 	"github.com/tower-dev/breakglass/evidence/tlog"
 	"github.com/tower-dev/breakglass/internal/probes"
 	"github.com/tower-dev/breakglass/lifecycle"
+	"github.com/tower-dev/breakglass/notify"
 	"github.com/tower-dev/breakglass/relay"
-	"github.com/tower-dev/breakglass/relay/notify"
 	"github.com/tower-dev/breakglass/sweeper"
 )
 

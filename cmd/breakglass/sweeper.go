@@ -17,7 +17,7 @@ import (
 	"github.com/tower-dev/breakglass/evidence/audit"
 	"github.com/tower-dev/breakglass/evidence/recording"
 	"github.com/tower-dev/breakglass/lifecycle"
-	"github.com/tower-dev/breakglass/relay/notify"
+	"github.com/tower-dev/breakglass/notify"
 	"github.com/tower-dev/breakglass/sweeper"
 )
 

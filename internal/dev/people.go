@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/tower-dev/breakglass/internal/oidcissuer"
+	"github.com/tower-dev/breakglass/notify"
 	"github.com/tower-dev/breakglass/relay"
-	"github.com/tower-dev/breakglass/relay/notify"
 )
 
 // The demo people, one for every role. They sign in to the console on the

@@ -14,10 +14,10 @@ import (
 	"github.com/tower-dev/breakglass/api/v1alpha1"
 	"github.com/tower-dev/breakglass/evidence/recording"
 	"github.com/tower-dev/breakglass/evidence/tlog"
+	"github.com/tower-dev/breakglass/notify"
 	"github.com/tower-dev/breakglass/policies"
 	"github.com/tower-dev/breakglass/relay"
 	"github.com/tower-dev/breakglass/relay/client"
-	"github.com/tower-dev/breakglass/relay/notify"
 	"github.com/tower-dev/breakglass/sweeper"
 	"github.com/tower-dev/breakglass/test/cluster"
 )

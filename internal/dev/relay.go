@@ -14,8 +14,8 @@ import (
 	"github.com/tower-dev/breakglass/evidence/audit"
 	"github.com/tower-dev/breakglass/evidence/recording"
 	"github.com/tower-dev/breakglass/evidence/tlog"
+	"github.com/tower-dev/breakglass/notify"
 	"github.com/tower-dev/breakglass/relay"
-	"github.com/tower-dev/breakglass/relay/notify"
 )
 
 // startRelay serves the relay's API and console on ln for every plane, as

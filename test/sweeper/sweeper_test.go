@@ -17,7 +17,7 @@ import (
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
 	"github.com/tower-dev/breakglass/evidence/recording"
-	"github.com/tower-dev/breakglass/relay/notify"
+	"github.com/tower-dev/breakglass/notify"
 	"github.com/tower-dev/breakglass/sweeper"
 )
 
