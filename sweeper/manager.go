@@ -11,10 +11,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/client-go/kubernetes"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/workqueue"
@@ -32,6 +30,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/tower-dev/breakglass/api"
 	"github.com/tower-dev/breakglass/api/v1alpha1"
 	"github.com/tower-dev/breakglass/evidence/audit"
 )
@@ -122,23 +121,11 @@ func (o *Options) defaults() {
 	}
 }
 
-// Scheme holds the kinds the sweeper reads.
-func Scheme() (*runtime.Scheme, error) {
-	s := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(s); err != nil {
-		return nil, err
-	}
-	if err := v1alpha1.AddToScheme(s); err != nil {
-		return nil, err
-	}
-	return s, nil
-}
-
 // New builds the sweeper's manager: controllers for session grants, for
 // Sessions and for debugged pods, behind leader election when asked.
 func New(cfg *rest.Config, opts Options) (manager.Manager, error) {
 	opts.defaults()
-	scheme, err := Scheme()
+	scheme, err := api.Scheme()
 	if err != nil {
 		return nil, err
 	}

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/tower-dev/breakglass/api"
 	"github.com/tower-dev/breakglass/evidence/audit"
 	"github.com/tower-dev/breakglass/evidence/recording"
 	"github.com/tower-dev/breakglass/evidence/tlog"
@@ -26,7 +27,6 @@ import (
 	"github.com/tower-dev/breakglass/lifecycle"
 	"github.com/tower-dev/breakglass/notify"
 	"github.com/tower-dev/breakglass/relay"
-	"github.com/tower-dev/breakglass/sweeper"
 )
 
 // defaultKubeBurst is the bucket of requests each of the relay's clients
@@ -227,7 +227,7 @@ func buildRelay(ctx context.Context, cfg *relay.Config, peers *relay.Peers, kube
 		}
 	}
 	auditLog := audit.NewLog(last, nil, sinks...)
-	scheme, err := sweeper.Scheme()
+	scheme, err := api.Scheme()
 	if err != nil {
 		return fail(err)
 	}

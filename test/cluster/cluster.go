@@ -22,11 +22,11 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	"github.com/tower-dev/breakglass/api"
 	"github.com/tower-dev/breakglass/api/v1alpha1"
 	chart "github.com/tower-dev/breakglass/charts/breakglass"
 	"github.com/tower-dev/breakglass/manifests"
@@ -179,7 +179,7 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 		}
 		return nil, fmt.Errorf("starting kube-apiserver and etcd: %w", err)
 	}
-	c := &Cluster{env: env, Config: cfg, Scheme: k8sruntime.NewScheme(), node: n, realNode: rn}
+	c := &Cluster{env: env, Config: cfg, node: n, realNode: rn}
 	c.certDir = certDir
 	if err := c.init(); err != nil {
 		_ = c.Stop()
@@ -211,12 +211,12 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 }
 
 func (c *Cluster) init() error {
-	if err := clientgoscheme.AddToScheme(c.Scheme); err != nil {
+	scheme, err := api.Scheme()
+	if err != nil {
 		return err
 	}
-	if err := v1alpha1.AddToScheme(c.Scheme); err != nil {
-		return err
-	}
+	c.Scheme = scheme
+	// Some suites read and write the CRDs themselves.
 	if err := apiextensionsv1.AddToScheme(c.Scheme); err != nil {
 		return err
 	}
