@@ -49,7 +49,6 @@ type Notifier interface {
 // Options are what a Server is built from.
 type Options struct {
 	Config  *Config
-	Auth    *Authenticator
 	Targets map[string]Target
 	Store   recording.Store
 	Audit   *audit.Log
@@ -63,9 +62,6 @@ type Options struct {
 	CheckpointEvery time.Duration
 	Clock           clock.Clock
 	Log             logr.Logger
-	// Console, when set, serves the web console and lets its session
-	// cookie stand for a bearer token, from the console's origin only.
-	Console *console.Console
 	// Peers, when set, makes this relay one of several replicas: it names
 	// itself in the sessions it runs, passes requests for another's
 	// terminals to it, and hands its sessions over when it closes.
@@ -134,10 +130,12 @@ type sessionKey struct{ cluster, namespace, name string }
 
 func (k sessionKey) String() string { return k.cluster + "/" + k.namespace + "/" + k.name }
 
-// NewServer builds the API over the configured clusters.
-func NewServer(o Options) (*Server, error) {
-	if o.Config == nil || o.Auth == nil || o.Store == nil || o.Audit == nil {
-		return nil, errors.New("relay: config, authenticator, recording store and audit log are required")
+// newServer builds the API over the configured clusters. web, when set,
+// serves the web console and lets its session cookie stand for a bearer
+// token, from the console's origin only.
+func newServer(o Options, auth *Authenticator, web *console.Console) (*Server, error) {
+	if o.Store == nil || o.Audit == nil {
+		return nil, errors.New("relay: a recording store and an audit log are required")
 	}
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}
@@ -154,8 +152,8 @@ func NewServer(o Options) (*Server, error) {
 			o.Peers.Transport = t
 		}
 	}
-	s := &Server{cfg: o.Config, auth: o.Auth, clusters: map[string]*target{}, store: o.Store, audit: o.Audit,
-		notifier: o.Notifier, console: o.Console, peers: o.Peers, anchorer: o.Anchorer, clock: o.Clock, log: o.Log, metrics: newMetrics(), live: map[sessionKey]*liveSession{},
+	s := &Server{cfg: o.Config, auth: auth, clusters: map[string]*target{}, store: o.Store, audit: o.Audit,
+		notifier: o.Notifier, console: web, peers: o.Peers, anchorer: o.Anchorer, clock: o.Clock, log: o.Log, metrics: newMetrics(), live: map[sessionKey]*liveSession{},
 		adoptWait: map[sessionKey]time.Duration{}, adoptAfter: map[sessionKey]time.Time{}, closing: make(chan struct{}),
 		feeds: map[string]*sessionFeed{}, streams: newStreamCount(),
 		unauthenticated: rate.NewLimiter(rate.Limit(UnauthenticatedAuditRate), UnauthenticatedAuditBurst)}

@@ -179,11 +179,8 @@ func buildRelay(ctx context.Context, cfg *relay.Config, peers *relay.Peers, kube
 		closeAll()
 		return nil, nil, nil, err
 	}
-	auth, err := relay.NewAuthenticator(ctx, cfg.OIDC, nil)
-	if err != nil {
-		return fail(err)
-	}
 	var store recording.Store
+	var err error
 	if cfg.Recording.S3 != nil {
 		if store, err = recording.NewS3(ctx, *cfg.Recording.S3); err != nil {
 			return fail(err)
@@ -276,11 +273,7 @@ func buildRelay(ctx context.Context, cfg *relay.Config, peers *relay.Peers, kube
 		checkpoints = &audit.Checkpointer{Log: auditLog, Chain: cfg.Audit.Chain, Store: store, Anchorer: anchorer,
 			Retention: cfg.Recording.Retention.Duration, Logger: ctrl.Log.WithName("audit")}
 	}
-	web, err := relay.NewConsole(ctx, cfg, auth, nil)
-	if err != nil {
-		return fail(err)
-	}
-	srv, err := relay.NewServer(relay.Options{Config: cfg, Auth: auth, Targets: targets, Store: store, Console: web,
+	srv, err := relay.New(ctx, relay.Options{Config: cfg, Targets: targets, Store: store,
 		Audit: auditLog, Notifier: notifier, Anchorer: anchorer, Log: ctrl.Log.WithName("relay"),
 		Checkpoints: checkpoints, CheckpointEvery: cfg.Audit.CheckpointEvery.Duration, Peers: peers})
 	if err != nil {

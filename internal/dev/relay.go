@@ -43,31 +43,17 @@ func startRelay(ctx context.Context, ln net.Listener, relayURL string, planes []
 		}
 		targets[p.name] = relay.Target{Client: p.portal.Client, Kube: p.portal.Kube, Config: p.portal.Config}
 	}
-	if err := cfg.Complete(); err != nil {
+	auditFile, last, err := audit.OpenFile(filepath.Join(o.Dir, "audit.jsonl"))
+	if err != nil {
 		return nil, err
 	}
 	actx, cancel := context.WithCancel(context.Background())
-	auth, err := relay.NewAuthenticator(actx, cfg.OIDC, nil)
+	srv, err := relay.New(actx, relay.Options{Config: cfg, Store: store, Clock: clock.RealClock{}, Targets: targets,
+		Notifier: &notify.Webhook{URL: inboxURL, PortalURL: cfg.PortalURL},
+		Audit:    audit.NewLog(last, nil, &audit.Writer{W: logs}, auditFile), Anchorer: anchorer})
 	if err != nil {
 		cancel()
-		return nil, err
-	}
-	web, err := relay.NewConsole(actx, cfg, auth, nil)
-	if err != nil {
-		cancel()
-		return nil, err
-	}
-	auditFile, last, err := audit.OpenFile(filepath.Join(o.Dir, "audit.jsonl"))
-	if err != nil {
-		cancel()
-		return nil, err
-	}
-	srv, err := relay.NewServer(relay.Options{Config: cfg, Auth: auth, Store: store, Clock: clock.RealClock{}, Targets: targets,
-		Console: web, Notifier: &notify.Webhook{URL: inboxURL, PortalURL: cfg.PortalURL},
-		Audit: audit.NewLog(last, nil, &audit.Writer{W: logs}, auditFile), Anchorer: anchorer})
-	if err != nil {
-		cancel()
-		return nil, err
+		return nil, errors.Join(err, auditFile.Close())
 	}
 	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = hs.Serve(ln) }()

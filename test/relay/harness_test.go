@@ -114,18 +114,12 @@ func startRelay(t testing.TB, cfg *relay.Config, clk clock.Clock) *testRelay {
 // reaches the others, and it serves on ln (nil: a port of its own).
 func startReplica(t testing.TB, cfg *relay.Config, clk clock.Clock, peers *relay.Peers, ln net.Listener) *testRelay {
 	t.Helper()
-	if err := cfg.Complete(); err != nil {
-		t.Fatal(err)
-	}
 	portal, err := cl.Portal()
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	auth, err := relay.NewAuthenticator(ctx, cfg.OIDC, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	t.Cleanup(cancel)
 	// A recording directory of the test's own, unless two relays share one.
 	store := &recording.Dir{Root: t.TempDir()}
 	if cfg.Recording.Dir != "set-by-the-test" {
@@ -139,8 +133,9 @@ func startReplica(t testing.TB, cfg *relay.Config, clk clock.Clock, peers *relay
 		targets[c.Name] = relay.Target{Client: portal.Client, Kube: portal.Kube, Config: portal.Config}
 	}
 	hook := httptest.NewServer(tr.notes)
-	srv, err := relay.NewServer(relay.Options{
-		Config: cfg, Auth: auth, Store: tr.store, Clock: clk,
+	t.Cleanup(hook.Close)
+	srv, err := relay.New(ctx, relay.Options{
+		Config: cfg, Store: tr.store, Clock: clk,
 		Targets:  targets,
 		Audit:    audit.NewLog(audit.Event{}, nil, &audit.Writer{W: tr.gate}),
 		Notifier: &notify.Webhook{URL: hook.URL, PortalURL: cfg.PortalURL},
@@ -160,8 +155,6 @@ func startReplica(t testing.TB, cfg *relay.Config, clk clock.Clock, peers *relay
 	t.Cleanup(func() {
 		srv.Close(context.Background())
 		api.Close()
-		hook.Close()
-		cancel()
 	})
 	return tr
 }
