@@ -16,8 +16,17 @@ async function signIn(w, page) {
   const popup = page.waitForEvent('popup', { timeout: T });
   await page.getByRole('button', { name: /sign in/i }).click({ timeout: T });
   const p = await popup;
+  p.who = `${page.who}-popup`;
+  // Waited on from before the click: the popup may close as soon as the
+  // issuer's answer reaches Backstage's handler.
+  const closed = p.waitForEvent('close', { timeout: T });
+  closed.catch(() => {});
   await p.click(`button[value=${page.who}]`, { timeout: T });
-  await p.waitForEvent('close', { timeout: T });
+  await closed.catch(async (e) => {
+    await w.shot(p, 'sign-in-stuck').catch(() => {});
+    const shows = await p.innerText('body').catch(() => '(nothing)');
+    throw new Error(`${page.who}'s sign-in popup stayed open at ${p.url()}, showing: ${shows.slice(0, 300)} (${e.message})`);
+  });
   await page.waitForURL((u) => u.href.startsWith(cfg.backstage) && !/sign-in/.test(u.href), { timeout: T });
   await w.shot(page, 'signed-in');
 }
