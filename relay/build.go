@@ -2,8 +2,8 @@ package relay
 
 import (
 	"context"
-	"fmt"
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 

@@ -2,7 +2,6 @@ package relay_test
 
 import (
 	"encoding/json"
-	"github.com/tower-dev/breakglass/test/prereq"
 	"net/http"
 	"net/http/httptest"
 	"os/exec"
@@ -10,6 +9,8 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/tower-dev/breakglass/test/prereq"
 
 	"k8s.io/utils/clock"
 )
