@@ -137,8 +137,8 @@ func keep(r rune) string { return string(r) }
 
 func mrkdwn(s string) slackText { return slackText{Type: "mrkdwn", Text: s} }
 
-// field is a bold label over an escaped value, cut to a field's limit.
-func field(label, value string) slackText {
+// slackField is a bold label over an escaped value, cut to a field's limit.
+func slackField(label, value string) slackText {
 	head := "*" + label + "*\n"
 	return mrkdwn(head + fit(plain(value), slackFieldMax-len(head), slackEscape))
 }
@@ -160,9 +160,9 @@ func slackPayload(m Message) slackMessage {
 	if approvers == "" {
 		approvers = "as the portal's permissions say"
 	}
-	fields := []slackText{field("Who", n.Requester), field("What", n.What()), field("Until", n.Until()), field("Approvers", approvers)}
+	fields := []slackText{slackField("Who", n.Requester), slackField("What", n.What()), slackField("Until", n.Until()), slackField("Approvers", approvers)}
 	if n.To != "" {
-		fields = append(fields, field("For", n.To))
+		fields = append(fields, slackField("For", n.To))
 	}
 	blocks := []slackBlock{
 		{Type: "header", Text: &slackText{Type: "plain_text", Text: fit(n.Title(), slackHeaderMax, keep)}},

@@ -6,23 +6,17 @@
 package relay
 
 import (
-	"errors"
 	"fmt"
-	"net/url"
 	"os"
 	"slices"
-	"strings"
-	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
 	"github.com/tower-dev/breakglass/evidence/recording"
 	"github.com/tower-dev/breakglass/notify"
-	"github.com/tower-dev/breakglass/relay/console"
 	"github.com/tower-dev/breakglass/relay/session"
 )
 
@@ -259,136 +253,9 @@ func ParseConfig(raw []byte) (*Config, error) {
 	return c, nil
 }
 
-// Complete fills defaults and refuses what cannot work or is unsafe.
+// Complete fills the defaults and refuses what cannot work or is unsafe,
+// as one error naming every field that is wrong.
 func (c *Config) Complete() error {
-	def := func(d *metav1.Duration, v time.Duration) {
-		if d.Duration == 0 {
-			d.Duration = v
-		}
-	}
-	def(&c.Limits.Idle, 10*time.Minute)
-	def(&c.Limits.Disconnect, 2*time.Minute)
-	def(&c.Limits.Heartbeat, 20*time.Second)
-	def(&c.Limits.Grace, 2*time.Minute)
-	def(&c.Limits.ReviewWithin, 24*time.Hour)
-	def(&c.Limits.MaxTotal, v1alpha1.DefaultMaxTotal)
-	if c.Limits.Extensions == nil {
-		c.Limits.Extensions = ptr.To(v1alpha1.DefaultMaxExtensions)
-	}
-	if n := *c.Limits.Extensions; n < 0 || n > 4 {
-		return fmt.Errorf("limits.extensions: a session is extended 0 to 4 times, not %d", n)
-	}
-	if t := c.Limits.MaxTotal.Duration; t < minDuration || t > 24*time.Hour {
-		return fmt.Errorf("limits.maxTotal: a session runs at most %s to 24h in all, not %s", minDuration, t)
-	}
-	def(&c.Recording.Retention, 365*24*time.Hour)
-	def(&c.Audit.CheckpointEvery, 10*time.Minute)
-	if c.Audit.Chain == "" {
-		c.Audit.Chain = "relay"
-	}
-	if c.OIDC.UsernameClaim == "" {
-		c.OIDC.UsernameClaim = "email"
-	}
-	if c.OIDC.GroupsClaim == "" {
-		c.OIDC.GroupsClaim = "groups"
-	}
-	var errs []error
-	if c.Console != nil {
-		if err := console.CheckURL(c.Console.URL); err != nil {
-			errs = append(errs, fmt.Errorf("console.%w", err))
-		} else if c.PortalURL == "" {
-			c.PortalURL = strings.TrimSuffix(c.Console.URL, "/") + "/console"
-		}
-	}
-	if c.Listen == "" {
-		errs = append(errs, errors.New("listen: the API's address is required, e.g. \":8443\""))
-	}
-	if u, err := url.Parse(c.OIDC.Issuer); c.OIDC.Issuer == "" || err != nil || u.Host == "" {
-		errs = append(errs, errors.New("oidc.issuer: an issuer URL is required"))
-	}
-	if c.OIDC.Audience == "" {
-		errs = append(errs, errors.New("oidc.audience: the client ID tokens are issued for is required"))
-	}
-	for i, aud := range c.OIDC.PortalAudiences {
-		if aud == "" || aud == c.OIDC.Audience {
-			errs = append(errs, fmt.Errorf("oidc.portalAudiences[%d]: %q is not a portal's client ID (empty, or the relay's own)", i, aud))
-		}
-	}
-	for _, o := range c.AllowedOrigins {
-		if u, err := url.Parse(o); err != nil || u.Scheme == "" || u.Host == "" || u.Path != "" {
-			errs = append(errs, fmt.Errorf("allowedOrigins: %q is not an origin such as https://tower.example.com", o))
-		}
-	}
-	if len(c.Clusters) == 0 {
-		errs = append(errs, errors.New("clusters: at least one target cluster is required"))
-	}
-	seen := map[string]bool{}
-	for i, cl := range c.Clusters {
-		at := fmt.Sprintf("clusters[%d]", i)
-		switch {
-		case len(validation.IsDNS1123Label(cl.Name)) > 0:
-			errs = append(errs, fmt.Errorf("%s.name: %q is not a DNS label", at, cl.Name))
-		case seen[cl.Name]:
-			errs = append(errs, fmt.Errorf("%s.name: %q is listed twice", at, cl.Name))
-		}
-		seen[cl.Name] = true
-		if cl.Tier != Ground && cl.Tier != Flight {
-			errs = append(errs, fmt.Errorf("%s.tier: %q is neither ground nor flight", at, cl.Tier))
-		}
-		if cl.Tier == Flight && cl.RequireApproval != nil && !*cl.RequireApproval {
-			errs = append(errs, fmt.Errorf("%s.requireApproval: a Flight cluster always requires approval", at))
-		}
-		if cl.DebugImage == "" {
-			errs = append(errs, fmt.Errorf("%s.debugImage: the pinned debug image is required", at))
-		}
-		for _, ns := range cl.Moderated {
-			if ns != "*" && len(validation.IsDNS1123Label(ns)) > 0 {
-				errs = append(errs, fmt.Errorf("%s.moderated: %q is neither a namespace name nor *", at, ns))
-			}
-		}
-	}
-	for i, p := range c.Permissions {
-		at := fmt.Sprintf("permissions[%d]", i)
-		if len(p.Groups) == 0 || len(p.Namespaces) == 0 || len(p.Actions) == 0 {
-			errs = append(errs, fmt.Errorf("%s: groups, namespaces and actions are required", at))
-		}
-		for _, a := range p.Actions {
-			if !slices.Contains(actions, a) {
-				errs = append(errs, fmt.Errorf("%s.actions: %q is not one of %v", at, a, actions))
-			}
-		}
-	}
-	if (c.Recording.Dir == "") == (c.Recording.S3 == nil) {
-		errs = append(errs, errors.New("recording: exactly one of dir and s3 is required: no store, no session"))
-	}
-	if r := c.Rekor; r != nil {
-		if u, err := url.Parse(r.URL); err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") {
-			errs = append(errs, fmt.Errorf("rekor.url: %q is not the log's http(s) URL", r.URL))
-		}
-		if r.KeyFile == "" {
-			errs = append(errs, errors.New("rekor.keyFile: the relay's signing key is required"))
-		}
-		switch {
-		case r.APIVersion != 0 && r.APIVersion != 1 && r.APIVersion != 2:
-			errs = append(errs, fmt.Errorf("rekor.apiVersion: %d is not 1 or 2", r.APIVersion))
-		case r.APIVersion == 2 && r.PublicKeyFile == "":
-			errs = append(errs, errors.New("rekor.publicKeyFile: Rekor v2 does not serve its key: pin it"))
-		case r.APIVersion == 2 && r.CertificateFile != "":
-			errs = append(errs, errors.New("rekor.certificateFile: Rekor v2 gives no trusted time to check a certificate at: sign with the key alone, or use Rekor v1"))
-		}
-	}
-	if c.NotifyURL != "" {
-		if u, err := url.Parse(c.NotifyURL); err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") {
-			errs = append(errs, fmt.Errorf("notifyURL: %q is not an http(s) URL", c.NotifyURL))
-		}
-	}
-	if c.Notifications != nil {
-		if err := c.Notifications.Complete("notifications"); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	if c.Limits.Heartbeat.Duration >= c.Limits.Disconnect.Duration {
-		errs = append(errs, errors.New("limits.heartbeat: must be shorter than limits.disconnect"))
-	}
-	return errors.Join(errs...)
+	c.Default()
+	return c.Validate().ToAggregate()
 }

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -89,11 +90,11 @@ func TestLoadConfig(t *testing.T) {
 	for _, tc := range []struct{ name, edit, want string }{
 		{"unknown field", "idleLimit: 5m\n", "unknown field"},
 		{"flight without approval", "clusters:\n- {name: prod, tier: flight, debugImage: x, requireApproval: false}\n", "always requires approval"},
-		{"bad tier", "clusters:\n- {name: prod, tier: sky, debugImage: x}\n", "neither ground nor flight"},
+		{"bad tier", "clusters:\n- {name: prod, tier: sky, debugImage: x}\n", `clusters[0].tier: Unsupported value: "sky"`},
 		{"bad name", "clusters:\n- {name: Prod_1, tier: ground, debugImage: x}\n", "not a DNS label"},
-		{"twice", "clusters:\n- {name: a, tier: ground, debugImage: x}\n- {name: a, tier: ground, debugImage: x}\n", "listed twice"},
+		{"twice", "clusters:\n- {name: a, tier: ground, debugImage: x}\n- {name: a, tier: ground, debugImage: x}\n", `clusters[1].name: Duplicate value: "a"`},
 		{"no image", "clusters:\n- {name: a, tier: ground}\n", "debugImage"},
-		{"bad action", "permissions:\n- {groups: [g], namespaces: [n], actions: [exec]}\n", `"exec" is not one of`},
+		{"bad action", "permissions:\n- {groups: [g], namespaces: [n], actions: [exec]}\n", `permissions[0].actions[0]: Unsupported value: "exec"`},
 		{"both stores", "recording: {dir: /x, s3: {bucket: b}}\n", "exactly one of dir and s3"},
 		{"no store", "recording: {}\n", "no store, no session"},
 		{"bad origin", "allowedOrigins: [\"tower.example.com/path\"]\n", "not an origin"},
@@ -101,7 +102,7 @@ func TestLoadConfig(t *testing.T) {
 		{"console over plain http", "console: {url: \"http://relay.example.com\"}\n", "only over https"},
 		{"heartbeat", "limits: {heartbeat: 5m, disconnect: 1m}\n", "shorter than limits.disconnect"},
 		{"no issuer", "oidc: {audience: tower}\n", "oidc.issuer"},
-		{"rekor v3", "rekor: {url: \"https://rekor.example\", keyFile: k, apiVersion: 3}\n", "rekor.apiVersion: 3 is not 1 or 2"},
+		{"rekor v3", "rekor: {url: \"https://rekor.example\", keyFile: k, apiVersion: 3}\n", "rekor.apiVersion: Unsupported value: 3"},
 		{"rekor v2 without its key", "rekor: {url: \"https://rekor.example\", keyFile: k, apiVersion: 2}\n", "rekor.publicKeyFile"},
 		{"rekor v2 with a certificate", "rekor: {url: \"https://rekor.example\", keyFile: k, apiVersion: 2, publicKeyFile: p, certificateFile: c}\n", "rekor.certificateFile"},
 	} {
@@ -188,5 +189,25 @@ func TestBearer(t *testing.T) {
 		if (err == nil) != tc.ok || got != tc.want {
 			t.Errorf("%q %q: %q %v", tc.header, tc.protocols, got, err)
 		}
+	}
+}
+
+// TestValidateNamesEveryWrongField: an empty configuration is refused at
+// each field it needs, all at once, and validating it changes nothing.
+func TestValidateNamesEveryWrongField(t *testing.T) {
+	c := &Config{}
+	c.Default()
+	before := *c
+	got := map[string]bool{}
+	for _, e := range c.Validate() {
+		got[e.Field] = true
+	}
+	for _, f := range []string{"listen", "oidc.issuer", "oidc.audience", "clusters", "recording"} {
+		if !got[f] {
+			t.Errorf("no error at %s; got %v", f, got)
+		}
+	}
+	if !reflect.DeepEqual(before, *c) {
+		t.Error("Validate changed the configuration")
 	}
 }
