@@ -9,7 +9,10 @@ import breakglassPlugin, { breakglassAuthApiRef } from '@tower-dev/backstage-plu
 
 // People sign in at the organisation's issuer (the demo issuer here),
 // through the break-glass plugin's sign-in API: the ID token it keeps is
-// the one the relay is given.
+// the one the relay is given. Not auto: its popup, opened on load, is one
+// a browser blocks without a click, and a click on "Sign in" beside it
+// opens the same window again, so the sign-in form it showed is replaced
+// under the person's click.
 const signIn = createFrontendModule({
   pluginId: 'app',
   extensions: [
@@ -18,7 +21,6 @@ const signIn = createFrontendModule({
         loader: async () => props => (
           <SignInPage
             {...props}
-            auto
             provider={{ id: 'oidc', title: 'Demo issuer', message: 'Sign in at the organisation\u2019s issuer', apiRef: breakglassAuthApiRef }}
           />
         ),
