@@ -35,6 +35,9 @@ func startRelay(ctx context.Context, ln net.Listener, relayURL string, planes []
 	if o.Backstage {
 		cfg.OIDC.PortalAudiences = []string{backstageAudience}
 	}
+	// relay.New defaults it too, but the notifier below links to the
+	// console's pages from the portal URL the defaults derive.
+	cfg.Default()
 	targets := map[string]relay.Target{}
 	for i, p := range planes {
 		cfg.Clusters = append(cfg.Clusters, relay.Cluster{Name: p.name, Tier: p.tier(), DebugImage: p.image})
