@@ -3,6 +3,7 @@ package policies
 import (
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
 )
@@ -46,18 +47,15 @@ const requesterName, requesterID = "object.spec.requester", "object.spec.?reques
 // minExtension is the least more time a session is given.
 var minExtension = v1alpha1.MinExtension.String()
 
-// portalOnly are the parts of a Session's status only the portal writes: the
-// decisions a person made through it and the session it ran.
-var portalOnly = []string{"approval", "denial", "grant", "debugContainer", "startedAt", "deadline", "heartbeat", "resumes",
-	"relay", "released", "extensionRequest", "extensions",
-	"review.?by", "review.?at", "review.?comment"}
-
-// writtenOnce are the parts of a Session's status that never change once
-// written. The grant and the deadline change only with an approved
-// extension (session.extension-moves).
-var writtenOnce = []string{"approval", "denial", "debugContainer", "startedAt", "end",
-	"review.?by", "review.?at", "review.?comment", "review.?dueAt",
-	"evidence.?manifestSHA256", "evidence.?manifestVersion", "evidence.?cluster", "evidence.?entryID", "evidence.?logIndex"}
+// statusPaths are paths below a Session's status as optional CEL chains:
+// "review.by" is review.?by, absent as a whole when review is.
+func statusPaths(paths []string) []string {
+	out := make([]string, len(paths))
+	for i, p := range paths {
+		out[i] = strings.ReplaceAll(p, ".", ".?")
+	}
+	return out
+}
 
 // SessionRules keeps a Session honest whoever writes it: only the portal
 // creates one and records decisions; only the portal and the sweeper write
@@ -106,12 +104,12 @@ func SessionRules() Policy {
 			},
 			{
 				Name:       "session.portal-decides",
-				Expression: update + `variables.isPortal || (` + allOf(portalOnly, unchanged) + `)`,
+				Expression: update + `variables.isPortal || (` + allOf(statusPaths(v1alpha1.PortalOnlyStatus), unchanged) + `)`,
 				Message:    "[session.portal-decides] only the portal records a Session's approval, denial, review, grant, debug container and times.",
 			},
 			{
 				Name: "session.write-once",
-				Expression: update + allOf(writtenOnce, once) + ` &&
+				Expression: update + allOf(statusPaths(v1alpha1.WrittenOnceStatus), once) + ` &&
 				(!oldObject.?status.?review.?fallbackNotified.orValue(false) || object.?status.?review.?fallbackNotified.orValue(false)) &&
 				oldObject.?status.?evidence.?uris.orValue([]).all(u, u in object.?status.?evidence.?uris.orValue([]))`,
 				// The evidence's files only grow: anchoring adds the bundle.
