@@ -80,7 +80,7 @@ func TestBackstageWalk(t *testing.T) {
 	if want := fmt.Sprintf("/break-glass/sessions/%s/%s/%s?view=approve", info.Cluster, info.Namespace, f.Session); f.ApprovalLink != want {
 		t.Errorf("bob's notification links to %q, want %q", f.ApprovalLink, want)
 	}
-	if f.UID != "65532" || !strings.Contains(f.AliceScreen, "write-refused") {
+	if f.UID != "65532" || !strings.Contains(f.AliceScreen, "write-refused-42") {
 		t.Errorf("alice's terminal: uid %q, screen %q", f.UID, f.AliceScreen)
 	}
 	if !strings.Contains(f.Glass.AliceRecording, "do not let user:default/alice play the recording") || !f.Glass.Reviewed {

@@ -127,9 +127,10 @@ async function walk(w, alice, bob) {
   await phase(alice, 'Active');
   await alice.getByText(/^Terminal: connected/).waitFor({ timeout: T });
   await alice.locator('[data-testid=terminal]').click();
-  await alice.keyboard.type('echo uid=$(id -u); touch /written-by-alice || echo write-refused');
+  // The marker is computed, so the echo of what she typed never matches it.
+  await alice.keyboard.type('echo uid=$(id -u); touch /written-by-alice || echo write-refused-$((6*7))');
   await alice.keyboard.press('Enter');
-  w.facts.aliceScreen = await w.waitScreen(alice, 'write-refused');
+  w.facts.aliceScreen = await w.waitScreen(alice, 'write-refused-42');
   w.facts.uid = /uid=(\d+)/.exec(w.facts.aliceScreen.replace(/echo uid=\$\(id -u\)/, ''))?.[1];
   await w.shot(alice, 'terminal');
   await w.accessible(alice, 'the session, active');
