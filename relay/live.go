@@ -456,7 +456,7 @@ func (s *Server) Close(ctx context.Context) {
 				}
 				return
 			}
-			if err := l.End(ctx, session.Relay+" (shutting down)", v1alpha1.EndDisconnect, ""); err != nil {
+			if err := l.Stop(ctx, v1alpha1.EndDisconnect, "the relay shut down"); err != nil {
 				s.log.Error(err, "ending a session at shutdown", "session", l.Session.Namespace+"/"+l.Session.Name)
 			}
 		}()

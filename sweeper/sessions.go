@@ -255,7 +255,7 @@ func (s *SessionSweeper) lifecycle() *lifecycle.Machine {
 // end records the end first, so a crash half-way leaves an Ended session
 // whose clean-up the next pass finishes.
 func (s *SessionSweeper) end(ctx context.Context, sess *v1alpha1.Session, now time.Time, why string) error {
-	end := &v1alpha1.End{By: s.Identity, Reason: v1alpha1.EndSwept, At: metav1.NewTime(now), Abnormal: true}
+	end := &v1alpha1.End{By: s.Identity, Reason: v1alpha1.EndSwept, Detail: v1alpha1.EndDetail(why), At: metav1.NewTime(now), Abnormal: true}
 	if err := s.lifecycle().Make(ctx, sess, lifecycle.Move{Step: v1alpha1.StepEnd, To: v1alpha1.PhaseEnded, Actor: s.Identity, Reason: why,
 		Record: func(st *v1alpha1.SessionStatus) { st.End = end }}); err != nil {
 		return fmt.Errorf("recording the end of %s/%s: %w", sess.Namespace, sess.Name, err)

@@ -1,6 +1,10 @@
 package v1alpha1
 
-import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+import (
+	"unicode/utf8"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
 
 // SessionMode says where the debug container runs.
 // +kubebuilder:validation:Enum=live;copy;heldCopy
@@ -175,11 +179,21 @@ type DebugContainer struct {
 
 // End records who or what ended a session, and why.
 type End struct {
-	// By is who or what ended it: a person by name, or the relay or the
-	// sweeper in its own name, with why in parentheses.
+	// By is who ended it: a person by name, or the plane by the name the
+	// API server knows it by (the relay's
+	// system:serviceaccount:breakglass-system:tower-breakglass, the
+	// sweeper's system:serviceaccount:breakglass-system:breakglass-sweeper).
+	// Only who: why is Reason, and what the plane saw is Detail.
 	By string `json:"by"`
 	// Reason is why, as one of the end reasons.
 	Reason EndReason `json:"reason"`
+	// Detail is what the plane saw that ended the session, in its words:
+	// the error a failed start or a broken stream gave, the relay shutting
+	// down, the sweeper's finding. Data for the reviewer, shown as text; a
+	// person's words are Note, never here.
+	// +optional
+	// +kubebuilder:validation:MaxLength=512
+	Detail string `json:"detail,omitempty"`
 	// At is when it ended.
 	At metav1.Time `json:"at"`
 	// Abnormal is set when the session did not end by a person's word or
@@ -195,6 +209,19 @@ type End struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=1024
 	Note string `json:"note,omitempty"`
+}
+
+// EndDetailMax is the most characters End.Detail holds.
+const EndDetailMax = 512
+
+// EndDetail is what the plane saw, cut to what End.Detail holds (by
+// characters, as the API server counts them): an error's full text is
+// in the audit log and the writer's own log.
+func EndDetail(saw string) string {
+	if utf8.RuneCountInString(saw) <= EndDetailMax {
+		return saw
+	}
+	return string([]rune(saw)[:EndDetailMax-3]) + "..."
 }
 
 // Evidence points at the session's recording and its transparency-log entry.

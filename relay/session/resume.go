@@ -108,8 +108,8 @@ func (r *Runner) Resume(ctx context.Context, s *v1alpha1.Session, stale time.Dur
 	}
 	live.endAtGrantExpiry(st.Grant.ExpiresAt.Time)
 	if err := r.record(ctx, v1alpha1.StepAttach, s, container); err != nil {
-		by := fmt.Sprintf("%s (the resume failed: the attach could not be audited: %v)", Relay, err)
-		return nil, errors.Join(fmt.Errorf("auditing the attach: %w", err), live.finish(context.Background(), ending{by: by, reason: v1alpha1.EndDisconnect, abnormal: true}))
+		detail := fmt.Sprintf("the resume failed: the attach could not be audited: %v", err)
+		return nil, errors.Join(fmt.Errorf("auditing the attach: %w", err), live.finish(context.Background(), relayEnding(v1alpha1.EndDisconnect, detail, true)))
 	}
 	return live, nil
 }

@@ -201,8 +201,8 @@ func (r *Runner) Start(ctx context.Context, s *v1alpha1.Session) (_ *Live, err e
 		// The session's own end cleans up: detach, recycle, revoke, and the
 		// Session ended as a failed start.
 		touched = false
-		by := fmt.Sprintf("%s (the start failed: the attach could not be audited: %v)", Relay, err)
-		return nil, errors.Join(fmt.Errorf("auditing the attach: %w", err), live.finish(context.Background(), ending{by: by, reason: v1alpha1.EndFailedStart, abnormal: true}))
+		detail := fmt.Sprintf("the start failed: the attach could not be audited: %v", err)
+		return nil, errors.Join(fmt.Errorf("auditing the attach: %w", err), live.finish(context.Background(), relayEnding(v1alpha1.EndFailedStart, detail, true)))
 	}
 	return live, nil
 }
@@ -345,13 +345,11 @@ func (r *Runner) failedStart(s *v1alpha1.Session, pod, container string, cause e
 		}
 	}
 	why := cause.Error()
-	if len(why) > 200 {
-		why = why[:200] + "..."
-	}
-	by := fmt.Sprintf("%s (the start failed after %s was added to %s, pod recycled: %t: %s)", Relay, container, pod, recycle, why)
+	detail := fmt.Sprintf("the start failed after %s was added to %s, pod recycled: %t: %s", container, pod, recycle, why)
 	errs = append(errs, r.Lifecycle().Make(ctx, s, lifecycle.Move{Step: v1alpha1.StepEnd, To: v1alpha1.PhaseEnded, Actor: v1alpha1.PortalUsername,
-		Reason: string(v1alpha1.EndFailedStart) + ": " + why, Merge: true, Record: func(st *v1alpha1.SessionStatus) {
-			st.End = &v1alpha1.End{By: by, Reason: v1alpha1.EndFailedStart, At: metav1.NewTime(r.Clock.Now()), Abnormal: true}
+		Reason: EndReasonText(v1alpha1.EndFailedStart, detail), Merge: true, Record: func(st *v1alpha1.SessionStatus) {
+			st.End = &v1alpha1.End{By: v1alpha1.PortalUsername, Reason: v1alpha1.EndFailedStart, Detail: v1alpha1.EndDetail(detail),
+				At: metav1.NewTime(r.Clock.Now()), Abnormal: true}
 		}}))
 	return errors.Join(errs...)
 }
@@ -425,7 +423,7 @@ func (l *Live) endAtGrantExpiry(expires time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.grantTimer = time.AfterFunc(time.Until(expires), func() {
-		if err := l.finish(context.Background(), ending{by: Relay + " (its grant expired)", reason: v1alpha1.EndHardStop}); err != nil {
+		if err := l.finish(context.Background(), relayEnding(v1alpha1.EndHardStop, "its grant expired", false)); err != nil {
 			l.r.Log.Error(err, "ending a session at its grant's expiry", "session", l.Session.Namespace+"/"+l.Session.Name)
 		}
 	})
@@ -500,21 +498,38 @@ func (l *Live) Output() io.ReadCloser { return l.out.subscribe(l.r.Clock.Now, tr
 // of the recent screen.
 func (l *Live) OutputFromNow() io.ReadCloser { return l.out.subscribe(l.r.Clock.Now, false) }
 
-// End ends the session: detach, finalize the recording, recycle the pod
-// unless the approver chose to keep it, revoke the grant, and write who
-// ended it and why; note is what a person who ended it wrote ("" for none).
+// End ends the session for a person: detach, finalize the recording,
+// recycle the pod unless the approver chose to keep it, revoke the grant,
+// and write who ended it and why; note is what they wrote ("" for none).
 func (l *Live) End(ctx context.Context, by string, reason v1alpha1.EndReason, note string) error {
 	return l.finish(ctx, ending{by: by, reason: reason, note: note})
+}
+
+// Stop ends the session as End does, in the relay's own name: a limit
+// reached, or the relay shutting down; detail is what it saw ("" when the
+// reason says it all).
+func (l *Live) Stop(ctx context.Context, reason v1alpha1.EndReason, detail string) error {
+	return l.finish(ctx, relayEnding(reason, detail, false))
 }
 
 // ending is who ends a session, why, and in what words.
 type ending struct {
 	by     string
 	reason v1alpha1.EndReason
-	note   string
+	// note is a person's words; detail, the relay's. An end has at most
+	// one of them.
+	note, detail string
 	// abnormal says the relay did not end it by a person's word or a limit
 	// (its terminal stream failed).
 	abnormal bool
+}
+
+// words is what the audit log records after the reason.
+func (e ending) words() string { return e.note + e.detail }
+
+// relayEnding is an end in the relay's own name.
+func relayEnding(reason v1alpha1.EndReason, detail string, abnormal bool) ending {
+	return ending{by: v1alpha1.PortalUsername, reason: reason, detail: detail, abnormal: abnormal}
 }
 
 // finish ends the session once, whoever asks first.
@@ -634,8 +649,7 @@ func (l *Live) streamOver(ctx context.Context) (reason v1alpha1.EndReason, ended
 		})
 		return "", released, err
 	}
-	by := Relay + " (the terminal stream failed: " + why + ")"
-	return v1alpha1.EndDisconnect, true, l.finish(ctx, ending{by: by, reason: v1alpha1.EndDisconnect, abnormal: true})
+	return v1alpha1.EndDisconnect, true, l.finish(ctx, relayEnding(v1alpha1.EndDisconnect, "the terminal stream failed: "+why, true))
 }
 
 func (l *Live) end(ctx context.Context, e ending) error {
@@ -676,10 +690,10 @@ func (l *Live) end(ctx context.Context, e ending) error {
 	}
 	// A merge patch: the heartbeat may have moved the resource version.
 	errs = append(errs, r.Lifecycle().Make(ctx, s, lifecycle.Move{Step: v1alpha1.StepEnd, To: v1alpha1.PhaseEnded, Actor: e.by,
-		Reason: EndReasonText(e.reason, e.note), Merge: true, Record: func(st *v1alpha1.SessionStatus) {
+		Reason: EndReasonText(e.reason, e.words()), Merge: true, Record: func(st *v1alpha1.SessionStatus) {
 			// Without its evidence (the store away past HoldFor) an end is
 			// abnormal whatever ended it: the sweeper finalizes what was streamed.
-			st.End = &v1alpha1.End{By: e.by, Reason: e.reason, Note: e.note, At: metav1.NewTime(r.Clock.Now()), Abnormal: e.abnormal || done.Body == nil}
+			st.End = &v1alpha1.End{By: e.by, Reason: e.reason, Note: e.note, Detail: v1alpha1.EndDetail(e.detail), At: metav1.NewTime(r.Clock.Now()), Abnormal: e.abnormal || done.Body == nil}
 			if done.Body != nil {
 				st.Evidence = recording.EvidenceOf(recording.RefOf(r.Cluster, s), done, "", r.Anchorer != nil)
 			}
@@ -692,12 +706,13 @@ func (l *Live) end(ctx context.Context, e ending) error {
 }
 
 // EndReasonText is an end's reason as the audit log records it: the
-// reason, then the person's words if they gave any.
-func EndReasonText(reason v1alpha1.EndReason, note string) string {
-	if note == "" {
+// reason, then the words that came with it (a person's note or, in full,
+// what the relay saw), if any.
+func EndReasonText(reason v1alpha1.EndReason, words string) string {
+	if words == "" {
 		return string(reason)
 	}
-	return string(reason) + ": " + note
+	return string(reason) + ": " + words
 }
 
 // record audits a step the relay took as the portal (see Lifecycle).

@@ -55,7 +55,7 @@ func TestFailedStartLeavesNothing(t *testing.T) {
 				t.Fatal(err)
 			}
 			if got.Status.Phase != v1alpha1.PhaseEnded || got.Status.End == nil || got.Status.End.Reason != v1alpha1.EndFailedStart ||
-				!got.Status.End.Abnormal || !strings.Contains(got.Status.End.By, "ErrImagePull") {
+				!got.Status.End.Abnormal || got.Status.End.By != v1alpha1.PortalUsername || !strings.Contains(got.Status.End.Detail, "ErrImagePull") {
 				t.Fatalf("the Session after a failed start: %+v", got.Status)
 			}
 			if !strings.Contains(log.String(), `"kind":"end"`) || !strings.Contains(log.String(), "failedStart: ") {

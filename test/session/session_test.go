@@ -325,7 +325,7 @@ func TestLimits(t *testing.T) {
 			if err := cl.Client.Get(ctx, client.ObjectKeyFromObject(s), cur); err != nil {
 				t.Fatal(err)
 			}
-			if cur.Status.End == nil || cur.Status.End.Reason != tc.want || cur.Status.End.By != session.Relay || cur.Status.Heartbeat == nil {
+			if cur.Status.End == nil || cur.Status.End.Reason != tc.want || cur.Status.End.By != v1alpha1.PortalUsername || cur.Status.End.Detail != "" || cur.Status.Heartbeat == nil {
 				t.Fatalf("the Session: %+v", cur.Status)
 			}
 			list := &rbacv1.RoleBindingList{}

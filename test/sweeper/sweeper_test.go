@@ -80,7 +80,8 @@ func TestFaultRelayGoneSweeperEnds(t *testing.T) {
 				got := &v1alpha1.Session{}
 				err := cl.Client.Get(context.Background(), clientKey(s), got)
 				return err == nil && got.Status.Phase == v1alpha1.PhaseEnded && got.Status.End != nil &&
-					got.Status.End.Reason == v1alpha1.EndSwept && got.Status.End.Abnormal, err
+					got.Status.End.Reason == v1alpha1.EndSwept && got.Status.End.Abnormal &&
+					got.Status.End.By == v1alpha1.SweeperUsername && got.Status.End.Detail == "the relay's heartbeat is stale", err
 			})
 			eventually(t, "the grant deleted", gone(rb))
 			eventually(t, "the evidence finalized and recorded", func() (bool, error) {

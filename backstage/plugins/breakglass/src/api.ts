@@ -36,7 +36,7 @@ export interface Session {
     approval?: { by: string; byID?: string };
     denial?: { by: string; reason?: string };
     grant?: { expiresAt: string };
-    end?: { by: string; reason: string; note?: string };
+    end?: { by: string; reason: string; note?: string; detail?: string };
     evidence?: { manifestSHA256?: string; logIndex?: number; entryID?: string; anchorPending?: boolean };
     review?: { dueAt?: string; by?: string; comment?: string };
   };

@@ -57,7 +57,7 @@ export function SessionPage() {
           <dd>{s.spec.duration}</dd>
           {s.status.approval && (<><dt>Approved by</dt><dd>{s.status.approval.by}</dd></>)}
           {s.status.denial && (<><dt>Denied by</dt><dd>{s.status.denial.by}: {s.status.denial.reason}</dd></>)}
-          {s.status.end && (<><dt>Ended</dt><dd>by {s.status.end.by} ({s.status.end.reason}){s.status.end.note ? `: ${s.status.end.note}` : ''}</dd></>)}
+          {s.status.end && (<><dt>Ended</dt><dd>by {s.status.end.by} ({s.status.end.reason}){s.status.end.note ? `: ${s.status.end.note}` : ''}{s.status.end.detail ? ` (${s.status.end.detail})` : ''}</dd></>)}
         </dl>
         {phase === 'Active' && s.status.grant && (
           <p>

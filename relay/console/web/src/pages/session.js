@@ -131,7 +131,7 @@ export async function sessionPage(main, me, cluster, ns, name, focus) {
         return activeView(mine);
       case 'Ended':
         return [st.approval ? approvalFacts(st.approval) : h('p', { class: 'approval' }, 'Never approved.'),
-          notice('info', `Ended by ${st.end?.by}, ${endedWhy[st.end?.reason] || st.end?.reason}${st.end?.abnormal ? ', abnormally' : ''}${st.end?.note ? `: “${st.end.note}”` : '.'}`),
+          notice('info', `Ended by ${st.end?.by}, ${endedWhy[st.end?.reason] || st.end?.reason}${st.end?.abnormal ? ', abnormally' : ''}${st.end?.note ? `: “${st.end.note}”` : ''}${st.end?.detail ? ` (${st.end.detail})` : ''}.`),
           st.startedAt ? evidenceSection(me, s) : h('p', { id: 'never-started' }, 'It never started: nothing ran, so there is no recording.'),
           reviewSection(me, s, act, focus)];
       default:
