@@ -3,9 +3,10 @@
 // cluster's Session policy is generated from it); this package is how the
 // relay and the sweeper make every move: checked against that table,
 // audited before it takes effect, written to the Session, and audited again
-// as undone when the write fails. Nothing else writes a Session's status
-// but the relay's heartbeat (a liveness stamp every 15 seconds, no
-// decision and no phase: auditing it would drown the log).
+// as undone when the write fails. Nothing else writes a Session's status.
+// The relay's heartbeat goes through here too (Beat), the one write that
+// is not audited: a liveness stamp every 15 seconds, no decision and no
+// phase, whose record would drown the log.
 //
 // The moves, by step (the audit event's kind):
 //
@@ -19,7 +20,8 @@
 //	end         Active   -> Ended     the portal, or the sweeper for an abandoned session
 //	expire      Pending, Approved -> Expired  the sweeper (or the portal), too old to act on
 //	extend-request, extend, extend-deny  Active -> Active  the portal: more time asked, given or refused
-//	evidence, anchor, review, review-due, heartbeat: records that keep the phase
+//	evidence, anchor, review, review-due: records that keep the phase
+//	(Beat)   Active   -> Active    the portal's heartbeat, not audited
 package lifecycle
 
 import (
@@ -145,6 +147,24 @@ func (m *Machine) Make(ctx context.Context, s *v1alpha1.Session, mv Move) error 
 	return err
 }
 
+// Beat writes the portal's sign of life on an Active Session it runs, at
+// the version last read: a Session someone else wrote since is not
+// overwritten (the conflict is returned, s left as it was, for the caller
+// to read again and judge). Not audited (see the package comment).
+func (m *Machine) Beat(ctx context.Context, s *v1alpha1.Session) error {
+	if m.Writer != v1alpha1.WriterPortal || s.Status.Phase != v1alpha1.PhaseActive {
+		return fmt.Errorf("session %s/%s is %s: %s may not beat for it: %w", s.Namespace, s.Name, phaseName(s.Status.Phase), m.Writer, ErrCannotMove)
+	}
+	before := s.DeepCopy()
+	beat := metav1.NewTime(m.now())
+	s.Status.Heartbeat = &beat
+	err := m.Client.Status().Patch(ctx, s, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}))
+	if err != nil {
+		s.Status.Heartbeat = before.Status.Heartbeat
+	}
+	return err
+}
+
 // tookEffect reads the Session again after a write that answered with an
 // error (a timeout, a lost connection) and reports whether it holds the
 // status the move wrote anyway (the heartbeat aside), updating s.
@@ -160,6 +180,13 @@ func (m *Machine) tookEffect(ctx context.Context, s *v1alpha1.Session) bool {
 	}
 	s.ResourceVersion = fresh.ResourceVersion
 	return true
+}
+
+// NoteAbout audits, as Note does, a step taken about the Session
+// namespace/name that the writer does not hold: a grant or a pod found by
+// its session label, whose Session may be gone.
+func (m *Machine) NoteAbout(ctx context.Context, kind, actor, namespace, name, reason string) error {
+	return m.Note(ctx, kind, actor, &v1alpha1.Session{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}, reason)
 }
 
 // Note audits what actor did about s (a step that writes nothing to the

@@ -20,6 +20,7 @@ import (
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
 	"github.com/tower-dev/breakglass/evidence/audit"
+	"github.com/tower-dev/breakglass/lifecycle"
 )
 
 // GrantExpiry is when a grant's TTL runs out: its creation time plus the
@@ -79,14 +80,14 @@ func (g *GrantSweeper) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Re
 	return ctrl.Result{}, nil
 }
 
-// takeAway audits a step the sweeper takes on its own to remove access (a
-// grant revoked, a pod recycled). Taking access away never waits on the
-// audit log: a failure to audit it is logged, and the step goes ahead.
+// takeAway audits a step the sweeper takes on its own to remove a
+// session's access (a grant revoked, a pod recycled), through the
+// lifecycle as every step about a session is. Taking access away never
+// waits on the audit log: a failure to audit it is logged, and the step
+// goes ahead.
 func takeAway(ctx context.Context, l *audit.Log, kind, actor, namespace, session, reason string) {
-	if l == nil {
-		return
-	}
-	if _, err := l.Record(ctx, audit.Event{Kind: kind, Actor: actor, Session: namespace + "/" + session, Reason: reason}); err != nil {
+	m := lifecycle.Machine{Writer: v1alpha1.WriterSweeper, Component: actor, Audit: l}
+	if err := m.NoteAbout(ctx, kind, actor, namespace, session, reason); err != nil {
 		log.FromContext(ctx).Error(err, "auditing a step that takes access away; it goes ahead", "kind", kind, "session", namespace+"/"+session)
 	}
 }

@@ -399,10 +399,15 @@ const eventEvery = 10 * time.Minute
 
 // remove deletes a binding that names a plane account, audited first (a
 // failing audit sink does not keep standing rights standing: it is
-// logged, as the grant sweeper's takeAway does).
+// logged, as the grant sweeper's takeAway does). No session's: the
+// binding is named in the reason.
 func (s *StandingRights) remove(ctx context.Context, b client.Object, what string) error {
-	takeAway(ctx, s.Audit, v1alpha1.StepRevoke, v1alpha1.SweeperUsername, b.GetNamespace(), b.GetName(),
-		what+" names a plane account: standing rights, deleted")
+	if s.Audit != nil {
+		if _, err := s.Audit.Record(ctx, audit.Event{Kind: v1alpha1.StepRevoke, Actor: v1alpha1.SweeperUsername,
+			Reason: what + " names a plane account: standing rights, deleted"}); err != nil {
+			log.FromContext(ctx).Error(err, "auditing the removal of standing rights; it goes ahead", "binding", what)
+		}
+	}
 	uid := b.GetUID()
 	if err := s.Client.Delete(ctx, b, client.Preconditions{UID: &uid}); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("deleting %s: %w", what, err)

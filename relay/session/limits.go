@@ -6,7 +6,6 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
@@ -22,7 +21,8 @@ type Limits struct {
 	Idle, Disconnect, Heartbeat, Flush time.Duration
 }
 
-// Relay is who the relay says ended a session on a limit.
+// Relay is the relay's name as a component: the source of its Kubernetes
+// Events. Whom it acts as is v1alpha1.PortalUsername.
 const Relay = "breakglass-relay"
 
 // Watch keeps the heartbeat and ends the session when a limit is reached,
@@ -65,7 +65,7 @@ func (l *Live) Watch(ctx context.Context, limits Limits) (v1alpha1.EndReason, er
 			reason = v1alpha1.EndDisconnect
 		}
 		if reason != "" {
-			return reason, l.End(ctx, Relay, reason, "")
+			return reason, l.Stop(ctx, reason, "")
 		}
 		if now.Sub(lastFlush) >= limits.Flush {
 			// A failed segment is written with the next one; a recording that
@@ -75,7 +75,7 @@ func (l *Live) Watch(ctx context.Context, limits Limits) (v1alpha1.EndReason, er
 			}
 		}
 		if now.Sub(lastBeat) >= limits.Heartbeat {
-			err := l.heartbeat(ctx, now)
+			err := l.heartbeat(ctx)
 			if errors.Is(err, errTakenUp) {
 				l.Lose()
 				return "", nil
@@ -94,25 +94,22 @@ var errTakenUp = errors.New("another relay took the session up")
 // heartbeat writes the relay's sign of life at the version it last wrote:
 // a Session someone else wrote since is read again, and if another relay
 // resumed it or it is no longer Active, this relay no longer runs it.
-func (l *Live) heartbeat(ctx context.Context, now time.Time) error {
+func (l *Live) heartbeat(ctx context.Context) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.Session.Status.Phase != v1alpha1.PhaseActive {
 		return nil
 	}
-	before := l.Session.DeepCopy()
-	beat := metav1.NewTime(now)
-	l.Session.Status.Heartbeat = &beat
-	err := l.r.Client.Status().Patch(ctx, l.Session, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}))
+	resumes := l.Session.Status.Resumes
+	err := l.r.Lifecycle().Beat(ctx, l.Session)
 	if !apierrors.IsConflict(err) {
 		return err
 	}
-	l.Session.Status.Heartbeat = before.Status.Heartbeat
 	fresh := &v1alpha1.Session{}
 	if gerr := l.r.Client.Get(ctx, client.ObjectKeyFromObject(l.Session), fresh); gerr != nil {
 		return err
 	}
-	if fresh.Status.Phase != v1alpha1.PhaseActive || fresh.Status.Resumes != before.Status.Resumes {
+	if fresh.Status.Phase != v1alpha1.PhaseActive || fresh.Status.Resumes != resumes {
 		return errTakenUp
 	}
 	*l.Session = *fresh // someone wrote something else: beat from there next time
@@ -143,7 +140,7 @@ func (l *Live) keepBeating() (stop func()) {
 				return
 			case <-time.After(every):
 			}
-			if errors.Is(l.heartbeat(ctx, l.r.Clock.Now()), errTakenUp) {
+			if errors.Is(l.heartbeat(ctx), errTakenUp) {
 				return
 			}
 		}

@@ -103,4 +103,19 @@ func TestLifecycleAuditsBeforeEffect(t *testing.T) {
 	if strings.Count(sink.buf.String(), "\n") != 4 {
 		t.Fatal("a refused move reached the audit log as if it happened")
 	}
+
+	// A heartbeat is the portal's, on a session it runs: on a Pending one,
+	// or as the sweeper, it is refused and nothing is written.
+	version := s.ResourceVersion
+	if err := m.Beat(ctx, s); !errors.Is(err, lifecycle.ErrCannotMove) || s.Status.Heartbeat != nil {
+		t.Fatalf("a heartbeat on a Pending session: %v", err)
+	}
+	active := s.DeepCopy()
+	active.Status.Phase = v1alpha1.PhaseActive
+	if err := sweeperMachine.Beat(ctx, active); !errors.Is(err, lifecycle.ErrCannotMove) || active.Status.Heartbeat != nil {
+		t.Fatalf("the sweeper beating: %v", err)
+	}
+	if err := portal.Client.Get(ctx, client.ObjectKeyFromObject(s), stored); err != nil || stored.ResourceVersion != version {
+		t.Fatalf("a refused heartbeat was written: %v", err)
+	}
 }
