@@ -253,10 +253,7 @@ FUZZ_TARGETS := relay/terminal:FuzzParseControl relay/terminal:FuzzFrames \
 	relay:FuzzRequestBody relay:FuzzTokenClaims relay:FuzzConfig webhook:FuzzConfig
 ## fuzz: each fuzz target for FUZZTIME (30s).
 fuzz: console
-	@set -e; for t in $(FUZZ_TARGETS); do \
-		echo ">> fuzzing $${t##*:} in $${t%%:*} for $(FUZZTIME)"; \
-		$(GO) test -run '^$$' -fuzz "^$${t##*:}$$" -fuzztime $(FUZZTIME) ./$${t%%:*} 2>&1 | grep -v '^fuzz: elapsed'; \
-	done
+	GO=$(GO) bash hack/fuzz.sh $(FUZZTIME) $(FUZZ_TARGETS)
 
 ## debian-packages: PostgreSQL, Chromium, Node, jq, OpenSSL, busybox-static, containerd, runc, CNI plugins and iptables from Debian, where missing.
 debian-packages:
