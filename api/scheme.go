@@ -9,7 +9,7 @@ import (
 	"github.com/tower-dev/breakglass/api/v1alpha1"
 )
 
-// Scheme holds Kubernetes' built-in kinds and the Session and PolicyParams:
+// Scheme holds Kubernetes' built-in kinds and the Session:
 // everything the relay and the sweeper read and write.
 func Scheme() (*runtime.Scheme, error) {
 	s := runtime.NewScheme()

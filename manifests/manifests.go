@@ -29,9 +29,10 @@ func Namespace() *corev1.Namespace {
 }
 
 // Generated returns what the chart ships as generated files for profile:
-// roles, their bindings, then the admission policies and their bindings.
-// The identities they name are the chart's own template (for their
-// annotations): ServiceAccounts.
+// roles, their bindings, then the admission policies and their bindings,
+// each setting of the policies a placeholder the chart's template renders
+// from its params values (vap.BuildTemplate). The identities they name are
+// the chart's own template (for their annotations): ServiceAccounts.
 func Generated(profile policies.Profile) ([]runtime.Object, error) {
 	var out []runtime.Object
 	for _, r := range DebugRoles() {
@@ -44,7 +45,7 @@ func Generated(profile policies.Profile) ([]runtime.Object, error) {
 	leRole, leBinding := SweeperLeaderElection()
 	presenceRole, presenceBinding := RelayPresence()
 	out = append(out, leRole, leBinding, presenceRole, presenceBinding)
-	pairs, err := vap.BuildAll(profile)
+	pairs, err := vap.BuildTemplate(profile)
 	if err != nil {
 		return nil, err
 	}
@@ -62,10 +63,9 @@ func Generated(profile policies.Profile) ([]runtime.Object, error) {
 }
 
 // All is every object of the plane for profile, in the order it applies to
-// an empty cluster: the namespace, the chart's CRDs, the PolicyParams
-// object (which needs its CRD established first), the identities, then
-// Generated.
-func All(profile policies.Profile, debugImages []string) ([]runtime.Object, error) {
+// an empty cluster: the namespace, the chart's CRDs, the identities, then
+// Plane.
+func All(profile policies.Profile, params policies.Params) ([]runtime.Object, error) {
 	objs := []runtime.Object{Namespace()}
 	crds, err := CRDs()
 	if err != nil {
@@ -74,15 +74,35 @@ func All(profile policies.Profile, debugImages []string) ([]runtime.Object, erro
 	for _, crd := range crds {
 		objs = append(objs, crd)
 	}
-	objs = append(objs, v1alpha1.DefaultPolicyParams(debugImages...))
 	for _, sa := range ServiceAccounts() {
 		objs = append(objs, sa)
 	}
-	gen, err := Generated(profile)
+	plane, err := Plane(profile, params)
 	if err != nil {
 		return nil, err
 	}
-	return append(objs, gen...), nil
+	for _, o := range plane {
+		objs = append(objs, o)
+	}
+	return objs, nil
+}
+
+// Plane is what the chart installs from its generated files for profile,
+// with params rendered into the policies as its template renders them.
+func Plane(profile policies.Profile, params policies.Params) ([]*unstructured.Unstructured, error) {
+	stream, err := chart.Plane(string(profile))
+	if err != nil {
+		return nil, err
+	}
+	rendered, err := vap.RenderTemplate(stream, params)
+	if err != nil {
+		return nil, err
+	}
+	objs, err := Decode(rendered)
+	if err != nil {
+		return nil, fmt.Errorf("the chart's %s manifests: %w", profile, err)
+	}
+	return objs, nil
 }
 
 // CRDs returns the CustomResourceDefinitions the chart ships.
@@ -155,7 +175,7 @@ func Decode(stream []byte) ([]*unstructured.Unstructured, error) {
 // chart-bound grant policies of profile (templates/namespaces.yaml): none
 // for values that ask for nothing.
 func ChartBindings(profile policies.Profile, v vap.ChartValues) ([]runtime.Object, error) {
-	pairs, err := vap.BuildAll(profile)
+	pairs, err := vap.BuildAll(profile, policies.DefaultParams())
 	if err != nil {
 		return nil, err
 	}

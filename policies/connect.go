@@ -9,8 +9,8 @@ import (
 
 // NoExec refuses exec into any pod on Flight, to everyone, system:masters
 // included: a debug container is the only way in. CONNECT covers both the
-// WebSocket (GET) and the SPDY (POST) exec paths. It reads no params, so
-// nothing can switch it off but deleting the policy.
+// WebSocket (GET) and the SPDY (POST) exec paths. Nothing can switch it off
+// but deleting the policy.
 func NoExec() Policy {
 	return Policy{
 		Name:     "breakglass-no-exec",
@@ -39,8 +39,7 @@ var kubeletReadOnlyPaths = []string{"healthz", "metrics", "metrics/cadvisor", "m
 // NoSideDoors refuses on Flight, to everyone, the other ways than exec to run
 // or reach something inside a production pod through the API server:
 // port-forward, the pod and service proxies, and the kubelet's own API
-// through the node proxy (its run, exec and attach above all). It reads no
-// params.
+// through the node proxy (its run, exec and attach above all).
 func NoSideDoors() Policy {
 	return Policy{
 		Name:     "breakglass-no-side-doors",
@@ -82,8 +81,7 @@ func NoSideDoors() Policy {
 
 // Attach limits pods/attach. On Flight only the plane (the portal) attaches,
 // and only to a debug container. On Ground people may still attach as their
-// RBAC allows, but the portal's grant reaches debug containers only. It reads
-// no params, so attach never waits on them.
+// RBAC allows, but the portal's grant reaches debug containers only.
 func Attach() Policy {
 	return Policy{
 		Name:     "breakglass-attach",

@@ -22,11 +22,11 @@ import (
 // it, so that a hold volume there has no source and is refused.
 var copyVolumesExpr = `!has(object.spec.volumes) || object.spec.volumes.all(v,
 	has(v.emptyDir) || has(v.configMap) || has(v.downwardAPI) ||
-	(v.name == '` + v1alpha1.HoldVolume + `' && has(dyn(v).image) && dyn(v).image.reference in params.spec.debugImages) ||
+	(v.name == '` + v1alpha1.HoldVolume + `' && has(dyn(v).image) && dyn(v).image.reference in ` + DebugImagesSetting.Ref() + `) ||
 	(has(v.persistentVolumeClaim) && has(v.persistentVolumeClaim.readOnly) && v.persistentVolumeClaim.readOnly) ||
 	(has(v.projected) && (!has(v.projected.sources) || v.projected.sources.all(s, has(s.configMap) || has(s.downwardAPI)))))`
 
-// CopyPodGuard checks the pods the plane creates, with no params: only the
+// CopyPodGuard checks the pods the plane creates: only the
 // portal creates pods, each a copy for one Session, labelled for it and
 // nothing else (so no Service sends it traffic), with a debug container.
 // Its session label brings it under CopyPodShape.
@@ -163,7 +163,7 @@ func CopyPodShape() Policy {
 		Name:        "breakglass-copy-pod-shape",
 		Summary:     "Copy pods: restricted, no credentials, no node access, pinned images; debug containers in the debug shape.",
 		Profiles:    Profiles,
-		UsesParams:  true,
+		Settings:    []Setting{DebugImagesSetting, DebugUserIDSetting},
 		SelectLabel: v1alpha1.SessionLabel,
 		Rules:       []Rule{podCreates},
 		Variables: []Variable{
@@ -194,7 +194,7 @@ var podStatusControllers = []string{"system:kube-controller-manager",
 // dropping the session label is seen too. The kubelet of the copy's node
 // (and the cluster's own controllers, in kube-system) write its status;
 // new debug containers are DebugContainer's; a binding to a node is moot
-// (a copy names its node). It reads no params.
+// (a copy names its node).
 func CopyPodUpdates() Policy {
 	return Policy{
 		Name:        "breakglass-copy-pod-updates",
@@ -241,8 +241,8 @@ func CopyPodUpdates() Policy {
 // ReservedNames keeps the debug containers' name prefix to the plane: a pod
 // that is not a session's copy has no container named breakglass-, so the
 // portal, which attaches only to such containers, can never be pointed at an
-// app container that merely took the name. It reads no params, and its
-// match condition leaves every other pod alone.
+// app container that merely took the name. Its match condition leaves
+// every other pod alone.
 func ReservedNames() Policy {
 	prefix := q(v1alpha1.DebugContainerPrefix)
 	return Policy{

@@ -16,8 +16,7 @@ var planeServiceAccountsExpr = celList([]string{v1alpha1.PortalServiceAccount, v
 // admission plugin holds to a pod bound to that node and running as that
 // account (plugin/pkg/admission/noderestriction). `kubectl create token
 // tower-breakglass` is refused to everyone, cluster admins included: a
-// token minted by hand is a standing credential of the portal's. It reads
-// no params.
+// token minted by hand is a standing credential of the portal's.
 func PlaneTokens() Policy {
 	return Policy{
 		Name:     "breakglass-plane-tokens",
@@ -46,8 +45,7 @@ func PlaneTokens() Policy {
 // plane's accounts: the token controller fills a Secret of type
 // kubernetes.io/service-account-token that names an account in its
 // kubernetes.io/service-account.name annotation with a token that never
-// expires (pkg/controller/serviceaccount/tokens_controller.go). It reads no
-// params.
+// expires (pkg/controller/serviceaccount/tokens_controller.go).
 func PlaneTokenSecrets() Policy {
 	return Policy{
 		Name:     "breakglass-plane-token-secrets",

@@ -33,18 +33,18 @@ func debugShape(prefix, list string) []Validation {
 		},
 		{
 			Name:       prefix + ".image-allowed",
-			Expression: all("c.image in params.spec.debugImages"),
-			Message:    fmt.Sprintf("[%s.image-allowed] the debug image is not in the allowlist (PolicyParams default, spec.debugImages): use an approved debug image.", prefix),
+			Expression: all("c.image in " + DebugImagesSetting.Ref()),
+			Message:    fmt.Sprintf("[%s.image-allowed] the debug image is not in the allowlist (the chart's params.debugImages): use an approved debug image.", prefix),
 		},
 		{
 			// The user and group as the container will run: its own, else
 			// the pod's; and the groups every container of the pod is in.
 			Name: prefix + ".user",
-			Expression: all(fmt.Sprintf(`%s.orValue(-1) == params.spec.debugUserID &&
-				%s.orValue(-1) == params.spec.debugUserID && %s.orValue(false)`,
-				effectiveExpr("runAsUser"), effectiveExpr("runAsGroup"), effectiveExpr("runAsNonRoot"))),
-			MessageExpression: fmt.Sprintf(`'[%s.user] a debug container runs as user and group ' + string(params.spec.debugUserID) +
-				' with runAsNonRoot: true (in its securityContext, or the pod\'s).'`, prefix),
+			Expression: all(fmt.Sprintf(`%[1]s.orValue(-1) == %[4]s &&
+				%[2]s.orValue(-1) == %[4]s && %[3]s.orValue(false)`,
+				effectiveExpr("runAsUser"), effectiveExpr("runAsGroup"), effectiveExpr("runAsNonRoot"), DebugUserIDSetting.Ref())),
+			MessageExpression: fmt.Sprintf(`'[%s.user] a debug container runs as user and group ' + string(%s) +
+				' with runAsNonRoot: true (in its securityContext, or the pod\'s).'`, prefix, DebugUserIDSetting.Ref()),
 		},
 		{
 			Name:       prefix + ".groups",
@@ -120,9 +120,9 @@ func DebugContainer() Policy {
 			// may run containers privileged or hand them devices.
 			Name: "debug.runtime-class",
 			Expression: `size(variables.added) == 0 || object.spec.?runtimeClassName.orValue('') == '' ||
-				object.spec.runtimeClassName in params.spec.?runtimeClasses.orValue([])`,
+				object.spec.runtimeClassName in ` + RuntimeClassesSetting.Ref(),
 			MessageExpression: `'[debug.runtime-class] this pod runs in runtime class ' + object.spec.runtimeClassName +
-				', which PolicyParams does not list (spec.runtimeClasses): a debug container would run in it too.'`,
+				', which the chart\'s params.runtimeClasses does not list: a debug container would run in it too.'`,
 		},
 		Validation{
 			Name:       "debug.host-path",
@@ -139,17 +139,17 @@ func DebugContainer() Policy {
 		},
 		Validation{
 			Name:       "debug.same-user",
-			Expression: `!variables.processReach || !(params.spec.debugUserID in variables.appUsers)`,
-			MessageExpression: `'[debug.same-user] the app runs as user ' + string(params.spec.debugUserID) +
+			Expression: `!variables.processReach || !(` + DebugUserIDSetting.Ref() + ` in variables.appUsers)`,
+			MessageExpression: `'[debug.same-user] the app runs as user ' + string(` + DebugUserIDSetting.Ref() + `) +
 				', the debug user: a debug container that sees its processes as the same user could read its environment, memory and ' +
-				'files (secrets and token included) through /proc. Run the app as another user, or set another debugUserID in PolicyParams.'`,
+				'files (secrets and token included) through /proc. Run the app as another user, or set another params.debugUserID in the chart.'`,
 		},
 	)
 	return Policy{
-		Name:       "breakglass-debug-container",
-		Summary:    "Added ephemeral containers: pinned allowed image, user 65532, read-only, unprivileged, no secrets; process access only with that grant.",
-		Profiles:   Profiles,
-		UsesParams: true,
+		Name:     "breakglass-debug-container",
+		Summary:  "Added ephemeral containers: pinned allowed image, user 65532, read-only, unprivileged, no secrets; process access only with that grant.",
+		Profiles: Profiles,
+		Settings: []Setting{DebugImagesSetting, DebugUserIDSetting, RuntimeClassesSetting},
 		Rules: []Rule{{
 			APIGroups:   []string{""},
 			APIVersions: []string{"v1"},

@@ -15,8 +15,7 @@ var labelledExpr = fmt.Sprintf(`has(oldObject.metadata.labels) && %s in oldObjec
 // a binding that names a plane account outright (standing rights no
 // admission stopped: made before the plane, or while its policies were
 // gone), never one of the chart's own. A delete-collection request has no
-// old object; it is refused. It reads no params, so no other delete waits
-// on them.
+// old object; it is refused.
 func PlaneDeletesGrantsOnly() Policy {
 	return Policy{
 		Name:     "breakglass-plane-deletes-grants-only",

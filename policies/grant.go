@@ -16,10 +16,10 @@ var bindsDebugRole = Condition{
 }
 
 // GrantGuard holds every RoleBinding to a debug role, by any user, cluster
-// admins included, to what needs no params: one ServiceAccount subject from
+// admins included, to what needs no setting: one ServiceAccount subject from
 // the plane's namespace, a session label, a well-formed TTL label, and labels
 // that never change. Its session label is what brings the binding under
-// GrantShape, which checks the rest against the params.
+// GrantShape, which checks its TTL against the chart's bounds.
 func GrantGuard() Policy {
 	ttl := q(v1alpha1.TTLLabel)
 	session := q(v1alpha1.SessionLabel)
@@ -81,17 +81,16 @@ func GrantGuard() Policy {
 	}
 }
 
-// GrantShape checks a session grant's TTL against the params. Who the
-// grant names (the portal, fixed: GrantGuard) and where it may be made (the
-// system namespaces, GrantGuard; the chart's protected namespaces and
-// opt-in, ProtectedNamespaces and NamespaceOptIn) are not parameters: no
-// PolicyParams edit moves them.
+// GrantShape checks a session grant's TTL against the chart's bounds. Who
+// the grant names (the portal, fixed: GrantGuard) and where it may be made
+// (the system namespaces, GrantGuard; the chart's protected namespaces and
+// opt-in, ProtectedNamespaces and NamespaceOptIn) are checked apart.
 func GrantShape() Policy {
 	return Policy{
 		Name:            "breakglass-grant-shape",
 		Summary:         "Session grants: only briefly.",
 		Profiles:        Profiles,
-		UsesParams:      true,
+		Settings:        []Setting{GrantTTLMinSetting, GrantTTLMaxSetting},
 		SelectLabel:     v1alpha1.SessionLabel,
 		Rules:           []Rule{debugRoleBindingWrites},
 		MatchConditions: []Condition{bindsDebugRole},
@@ -104,10 +103,10 @@ func GrantShape() Policy {
 			{
 				Name: "grant.ttl",
 				Expression: `!variables.ttlWellFormed ||
-					(duration(variables.ttl) >= duration(params.spec.grantTTL.min) &&
-					 duration(variables.ttl) <= duration(params.spec.grantTTL.max))`,
-				MessageExpression: fmt.Sprintf(`'[grant.ttl] a grant lives from ' + params.spec.grantTTL.min + ' to ' +
-					params.spec.grantTTL.max + ' (label %s); it asks for ' + variables.ttl + '.'`, v1alpha1.TTLLabel),
+					(duration(variables.ttl) >= duration(variables.paramsGrantTTLMin) &&
+					 duration(variables.ttl) <= duration(variables.paramsGrantTTLMax))`,
+				MessageExpression: fmt.Sprintf(`'[grant.ttl] a grant lives from ' + variables.paramsGrantTTLMin + ' to ' +
+					variables.paramsGrantTTLMax + ' (label %s); it asks for ' + variables.ttl + '.'`, v1alpha1.TTLLabel),
 			},
 		},
 	}
@@ -125,7 +124,7 @@ var debugRoleBindingWrites = Rule{
 // values protect (params.protectedNamespaces), beyond the system ones
 // GrantGuard names: its binding, which the chart renders at install,
 // selects them by name (kubernetes.io/metadata.name, which the API server
-// sets and nobody can change), so no PolicyParams edit unprotects one.
+// sets and nobody can change), so only a `helm upgrade` unprotects one.
 func ProtectedNamespaces() Policy {
 	return Policy{
 		Name:            "breakglass-grant-protected-namespaces",

@@ -49,7 +49,7 @@ func allSame(a, b string, fields ...string) string {
 // gives it patch on that one configuration by name, which would also let it
 // add a webhook, switch failurePolicy to Ignore, point the URL elsewhere,
 // narrow the rules or the match conditions: a stolen webhook token could
-// then switch the signature check off. It reads no params.
+// then switch the signature check off.
 func WebhookCABundleOnly() Policy {
 	fields := append([]string{"clientConfig.url", "clientConfig.service"}, webhookFields...)
 	return Policy{
@@ -98,7 +98,7 @@ func WebhookCABundleOnly() Policy {
 // WebhookOwnSecret keeps the signature webhook's account to its one Secret.
 // RBAC cannot limit create by name, so its Role lets it create any Secret in
 // the plane's namespace; this holds it to the certificate Secret it keeps
-// (webhook.Certs), in the shape it writes. It reads no params.
+// (webhook.Certs), in the shape it writes.
 func WebhookOwnSecret() Policy {
 	return Policy{
 		Name:     "breakglass-webhook-own-secret",
@@ -173,7 +173,7 @@ func sweeperPortalRef(ref string) string {
 // Event converted to events.k8s.io/v1 (involvedObject becomes regarding).
 // One policy in one schema: a rule for core events would be type-checked
 // against both Event kinds too (an empty API group matches any), and
-// involvedObject is no field of the other. It reads no params.
+// involvedObject is no field of the other.
 func PlaneEvents() Policy {
 	aboutOK := func(ref string) string {
 		return fmt.Sprintf(`has(%s) && (%s || %s || %s)`, ref, sessionRef(ref), sweeperLeaseRef(ref), sweeperPortalRef(ref))
@@ -215,7 +215,7 @@ func PlaneEvents() Policy {
 // leading, and expired grants then stand. Leases in the plane's namespace
 // are otherwise writable by whoever an admin lets write them, and cluster
 // admins write them all; so this holds for every user, cluster admins
-// included. Deleting the namespace still deletes it. It reads no params.
+// included. Deleting the namespace still deletes it.
 func SweeperLease() Policy {
 	lease := fmt.Sprintf(`request.namespace == '%s' && request.name == '%s'`, v1alpha1.Namespace, SweeperLeaseName)
 	return Policy{

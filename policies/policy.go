@@ -78,20 +78,17 @@ type Policy struct {
 	Summary string
 	// Profiles the policy is installed in.
 	Profiles []Profile
-	// UsesParams says the policy reads the PolicyParams object "default";
-	// without that object, every request it matches is denied.
-	UsesParams bool
+	// Settings are the operator's settings the policy reads, each as the
+	// variable the chart binds at install (vap.Build prepends them).
+	Settings []Setting
 	// SelectLabel, when set, narrows the binding to objects that carry this
-	// label. The API server looks up params before it evaluates match
-	// conditions, so a policy that reads params denies every request it
-	// matches while the params object is missing: a selector keeps that
-	// failure to the plane's own objects.
+	// label: the API server skips every other object before it builds
+	// anything for CEL.
 	SelectLabel string
 	// ChartBound says the policy's binding is the chart's, rendered from
 	// its values at install (which namespaces it covers, by
-	// NamespaceSelector), not a generated file: a PolicyParams edit cannot
-	// move it. Without those values the policy is installed unbound and
-	// refuses nothing.
+	// NamespaceSelector), not a generated file. Without those values the
+	// policy is installed unbound and refuses nothing.
 	ChartBound      bool
 	Rules           []Rule
 	MatchConditions []Condition

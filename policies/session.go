@@ -65,10 +65,10 @@ func statusPaths(paths []string) []string {
 func SessionRules() Policy {
 	update := `request.operation != 'UPDATE' || `
 	return Policy{
-		Name:       "breakglass-session",
-		Summary:    "Sessions: made by the portal, immutable spec, bounded duration, status written by the plane once and forward only, never self-approved or self-reviewed.",
-		Profiles:   Profiles,
-		UsesParams: true,
+		Name:     "breakglass-session",
+		Summary:  "Sessions: made by the portal, immutable spec, bounded duration, status written by the plane once and forward only, never self-approved or self-reviewed.",
+		Profiles: Profiles,
+		Settings: []Setting{SessionDurationMinSetting, SessionDurationMaxSetting, ExtensionsMaxSetting, ExtensionsMaxTotalSetting},
 		Rules: []Rule{{
 			APIGroups:   []string{"breakglass.tower.dev"},
 			APIVersions: []string{"v1alpha1"},
@@ -222,7 +222,7 @@ func SessionRules() Policy {
 					(request.operation == 'UPDATE' && (` + unchanged("extensionRequest") + ` ||
 					 (variables.phase == 'Active' && variables.oldPhase == 'Active' && !oldObject.?status.?extensionRequest.hasValue() &&
 					  duration(object.status.extensionRequest.duration) >= duration('` + minExtension + `') &&
-					  duration(object.status.extensionRequest.duration) <= duration(params.spec.?extensions.?maxTotal.orValue('` + v1alpha1.DefaultMaxTotal.String() + `')) &&
+					  duration(object.status.extensionRequest.duration) <= duration(variables.paramsExtensionsMaxTotal) &&
 					  ` + SamePersonExpr(requesterName, requesterID, "object.status.extensionRequest.by", "object.status.extensionRequest.?byID.orValue('')") + `))))`,
 				Message: "[session.extension-request] more time is asked for by the session's requester, while it is Active, one ask at a time, of at least " + minExtension + " and at most the longest a session runs; an ask goes only with its decision.",
 			},
@@ -247,12 +247,12 @@ func SessionRules() Policy {
 			{
 				Name: "session.extension-bounds",
 				Expression: `variables.decided.all(e, e.decision != 'Approved') ||
-					(size(variables.extensions.filter(e, e.decision == 'Approved')) <= params.spec.?extensions.?max.orValue(` + fmt.Sprint(v1alpha1.DefaultMaxExtensions) + `) &&
+					(size(variables.extensions.filter(e, e.decision == 'Approved')) <= variables.paramsExtensionsMax &&
 					 object.?status.?startedAt.hasValue() && object.?status.?deadline.hasValue() &&
 					 timestamp(string(object.status.deadline)) - timestamp(string(object.status.startedAt)) <=
-					 duration(params.spec.?extensions.?maxTotal.orValue('` + v1alpha1.DefaultMaxTotal.String() + `')))`,
-				MessageExpression: `'[session.extension-bounds] a session is extended at most ' + string(params.spec.?extensions.?max.orValue(` + fmt.Sprint(v1alpha1.DefaultMaxExtensions) + `)) +
-					' time(s) and runs at most ' + params.spec.?extensions.?maxTotal.orValue('` + v1alpha1.DefaultMaxTotal.String() + `') + ' in all, from its start to its last hard stop.'`,
+					 duration(variables.paramsExtensionsMaxTotal))`,
+				MessageExpression: `'[session.extension-bounds] a session is extended at most ' + string(variables.paramsExtensionsMax) +
+					' time(s) and runs at most ' + variables.paramsExtensionsMaxTotal + ' in all, from its start to its last hard stop.'`,
 			},
 			{
 				Name: "session.approval-matches",
@@ -264,10 +264,10 @@ func SessionRules() Policy {
 			{
 				Name: "session.duration",
 				Expression: `object.spec.duration.matches('^([0-9]+h)?([0-9]+m)?([0-9]+s)?$') &&
-					duration(object.spec.duration) >= duration(params.spec.sessionDuration.min) &&
-					duration(object.spec.duration) <= duration(params.spec.sessionDuration.max)`,
-				MessageExpression: `'[session.duration] a session lasts from ' + params.spec.sessionDuration.min + ' to ' +
-					params.spec.sessionDuration.max + '; this one asks for ' + object.spec.duration + '.'`,
+					duration(object.spec.duration) >= duration(variables.paramsSessionDurationMin) &&
+					duration(object.spec.duration) <= duration(variables.paramsSessionDurationMax)`,
+				MessageExpression: `'[session.duration] a session lasts from ' + variables.paramsSessionDurationMin + ' to ' +
+					variables.paramsSessionDurationMax + '; this one asks for ' + object.spec.duration + '.'`,
 			},
 			{
 				Name:       "session.process-target",
@@ -309,7 +309,7 @@ var sessionOverExpr = fmt.Sprintf(`oldObject.?status.?phase.orValue('') in %s &&
 // team and cluster admins included, and deleting its namespace waits for
 // it too (the namespace stays Terminating until the sweeper has finished
 // the record). The portal may take back a request it could not finish
-// writing (no phase yet). It reads no params. A delete-collection has no
+// writing (no phase yet). A delete-collection has no
 // old object to judge, and is refused.
 func SessionDelete() Policy {
 	return Policy{
@@ -336,13 +336,11 @@ func SessionDelete() Policy {
 	}
 }
 
-// SessionCRDs keeps the Session and PolicyParams CRDs on Flight: deleting
-// the Session CRD deletes every Session with it, records of unfinished
-// evidence and open reviews included, and deleting PolicyParams' makes the
-// policies that read it refuse everything they match. Helm never deletes
-// a chart's crds/; an operator who really means to remove them deletes
-// this policy first, which the API server's audit log records. It reads no
-// params.
+// SessionCRDs keeps the Session CRD on Flight: deleting it deletes every
+// Session with it, records of unfinished evidence and open reviews
+// included. Helm never deletes a chart's crds/; an operator who really
+// means to remove it deletes this policy first, which the API server's
+// audit log records.
 func SessionCRDs() Policy {
 	return Policy{
 		Name:     "breakglass-crds",
@@ -356,7 +354,7 @@ func SessionCRDs() Policy {
 		}},
 		MatchConditions: []Condition{{
 			Name:       "the-planes-crds",
-			Expression: fmt.Sprintf(`request.name in ['sessions.%[1]s', 'policyparams.%[1]s']`, v1alpha1.GroupVersion.Group),
+			Expression: fmt.Sprintf(`request.name == 'sessions.%s'`, v1alpha1.GroupVersion.Group),
 		}},
 		Validations: []Validation{
 			{

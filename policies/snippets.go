@@ -7,8 +7,7 @@ import (
 	"github.com/tower-dev/breakglass/api/v1alpha1"
 )
 
-// CEL snippets several policies share. They read params, so only
-// validations and variables may use them, never match conditions.
+// CEL snippets several policies share.
 const (
 	// durationPattern is the Go duration subset the TTL label and bounds use.
 	durationPattern = `^([0-9]+h)?([0-9]+m)?([0-9]+s)?$`
@@ -21,8 +20,7 @@ var debugRolesExpr = fmt.Sprintf("['%s', '%s']", v1alpha1.DebugRole, v1alpha1.De
 
 // isPlaneExpr is true for requests by the plane's own ServiceAccounts (the
 // portal, the sweeper, the webhook), each named: another ServiceAccount in
-// the plane's namespace is nobody special. It reads no params: the policies
-// that gate broad requests (every pod create or delete) must not depend on them.
+// the plane's namespace is nobody special.
 var isPlaneExpr = fmt.Sprintf(`request.userInfo.username in ['%s', '%s', '%s']`,
 	v1alpha1.PortalUsername, v1alpha1.SweeperUsername, v1alpha1.WebhookUsername)
 

@@ -135,7 +135,7 @@ var isChartBindingExpr = chartBindingExpr("object")
 // sweeper's backstop to measure (docs/threat-model.md). Otherwise a
 // namespace admin could bind the portal to admin, and the portal would
 // hold, for good, what grants give for minutes (a wildcard role even
-// answers yes to the process-access check). It reads no params.
+// answers yes to the process-access check).
 func NoStandingPlaneBindings() Policy {
 	return Policy{
 		Name:     "breakglass-no-standing-plane-bindings",

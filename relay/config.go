@@ -163,11 +163,11 @@ type Limits struct {
 	// ReviewWithin is when a glass-broken session's review falls due (default 24h).
 	ReviewWithin metav1.Duration `json:"reviewWithin,omitempty"`
 	// Extensions is how many times one session may be given more time
-	// (default 1; 0: never). The cluster's PolicyParams bound it again
-	// (extensions.max): the chart sets both from one value.
+	// (default 1; 0: never). The cluster's policies bound it again (the
+	// chart's params.extensions.max): the chart sets both from one value.
 	Extensions *int `json:"extensions,omitempty"`
 	// MaxTotal is the longest a session may run, extensions included
-	// (default 2h), as PolicyParams' extensions.maxTotal.
+	// (default 2h), as the chart's params.extensions.maxTotal.
 	MaxTotal metav1.Duration `json:"maxTotal,omitempty"`
 }
 

@@ -22,7 +22,8 @@ import (
 )
 
 // MaxGrantTTL is the longest a session grant stands, whatever its TTL label
-// says: the largest TTL the policies admit (PolicyParams grantTTL.max).
+// says: the largest TTL the policies admit by default (the chart's
+// params.grantTTL.max).
 const MaxGrantTTL = 75 * time.Minute
 
 // MaxExtended is the most time extensions add to a session as the sweeper
@@ -202,8 +203,9 @@ func (p *PodSweeper) standsUntil(pod *corev1.Pod, c claim, f sessionFacts) (unti
 		}
 	}
 	// Approved extensions move the hard stop. The Session policy bounds
-	// them, but by PolicyParams an admin may loosen: the sweeper counts at
-	// most what the CRD lets any session have, four grants' worth.
+	// them, by the chart's params an operator may loosen: the sweeper
+	// counts at most what the chart lets any session have, four grants'
+	// worth.
 	added, _ := s.Extended()
 	added = min(added, MaxExtended)
 	var stops time.Time

@@ -2,9 +2,12 @@ package vap
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/tower-dev/breakglass/policies"
 )
@@ -19,13 +22,19 @@ var representative = []string{
 	"a well-formed request",
 }
 
-func loadRepresentative(b *testing.B) (map[string]Request, map[string]*unstructured.Unstructured) {
+// benchCase is a representative request and the params its case file
+// renders into the policies.
+type benchCase struct {
+	req    Request
+	params policies.Params
+}
+
+func loadRepresentative(b *testing.B) map[string]benchCase {
 	files, err := LoadCaseDir("../policies/testdata")
 	if err != nil {
 		b.Fatal(err)
 	}
-	reqs := map[string]Request{}
-	params := map[string]*unstructured.Unstructured{}
+	out := map[string]benchCase{}
 	for _, cf := range files {
 		p, err := paramsFor(cf.Params)
 		if err != nil {
@@ -34,73 +43,131 @@ func loadRepresentative(b *testing.B) (map[string]Request, map[string]*unstructu
 		for _, c := range cf.Cases {
 			for _, name := range representative {
 				if c.Name == name {
-					reqs[name] = c.request()
-					params[name] = p
+					out[name] = benchCase{req: c.request(), params: p}
 				}
 			}
 		}
 	}
-	if len(reqs) != len(representative) {
-		b.Fatalf("found %d of %d representative cases", len(reqs), len(representative))
+	if len(out) != len(representative) {
+		b.Fatalf("found %d of %d representative cases", len(out), len(representative))
 	}
-	return reqs, params
+	return out
+}
+
+// evaluator is how a benchmark evaluates the policies: as the chart renders
+// them, or as they were before, reading a params object.
+type evaluator struct {
+	name string
+	// build makes the policies for params and the object they read (nil
+	// for none).
+	build func(b *testing.B, pairs []Pair, params policies.Params) ([]Pair, runtime.Object)
+}
+
+var evaluators = []evaluator{
+	{"rendered", func(_ *testing.B, pairs []Pair, _ policies.Params) ([]Pair, runtime.Object) { return pairs, nil }},
+	{"params-object", paramsObjectBaseline},
+}
+
+// paramsObjectBaseline turns rendered policies back into the design they
+// replaced: each setting's variable reads the PolicyParams object the
+// binding names (params.spec.<path>), which the API server converts for
+// CEL on every request.
+func paramsObjectBaseline(b *testing.B, pairs []Pair, params policies.Params) ([]Pair, runtime.Object) {
+	settings := map[string]policies.Setting{}
+	for _, s := range policies.Settings {
+		settings[s.Variable] = s
+	}
+	out := make([]Pair, len(pairs))
+	for i, pr := range pairs {
+		policy, binding := pr.Policy.DeepCopy(), pr.Binding.DeepCopy()
+		for j, v := range policy.Spec.Variables {
+			if s, ok := settings[v.Name]; ok {
+				policy.Spec.Variables[j].Expression = "params.spec." + s.Path
+				policy.Spec.ParamKind = &admissionregistrationv1.ParamKind{APIVersion: "breakglass.tower.dev/v1alpha1", Kind: "PolicyParams"}
+				if binding != nil {
+					binding.Spec.ParamRef = &admissionregistrationv1.ParamRef{Name: "default"}
+				}
+			}
+		}
+		out[i] = Pair{Policy: policy, Binding: binding}
+	}
+	js, err := json.Marshal(params)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var spec map[string]any
+	if err := json.Unmarshal(js, &spec); err != nil {
+		b.Fatal(err)
+	}
+	return out, &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "breakglass.tower.dev/v1alpha1", "kind": "PolicyParams",
+		"metadata": map[string]any{"name": "default"}, "spec": integers(spec),
+	}}
 }
 
 // BenchmarkPolicy evaluates each Flight policy alone on each representative
-// request it matches.
+// request it matches, rendered and as it read a params object before.
 func BenchmarkPolicy(b *testing.B) {
-	reqs, params := loadRepresentative(b)
-	pairs, err := BuildAll(policies.Flight)
+	cases := loadRepresentative(b)
+	runner, err := NewRunner()
 	if err != nil {
 		b.Fatal(err)
 	}
 	ctx := context.Background()
-	for _, pr := range pairs {
-		ev := NewEvaluator([]Pair{pr})
-		for _, name := range representative {
-			if r := ev.Evaluate(ctx, reqs[name], params[name]); len(r.Matched) == 0 {
+	for _, name := range representative {
+		bc := cases[name]
+		built, err := runner.pairs(bc.params)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, pr := range built[policies.Flight] {
+			if r := NewEvaluator([]Pair{pr}).Evaluate(ctx, bc.req); len(r.Matched) == 0 {
 				continue
 			}
-			b.Run(pr.Policy.Name+"/"+name, func(b *testing.B) {
+			for _, e := range evaluators {
+				pairs, obj := e.build(b, []Pair{pr}, bc.params)
+				ev := NewEvaluator(pairs)
+				b.Run(pr.Policy.Name+"/"+name+"/"+e.name, func(b *testing.B) {
+					b.ReportAllocs()
+					for b.Loop() {
+						if r := ev.evaluate(ctx, bc.req, obj); !r.Allowed() {
+							b.Fatal(r.Denials)
+						}
+					}
+				})
+			}
+		}
+	}
+}
+
+// BenchmarkWholeSet evaluates the whole Flight set on each representative
+// request, matching included, as the API server would for that request:
+// rendered, and reading a params object as before, side by side.
+func BenchmarkWholeSet(b *testing.B) {
+	cases := loadRepresentative(b)
+	cases["a debug container on a very large pod"] = benchCase{req: bigDebugRequest(), params: policies.DefaultParams(testImage)}
+	runner, err := NewRunner()
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, name := range append(representative, "a debug container on a very large pod") {
+		bc := cases[name]
+		built, err := runner.pairs(bc.params)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, e := range evaluators {
+			pairs, obj := e.build(b, built[policies.Flight], bc.params)
+			ev := NewEvaluator(pairs)
+			b.Run(name+"/"+e.name, func(b *testing.B) {
 				b.ReportAllocs()
 				for b.Loop() {
-					if r := ev.Evaluate(ctx, reqs[name], params[name]); !r.Allowed() {
+					if r := ev.evaluate(ctx, bc.req, obj); !r.Allowed() {
 						b.Fatal(r.Denials)
 					}
 				}
 			})
 		}
 	}
-}
-
-// BenchmarkWholeSet evaluates the whole Flight set on each representative
-// request, matching included, as the API server would for that request.
-func BenchmarkWholeSet(b *testing.B) {
-	reqs, params := loadRepresentative(b)
-	pairs, err := BuildAll(policies.Flight)
-	if err != nil {
-		b.Fatal(err)
-	}
-	ev := NewEvaluator(pairs)
-	ctx := context.Background()
-	for _, name := range representative {
-		b.Run(name, func(b *testing.B) {
-			b.ReportAllocs()
-			for b.Loop() {
-				if r := ev.Evaluate(ctx, reqs[name], params[name]); !r.Allowed() {
-					b.Fatal(r.Denials)
-				}
-			}
-		})
-	}
-	b.Run("a debug container on a very large pod", func(b *testing.B) {
-		req := bigDebugRequest()
-		p, _ := paramsFor(map[string]any{"debugImages": []any{testImage}})
-		b.ReportAllocs()
-		for b.Loop() {
-			if r := ev.Evaluate(ctx, req, p); !r.Allowed() {
-				b.Fatal(r.Denials)
-			}
-		}
-	})
 }

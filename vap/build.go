@@ -24,23 +24,31 @@ type Pair struct {
 }
 
 // BuildAll builds every policy installed in profile, in the policies
-// package's order. It fails if any policy does not pass Check.
-func BuildAll(profile policies.Profile) ([]Pair, error) {
+// package's order, with params rendered in. It fails if params or any
+// policy does not pass Check.
+func BuildAll(profile policies.Profile, params policies.Params) ([]Pair, error) {
+	if errs := params.Validate(); len(errs) > 0 {
+		return nil, errs.ToAggregate()
+	}
 	var out []Pair
 	for _, p := range policies.All() {
 		if !p.In(profile) {
 			continue
 		}
-		if err := Check(p, profile); err != nil {
+		bound, err := p.WithParams(params)
+		if err != nil {
 			return nil, err
 		}
-		out = append(out, Build(p, profile))
+		if err := Check(bound, profile); err != nil {
+			return nil, err
+		}
+		out = append(out, Build(bound, profile))
 	}
 	return out, nil
 }
 
 // Build makes the policy and binding for p as it stands in profile. It does
-// not check p; call Check first.
+// not check p, nor bind its settings; call WithParams and Check first.
 func Build(p policies.Policy, profile policies.Profile) Pair {
 	p = p.For(profile)
 	fail := admissionregistrationv1.Fail
@@ -81,12 +89,6 @@ func Build(p policies.Policy, profile policies.Profile) Pair {
 				},
 			}})
 	}
-	if p.UsesParams {
-		policy.Spec.ParamKind = &admissionregistrationv1.ParamKind{
-			APIVersion: v1alpha1.GroupVersion.String(),
-			Kind:       "PolicyParams",
-		}
-	}
 	for _, c := range p.MatchConditions {
 		policy.Spec.MatchConditions = append(policy.Spec.MatchConditions,
 			admissionregistrationv1.MatchCondition{Name: c.Name, Expression: c.Expression})
@@ -123,13 +125,6 @@ func Build(p policies.Policy, profile policies.Profile) Pair {
 			}}},
 		}
 	}
-	if p.UsesParams {
-		deny := admissionregistrationv1.DenyAction
-		binding.Spec.ParamRef = &admissionregistrationv1.ParamRef{
-			Name:                    v1alpha1.ParamsName,
-			ParameterNotFoundAction: &deny,
-		}
-	}
 	if p.ChartBound {
 		// The chart renders it from its values (Bind).
 		binding = nil
@@ -138,7 +133,7 @@ func Build(p policies.Policy, profile policies.Profile) Pair {
 }
 
 // ChartValues are the chart's values that bind its ChartBound policies,
-// fixed at install: no PolicyParams edit moves them.
+// fixed at install.
 type ChartValues struct {
 	// ProtectedNamespaces never receive a grant, beyond the system ones.
 	ProtectedNamespaces []string

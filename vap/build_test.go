@@ -13,11 +13,11 @@ import (
 
 func TestBuildIsDeterministic(t *testing.T) {
 	for _, p := range policies.Profiles {
-		a, err := BuildAll(p)
+		a, err := BuildAll(p, policies.DefaultParams())
 		if err != nil {
 			t.Fatal(err)
 		}
-		b, _ := BuildAll(p)
+		b, _ := BuildAll(p, policies.DefaultParams())
 		for i := range a {
 			ya, _ := yaml.Marshal(a[i])
 			yb, _ := yaml.Marshal(b[i])
@@ -30,7 +30,7 @@ func TestBuildIsDeterministic(t *testing.T) {
 
 func TestBuiltPoliciesFailClosed(t *testing.T) {
 	for _, profile := range policies.Profiles {
-		pairs, err := BuildAll(profile)
+		pairs, err := BuildAll(profile, policies.DefaultParams())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -48,13 +48,8 @@ func TestBuiltPoliciesFailClosed(t *testing.T) {
 			if pr.Binding.Spec.PolicyName != pr.Policy.Name {
 				t.Errorf("%s: the binding names %s", pr.Policy.Name, pr.Binding.Spec.PolicyName)
 			}
-			if ref := pr.Binding.Spec.ParamRef; ref != nil {
-				if ref.ParameterNotFoundAction == nil || *ref.ParameterNotFoundAction != admissionregistrationv1.DenyAction {
-					t.Errorf("%s: a missing params object must deny", pr.Binding.Name)
-				}
-			}
-			if (pr.Policy.Spec.ParamKind == nil) != (pr.Binding.Spec.ParamRef == nil) {
-				t.Errorf("%s: paramKind and paramRef disagree", pr.Policy.Name)
+			if pr.Policy.Spec.ParamKind != nil || pr.Binding.Spec.ParamRef != nil {
+				t.Errorf("%s: reads a params object an edit could move; its settings are rendered in", pr.Policy.Name)
 			}
 		}
 		if got := names["breakglass-no-exec"]; got != (profile == policies.Flight) {
@@ -117,9 +112,18 @@ func TestCheckRefuses(t *testing.T) {
 			p.Variables = []policies.Variable{{Name: "x", Expression: "object.(("}}
 		}, "variable x"},
 		{"ordinary work with no condition", func(p *policies.Policy) { p.MatchConditions = nil }, "no match condition or label selector"},
-		{"ordinary work behind params", func(p *policies.Policy) { p.UsesParams = true }, "needs a label selector"},
+		{"a setting read but not bound", func(p *policies.Policy) {
+			p.Validations[0].Expression = "'x' in " + policies.DebugImagesSetting.Ref()
+		}, "validation t.ok"},
+		{"a match condition that reads a setting", func(p *policies.Policy) {
+			bound, err := (policies.Policy{Settings: []policies.Setting{policies.DebugImagesSetting}}).WithParams(policies.DefaultParams())
+			if err != nil {
+				t.Fatal(err)
+			}
+			p.Variables = bound.Variables
+			p.MatchConditions = []policies.Condition{{Name: "c", Expression: "'x' in " + policies.DebugImagesSetting.Ref()}}
+		}, "match condition c"},
 		{"a match condition that reads params", func(p *policies.Policy) {
-			p.UsesParams, p.SelectLabel = true, "breakglass.tower.dev/session"
 			p.MatchConditions = []policies.Condition{{Name: "c", Expression: "params.spec.x == 1"}}
 		}, "match condition c"},
 	} {
@@ -171,7 +175,7 @@ func reachedThroughDyn(e string, i int) bool {
 // reads v1.30's own verdict).
 func TestReservedFieldsThroughDyn(t *testing.T) {
 	for _, profile := range policies.Profiles {
-		pairs, err := BuildAll(profile)
+		pairs, err := BuildAll(profile, policies.DefaultParams())
 		if err != nil {
 			t.Fatal(err)
 		}

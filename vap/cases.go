@@ -8,19 +8,16 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"reflect"
 	"sort"
 	"strings"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"sigs.k8s.io/yaml"
 
-	"github.com/tower-dev/breakglass/api/v1alpha1"
 	"github.com/tower-dev/breakglass/policies"
 )
 
@@ -31,7 +28,8 @@ type CaseFile struct {
 	Path string `json:"-"`
 	// Profiles the cases run in; both when empty.
 	Profiles []policies.Profile `json:"profiles,omitempty"`
-	// Params is merged over the default PolicyParams spec for every case.
+	// Params are set over the chart's default params (policies.Params),
+	// each named field whole, and rendered into the policies for every case.
 	Params map[string]any `json:"params,omitempty"`
 	// Values are the chart's values that bind its ChartBound policies, as
 	// the chart renders them at install.
@@ -65,8 +63,6 @@ type Case struct {
 	OldObject            map[string]any    `json:"oldObject,omitempty"`
 	// Permissions are what the authorizer answers "allowed" to.
 	Permissions []Permission `json:"permissions,omitempty"`
-	// NoParams runs the case as if the PolicyParams object were missing.
-	NoParams bool `json:"noParams,omitempty"`
 	// Expect is "allow" or "deny".
 	Expect string `json:"expect"`
 	// Message must appear in the denial (only with expect: deny).
@@ -223,35 +219,67 @@ type CaseResult struct {
 
 // Runner runs case files through the built policies of each profile.
 type Runner struct {
-	pairs      map[policies.Profile][]Pair
-	evaluators map[policies.Profile]*Evaluator
+	// built holds each profile's policies per params they were built
+	// with (by their JSON): case files mostly share a few.
+	built map[string]map[policies.Profile][]Pair
 }
 
-// NewRunner builds and compiles the policies of both profiles.
+// NewRunner builds and checks the policies of both profiles with the
+// chart's default params; it builds them for the params a case file names
+// as it meets them.
 func NewRunner() (*Runner, error) {
-	r := &Runner{pairs: map[policies.Profile][]Pair{}, evaluators: map[policies.Profile]*Evaluator{}}
-	for _, p := range policies.Profiles {
-		pairs, err := BuildAll(p)
-		if err != nil {
-			return nil, err
-		}
-		r.pairs[p], r.evaluators[p] = pairs, NewEvaluator(pairs)
+	r := &Runner{built: map[string]map[policies.Profile][]Pair{}}
+	if _, err := r.pairs(policies.DefaultParams()); err != nil {
+		return nil, err
 	}
 	return r, nil
 }
 
-// Run runs every case of cf in each of its profiles.
-func (r *Runner) Run(ctx context.Context, cf CaseFile) ([]CaseResult, error) {
+// pairs builds the policies of every profile with params, once.
+func (r *Runner) pairs(params policies.Params) (map[policies.Profile][]Pair, error) {
+	key, err := json.Marshal(params)
+	if err != nil {
+		return nil, err
+	}
+	if got, ok := r.built[string(key)]; ok {
+		return got, nil
+	}
+	out := map[policies.Profile][]Pair{}
+	for _, p := range policies.Profiles {
+		if out[p], err = BuildAll(p, params); err != nil {
+			return nil, err
+		}
+	}
+	r.built[string(key)] = out
+	return out, nil
+}
+
+// evaluators compiles each profile's policies as cf installs them: built
+// with its params, bound with its values.
+func (r *Runner) evaluators(cf CaseFile) (map[policies.Profile]*Evaluator, error) {
 	params, err := paramsFor(cf.Params)
 	if err != nil {
 		return nil, fmt.Errorf("%s: params: %w", cf.Path, err)
 	}
-	evaluators := r.evaluators
-	if v := cf.Values; v != nil {
-		evaluators = map[policies.Profile]*Evaluator{}
-		for p, pairs := range r.pairs {
-			evaluators[p] = NewEvaluator(Bind(pairs, ChartValues{ProtectedNamespaces: v.ProtectedNamespaces, RequireNamespaceOptIn: v.RequireNamespaceOptIn}))
+	built, err := r.pairs(params)
+	if err != nil {
+		return nil, fmt.Errorf("%s: params: %w", cf.Path, err)
+	}
+	out := map[policies.Profile]*Evaluator{}
+	for p, pairs := range built {
+		if v := cf.Values; v != nil {
+			pairs = Bind(pairs, ChartValues{ProtectedNamespaces: v.ProtectedNamespaces, RequireNamespaceOptIn: v.RequireNamespaceOptIn})
 		}
+		out[p] = NewEvaluator(pairs)
+	}
+	return out, nil
+}
+
+// Run runs every case of cf in each of its profiles.
+func (r *Runner) Run(ctx context.Context, cf CaseFile) ([]CaseResult, error) {
+	evaluators, err := r.evaluators(cf)
+	if err != nil {
+		return nil, err
 	}
 	var out []CaseResult
 	for _, c := range cf.Cases {
@@ -263,11 +291,7 @@ func (r *Runner) Run(ctx context.Context, cf CaseFile) ([]CaseResult, error) {
 			profiles = policies.Profiles
 		}
 		for _, profile := range profiles {
-			p := params
-			if c.NoParams {
-				p = nil
-			}
-			res := evaluators[profile].Evaluate(ctx, c.request(), p)
+			res := evaluators[profile].Evaluate(ctx, c.request())
 			out = append(out, judge(cf.Path, c, profile, res))
 		}
 	}
@@ -323,26 +347,35 @@ func (c Case) request() Request {
 	return req
 }
 
-// paramsFor merges overrides over the default PolicyParams spec.
-func paramsFor(overrides map[string]any) (*unstructured.Unstructured, error) {
-	def, err := runtime.DefaultUnstructuredConverter.ToUnstructured(v1alpha1.DefaultPolicyParams())
+// paramsFor sets overrides over the chart's default params, each a whole
+// field of policies.Params: a field it does not have is an error, never a
+// setting silently left out.
+func paramsFor(overrides map[string]any) (policies.Params, error) {
+	def, err := json.Marshal(policies.DefaultParams())
 	if err != nil {
-		return nil, err
+		return policies.Params{}, err
 	}
-	spec := def["spec"].(map[string]any)
-	fields := map[string]bool{}
-	specType := reflect.TypeFor[v1alpha1.PolicyParamsSpec]()
-	for i := range specType.NumField() {
-		name, _, _ := strings.Cut(specType.Field(i).Tag.Get("json"), ",")
-		fields[name] = true
+	var merged map[string]any
+	if err := json.Unmarshal(def, &merged); err != nil {
+		return policies.Params{}, err
 	}
 	for k, v := range overrides {
-		if !fields[k] {
-			return nil, fmt.Errorf("%s: not a PolicyParams spec field", k)
-		}
-		spec[k] = integers(v)
+		merged[k] = v
 	}
-	return &unstructured.Unstructured{Object: def}, nil
+	b, err := json.Marshal(merged)
+	if err != nil {
+		return policies.Params{}, err
+	}
+	var params policies.Params
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&params); err != nil {
+		return policies.Params{}, err
+	}
+	if errs := params.Validate(); len(errs) > 0 {
+		return policies.Params{}, errs.ToAggregate()
+	}
+	return params, nil
 }
 
 // integers turns the whole float64 numbers YAML decoding leaves into int64,

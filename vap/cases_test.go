@@ -63,7 +63,15 @@ func TestLoadCaseFileNamesTheFile(t *testing.T) {
 }
 
 func TestParamsOverrideRefusesUnknownField(t *testing.T) {
-	if _, err := paramsFor(map[string]any{"debugImagez": []any{}}); err == nil || !strings.Contains(err.Error(), "debugImagez: not a PolicyParams spec field") {
+	if _, err := paramsFor(map[string]any{"debugImagez": []any{}}); err == nil || !strings.Contains(err.Error(), `unknown field "debugImagez"`) {
 		t.Fatalf("paramsFor = %v", err)
+	}
+	if _, err := paramsFor(map[string]any{"debugImages": []any{"registry.example/debug:latest"}}); err == nil ||
+		!strings.Contains(err.Error(), "params.debugImages[0]") || !strings.Contains(err.Error(), "pinned by digest") {
+		t.Fatalf("a tag in the allowlist: %v", err)
+	}
+	if _, err := paramsFor(map[string]any{"grantTTL": map[string]any{"min": "75m", "max": "15m"}}); err == nil ||
+		!strings.Contains(err.Error(), "params.grantTTL.max") {
+		t.Fatalf("bounds the wrong way round: %v", err)
 	}
 }

@@ -74,12 +74,10 @@ var planeOwned = map[string]bool{"breakglass.tower.dev": true, "/pods/ephemeralc
 
 // checkOrdinaryWork holds a policy that sees the cluster's ordinary writes
 // (a ReplicaSet's pods, anyone's RoleBindings, every controller's Events
-// and Leases) to letting them go cheaply: a match condition says which
-// requests are its business, and a policy reading params also selects its
-// objects by label, since the API server looks up params before it
-// evaluates match conditions (and refuses every matched request while the
-// params object is missing). CONNECT requests (exec, attach, port-forward)
-// are not ordinary work on a production cluster: the policies judge them all.
+// and Leases) to letting them go cheaply: a match condition or a label
+// selector says which requests are its business. CONNECT requests (exec,
+// attach, port-forward) are not ordinary work on a production cluster: the
+// policies judge them all.
 func checkOrdinaryWork(p policies.Policy) error {
 	for _, r := range p.Rules {
 		if len(r.Operations) == 1 && r.Operations[0] == policies.Connect {
@@ -93,11 +91,8 @@ func checkOrdinaryWork(p policies.Policy) error {
 				if planeOwned[g+"/"+res] {
 					continue
 				}
-				switch {
-				case len(p.MatchConditions) == 0 && p.SelectLabel == "":
+				if len(p.MatchConditions) == 0 && p.SelectLabel == "" {
 					return fmt.Errorf("policy %s sees every %s write but has no match condition or label selector to let the cluster's other work go", p.Name, res)
-				case p.UsesParams && p.SelectLabel == "":
-					return fmt.Errorf("policy %s sees every %s write and reads params, so it needs a label selector: the API server looks params up before match conditions", p.Name, res)
 				}
 			}
 		}
@@ -112,15 +107,15 @@ func compileAll(p policies.Policy, envSet *environment.EnvSet, mode environment.
 	if err != nil {
 		return []string{err.Error()}
 	}
-	withAuthz := plugincel.OptionalVariableDeclarations{HasParams: p.UsesParams, HasAuthorizer: true}
-	noAuthz := plugincel.OptionalVariableDeclarations{HasParams: p.UsesParams, HasAuthorizer: false}
+	withAuthz := plugincel.OptionalVariableDeclarations{HasAuthorizer: true}
+	noAuthz := plugincel.OptionalVariableDeclarations{HasAuthorizer: false}
 	var issues []string
 	report := func(what string, r plugincel.CompilationResult) {
 		if r.Error != nil {
 			issues = append(issues, fmt.Sprintf("%s: %v", what, r.Error))
 		}
 	}
-	// Match conditions see no params and no variables in the API server.
+	// Match conditions see no variables in the API server.
 	condCompiler, err := plugincel.NewCompositedCompiler(envSet)
 	if err != nil {
 		return []string{err.Error()}

@@ -57,7 +57,7 @@ func (p *propertyPlane) eval(t testing.TB, op, group, resource, sub, ns, name st
 		req.Kind = o.GetObjectKind().GroupVersionKind()
 		req.Resource.Version = req.Kind.Version
 	}
-	return p.ev.Evaluate(context.Background(), req, p.params)
+	return p.ev.Evaluate(context.Background(), req)
 }
 
 // The plane's accounts as RBAC sees them: a user name and its groups.

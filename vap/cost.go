@@ -7,8 +7,6 @@ import (
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	plugincel "k8s.io/apiserver/pkg/admission/plugin/cel"
 	"k8s.io/apiserver/pkg/admission/plugin/policy/validating"
 	celconfig "k8s.io/apiserver/pkg/apis/cel"
@@ -47,7 +45,7 @@ func (c ExpressionCost) Own() int64 {
 // cost. The API server enforces its limits on this runtime cost; a static
 // estimate of an expression that walks a pod's containers is bounded only by
 // the request size, so it says little about real requests.
-func (e *Evaluator) Costs(ctx context.Context, req Request, params *unstructured.Unstructured) ([]ExpressionCost, error) {
+func (e *Evaluator) Costs(ctx context.Context, req Request) ([]ExpressionCost, error) {
 	attr, versioned, ns, authz := req.attributes()
 	var out []ExpressionCost
 	for _, p := range e.policies {
@@ -55,26 +53,19 @@ func (e *Evaluator) Costs(ctx context.Context, req Request, params *unstructured
 			!matchesNamespaceSelector(p.pair.Binding, req) {
 			continue
 		}
-		var versionedParams runtime.Object
-		if p.pair.Binding.Spec.ParamRef != nil {
-			if params == nil {
-				continue
-			}
-			versionedParams = params
-		}
 		policy := p.pair.Policy
 		compiler, err := newCompiler(policy)
 		if err != nil {
 			return nil, err
 		}
-		opts := plugincel.OptionalVariableDeclarations{HasParams: policy.Spec.ParamKind != nil, HasAuthorizer: true}
+		opts := plugincel.OptionalVariableDeclarations{HasAuthorizer: true}
 		request := plugincel.CreateAdmissionRequest(attr, metav1.GroupVersionResource(req.Resource), metav1.GroupVersionKind(req.Kind))
 		for i, v := range policy.Spec.Validations {
 			eval := compiler.CompileCondition([]plugincel.ExpressionAccessor{
 				&validating.ValidationCondition{Expression: v.Expression, Message: v.Message},
 			}, opts, environment.StoredExpressions)
 			_, remaining, err := eval.ForInput(ctx, versioned, request,
-				plugincel.OptionalVariableBindings{VersionedParams: versionedParams, Authorizer: authz},
+				plugincel.OptionalVariableBindings{Authorizer: authz},
 				plugincel.CreateNamespaceObject(ns), celconfig.RuntimeCELCostBudget)
 			if err != nil {
 				return nil, fmt.Errorf("%s validation %d: %w", policy.Name, i, err)

@@ -103,13 +103,13 @@ func TestExpressionCosts(t *testing.T) {
 		}
 	}
 	for _, cf := range files {
-		params, err := paramsFor(cf.Params)
+		evaluators, err := runner.evaluators(cf)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, c := range cf.Cases {
 			for _, p := range policies.Profiles {
-				costs, err := runner.evaluators[p].Costs(ctx, c.request(), params)
+				costs, err := evaluators[p].Costs(ctx, c.request())
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -117,8 +117,11 @@ func TestExpressionCosts(t *testing.T) {
 			}
 		}
 	}
-	params, _ := paramsFor(map[string]any{"debugImages": []any{testImage}})
-	costs, err := runner.evaluators[policies.Flight].Costs(ctx, bigDebugRequest(), params)
+	evaluators, err := runner.evaluators(CaseFile{Params: map[string]any{"debugImages": []any{testImage}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	costs, err := evaluators[policies.Flight].Costs(ctx, bigDebugRequest())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +129,7 @@ func TestExpressionCosts(t *testing.T) {
 		t.Fatal("no policy evaluated the big pod")
 	}
 	check("big pod", costs)
-	if res := runner.evaluators[policies.Flight].Evaluate(ctx, bigDebugRequest(), params); !res.Allowed() {
+	if res := evaluators[policies.Flight].Evaluate(ctx, bigDebugRequest()); !res.Allowed() {
 		t.Fatalf("the big pod's compliant debug container was refused: %v", res.Denials)
 	}
 	var highest int64

@@ -12,7 +12,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/authentication/user"
@@ -34,7 +33,6 @@ var propertyDebugImage = "registry.example/breakglass/debug@sha256:" + strings.R
 
 type propertyPlane struct {
 	ev     *vap.Evaluator
-	params *unstructured.Unstructured
 	portal user.Info
 }
 
@@ -44,7 +42,7 @@ func newPropertyPlane(t testing.TB) *propertyPlane { return newWeakenedPlane(t, 
 // expression always true): what the property tests must then catch.
 func newWeakenedPlane(t testing.TB, weakened string) *propertyPlane {
 	t.Helper()
-	pairs, err := vap.BuildAll(policies.Flight)
+	pairs, err := vap.BuildAll(policies.Flight, policies.DefaultParams(propertyDebugImage))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,11 +62,7 @@ func newWeakenedPlane(t testing.TB, weakened string) *propertyPlane {
 			t.Fatalf("no rule %s to weaken", rule)
 		}
 	}
-	p, err := runtime.DefaultUnstructuredConverter.ToUnstructured(v1alpha1.DefaultPolicyParams(propertyDebugImage))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &propertyPlane{ev: vap.NewEvaluator(pairs), params: &unstructured.Unstructured{Object: p},
+	return &propertyPlane{ev: vap.NewEvaluator(pairs),
 		portal: &user.DefaultInfo{Name: v1alpha1.PortalUsername, Extra: map[string][]string{policies.PodBoundExtra: {"tower-breakglass-0"}}}}
 }
 
@@ -92,7 +86,7 @@ func (p *propertyPlane) createCopy(t testing.TB, pod *corev1.Pod) vap.Result {
 		Operation: "CREATE", Resource: schema.GroupVersionResource{Version: "v1", Resource: "pods"},
 		Kind: schema.GroupVersionKind{Version: "v1", Kind: "Pod"}, Namespace: "shop", Name: pod.Name,
 		Object: toMap(t, pod), User: p.portal, Allowed: process,
-	}, p.params)
+	})
 }
 
 func (p *propertyPlane) addDebug(t testing.TB, old, pod *corev1.Pod, allowed []vap.Permission) vap.Result {
@@ -100,7 +94,7 @@ func (p *propertyPlane) addDebug(t testing.TB, old, pod *corev1.Pod, allowed []v
 		Operation: "UPDATE", Resource: schema.GroupVersionResource{Version: "v1", Resource: "pods"}, SubResource: "ephemeralcontainers",
 		Kind: schema.GroupVersionKind{Version: "v1", Kind: "Pod"}, Namespace: "shop", Name: pod.Name,
 		Object: toMap(t, pod), OldObject: toMap(t, old), User: p.portal, Allowed: allowed,
-	}, p.params)
+	})
 }
 
 // randomTarget is a production pod with a random share of everything a
@@ -431,7 +425,7 @@ func checkDebug(t testing.TB, plane *propertyPlane, seed uint64) error {
 	pod.Spec.EphemeralContainers = append(pod.Spec.EphemeralContainers, ec)
 	res := plane.addDebug(t, target, pod, allowed)
 	reach := processAccess || ptr.Deref(target.Spec.ShareProcessNamespace, false)
-	// A runtime class only PolicyParams could allow (it lists none here).
+	// A runtime class only params.runtimeClasses could allow (it lists none here).
 	want := unfit == nil && target.Spec.RuntimeClassName == nil && (!reach || processAccess) && (!reach || !runsAsDebugUser(target))
 	if res.Allowed() != want {
 		return fmt.Errorf("seed %d: the relay's debug container (process access %t, unfit: %w): admitted %t, want %t: %v", seed, processAccess, unfit, res.Allowed(), want, res.Denials)

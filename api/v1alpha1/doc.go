@@ -1,5 +1,5 @@
 // Package v1alpha1 holds the breakglass.tower.dev/v1alpha1 API: the Session a
-// debug session lives in, and the PolicyParams the admission policies read.
+// debug session lives in, and the names and rules the plane shares.
 //
 // +kubebuilder:object:generate=true
 // +groupName=breakglass.tower.dev
@@ -23,7 +23,7 @@ var (
 )
 
 func addKnownTypes(s *runtime.Scheme) error {
-	s.AddKnownTypes(GroupVersion, &Session{}, &SessionList{}, &PolicyParams{}, &PolicyParamsList{})
+	s.AddKnownTypes(GroupVersion, &Session{}, &SessionList{})
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil
 }

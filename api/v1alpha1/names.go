@@ -39,7 +39,7 @@ const (
 	TTLLabel = "cleanup.kyverno.io/ttl"
 
 	// NamespaceOptInLabel set to "true" on a namespace lets grants into it
-	// when PolicyParams requires namespaces to opt in.
+	// when the chart requires namespaces to opt in (params.requireNamespaceOptIn).
 	NamespaceOptInLabel = "breakglass.tower.dev/enabled"
 
 	// DebugContainerPrefix starts the name of every debug container.
@@ -65,9 +65,6 @@ const (
 	// authorizer for it before letting a debug container reach an app's processes.
 	ProcessAccessResource = "processaccess"
 	ProcessAccessVerb     = "use"
-
-	// ParamsName is the name of the one PolicyParams object the policies read.
-	ParamsName = "default"
 )
 
 // DebugContainerName is the name of a session's debug container: the first

@@ -40,7 +40,8 @@ type SessionSpec struct {
 	// +optional
 	ProcessAccess bool `json:"processAccess,omitempty"`
 
-	// Duration is the hard stop, a Go duration within the PolicyParams bounds.
+	// Duration is the hard stop, a Go duration within the chart's bounds
+	// (params.sessionDuration).
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:Pattern=`^([0-9]+h)?([0-9]+m)?([0-9]+s)?$`
 	// +kubebuilder:validation:MaxLength=16

@@ -190,6 +190,9 @@ func TestBadValues(t *testing.T) {
 		{"a deadline of exactly the webhook's timeout", "webhook:\n  deadline: 5s\n", namespace, "deadline"},
 		{"a slow deadline in milliseconds", "webhook:\n  deadline: 5000ms\n", namespace, "deadline"},
 		{"more extensions than the policies take", "params:\n  extensions: {max: 5, maxTotal: 2h}\n", namespace, "extensions"},
+		{"a bound taken away", "params:\n  grantTTL: {max: null}\n", namespace, "max"},
+		{"a setting taken away", "params:\n  sessionDuration: null\n", namespace, "sessionDuration"},
+		{"too many debug images", "params:\n  debugImages: [" + strings.TrimSuffix(strings.Repeat("'r.example/d@sha256:"+strings.Repeat("a", 64)+"', ", 33), ", ") + "]\n", namespace, "debugImages"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			v, err := chartutil.ReadValues([]byte(tc.values))

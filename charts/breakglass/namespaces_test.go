@@ -50,7 +50,7 @@ func TestNamespaceBindings(t *testing.T) {
 				}
 				got[vb.Name] = &vb
 			}
-			pairs, err := vap.BuildAll(policies.Flight)
+			pairs, err := vap.BuildAll(policies.Flight, policies.DefaultParams())
 			if err != nil {
 				t.Fatal(err)
 			}

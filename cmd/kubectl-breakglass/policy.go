@@ -42,12 +42,12 @@ func newPolicyRenderCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "render",
 		Short: "Print every manifest of the plane, in the order it applies to an empty cluster",
-		Long: `Print the plane's namespace, CRDs, ServiceAccounts, roles, bindings, the
-PolicyParams object and the admission policies and bindings for a profile.
-The CRDs must be established before the PolicyParams object applies:
+		Long: `Print the plane's namespace, CRDs, ServiceAccounts, roles, bindings, and
+the admission policies and bindings for a profile, as the chart installs
+them with its default params and the debug images given:
 
   kubectl breakglass policy render --profile flight --debug-image REPO@sha256:... > plane.yaml
-  kubectl apply -f plane.yaml   # run again if PolicyParams raced its CRD
+  kubectl apply -f plane.yaml
 
 With --kyverno it prints instead what a site that runs Kyverno (tested with
 1.19.1; the policy is policies.kyverno.io/v1) installs to have Kyverno do the grants' TTL and the debug image's
@@ -107,7 +107,7 @@ func renderKyverno(w io.Writer, kyverno bool, policiesFile string) error {
 
 // render is the whole plane as one YAML stream.
 func render(p policies.Profile, images []string) ([]byte, error) {
-	objs, err := manifests.All(p, images)
+	objs, err := manifests.All(p, policies.DefaultParams(images...))
 	if err != nil {
 		return nil, err
 	}

@@ -9,9 +9,11 @@ import (
 	"strings"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
 	"github.com/tower-dev/breakglass/manifests"
+	"github.com/tower-dev/breakglass/policies"
 )
 
 func runCLI(args ...string) (string, error) {
@@ -97,8 +99,7 @@ func TestPolicyRender(t *testing.T) {
 			t.Errorf("%s: the first object is %s %s, want the namespace", profile, objs[0].GetKind(), objs[0].GetName())
 		}
 		for _, before := range [][2]string{
-			{"CustomResourceDefinition", "PolicyParams"},
-			{"PolicyParams", "ValidatingAdmissionPolicyBinding"},
+			{"CustomResourceDefinition", "ValidatingAdmissionPolicy"},
 			{"ServiceAccount", "ClusterRoleBinding"},
 			{"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"},
 		} {
@@ -108,8 +109,25 @@ func TestPolicyRender(t *testing.T) {
 				t.Errorf("%s: %s must come before %s", profile, before[0], before[1])
 			}
 		}
-		if !strings.Contains(out, img) {
-			t.Errorf("%s: the debug image is not in the params", profile)
+		// The allowlist is rendered into the debug-container policy, as the
+		// chart renders it: a CEL list literal in the setting's variable.
+		var allowlist string
+		for _, o := range objs {
+			if o.GetKind() != "ValidatingAdmissionPolicy" || o.GetName() != "breakglass-debug-container" {
+				continue
+			}
+			vars, _, _ := unstructured.NestedSlice(o.Object, "spec", "variables")
+			for _, v := range vars {
+				if v := v.(map[string]any); v["name"] == policies.DebugImagesSetting.Variable {
+					allowlist, _ = v["expression"].(string)
+				}
+			}
+		}
+		if want := `["` + img + `"]`; allowlist != want {
+			t.Errorf("%s: the debug-container policy's allowlist is %q, want %q", profile, allowlist, want)
+		}
+		if strings.Contains(out, "@params.") {
+			t.Errorf("%s: a setting's placeholder was left in the render", profile)
 		}
 		if got := strings.Contains(out, "name: breakglass-no-exec"); got != (profile == "flight") {
 			t.Errorf("%s: no-exec rendered = %v", profile, got)

@@ -1,7 +1,6 @@
 // Command apidocs writes docs/api.md from the chart's CRDs, which
-// controller-gen generates from api/v1alpha1: every field of Session and
-// PolicyParams with its type, its bounds and the description `kubectl
-// explain` shows; then the audit steps and notification kinds, from
+// controller-gen generates from api/v1alpha1: every field of Session
+// with its type, its bounds and the description `kubectl explain` shows; then the audit steps and notification kinds, from
 // api/v1alpha1's vocabulary. `make generate` runs it; `make verify-generate` fails
 // when the file is stale.
 package main

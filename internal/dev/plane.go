@@ -11,7 +11,6 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
-	"github.com/tower-dev/breakglass/api/v1alpha1"
 	"github.com/tower-dev/breakglass/evidence/recording"
 	"github.com/tower-dev/breakglass/evidence/tlog"
 	"github.com/tower-dev/breakglass/notify"
@@ -72,7 +71,7 @@ func (p *plane) start(ctx context.Context, step func(string), stops *[]func() er
 			return err
 		}
 		*stops = append(*stops, p.c.Stop)
-	} else if err := p.c.Apply(ctx, v1alpha1.DefaultPolicyParams(image)); err != nil {
+	} else if err := p.c.SetParams(ctx, policies.DefaultParams(image)); err != nil {
 		return err
 	}
 	p.kubeconfig = filepath.Join(p.dir, "kubeconfig")

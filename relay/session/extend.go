@@ -17,7 +17,7 @@ import (
 )
 
 // ExtensionLimits bound one session's extensions, as the cluster's Session
-// policy does with its PolicyParams (extensions.max, extensions.maxTotal):
+// policy does with the chart's params (extensions.max, extensions.maxTotal):
 // the relay refuses in its own words what the cluster would refuse anyway.
 type ExtensionLimits struct {
 	// Max is how many extensions a session may be given.

@@ -189,8 +189,8 @@ func (l *Live) release(ctx context.Context, why string, tell error) error {
 			Record: func(st *v1alpha1.SessionStatus) { st.Relay, st.Released, st.Heartbeat = "", &now, &now }})
 		cancel()
 		// A refusal is tried again too: an API server just restarted
-		// refuses every Session write (its policies fail closed: their
-		// parameters' kind is not yet known to it) for up to half a minute.
+		// may refuse Session writes (its policies fail closed) until it
+		// has loaded them.
 		// Each try is audited, so they come less and less often.
 		if err == nil || apierrors.IsConflict(err) || time.Since(tried) > releaseWrite || ctx.Err() != nil {
 			break

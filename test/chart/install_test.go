@@ -17,15 +17,19 @@ import (
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/chartutil"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
+	"github.com/tower-dev/breakglass/manifests"
+	"github.com/tower-dev/breakglass/policies"
 	"github.com/tower-dev/breakglass/test/cluster"
 	"github.com/tower-dev/breakglass/test/prereq"
 )
@@ -148,8 +152,8 @@ func TestInstallAndUpgrade(t *testing.T) {
 	}
 
 	// The upgrade: a second debug image, while a prober asks for a
-	// two-hour grant (refused by a policy that reads the params the upgrade
-	// rewrites) as fast as it can.
+	// two-hour grant (refused by a policy the upgrade renders again) as fast
+	// as it can.
 	var asked, admitted atomic.Int64
 	stop := make(chan struct{})
 	proberDone := make(chan struct{})
@@ -199,8 +203,34 @@ func TestInstallAndUpgrade(t *testing.T) {
 		t.Fatalf("release v%d; during the upgrade %d of %d bad grants were admitted", rel.Version, admitted.Load(), asked.Load())
 	}
 	t.Logf("%d bad grants asked during the upgrade, all refused", asked.Load())
-	params := &v1alpha1.PolicyParams{}
-	if err := c.Client.Get(ctx, client.ObjectKey{Name: v1alpha1.ParamsName}, params); err != nil || len(params.Spec.DebugImages) != 2 {
-		t.Fatalf("the params after the upgrade: %v %v", params.Spec.DebugImages, err)
+	// What the upgrade rendered is what the chart's Go twin renders for
+	// those params: the tests that install the plane from Go install the
+	// chart's policies.
+	want, err := manifests.Plane(policies.Flight, policies.DefaultParams(cluster.DebugImage, second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	compared := 0
+	for _, o := range want {
+		if o.GetKind() != "ValidatingAdmissionPolicy" {
+			continue
+		}
+		got := &admissionregistrationv1.ValidatingAdmissionPolicy{}
+		if err := c.Client.Get(ctx, client.ObjectKey{Name: o.GetName()}, got); err != nil {
+			t.Fatal(err)
+		}
+		vars, _, _ := unstructured.NestedSlice(o.Object, "spec", "variables")
+		if len(vars) != len(got.Spec.Variables) {
+			t.Fatalf("%s: %d variables installed, %d rendered in Go", o.GetName(), len(got.Spec.Variables), len(vars))
+		}
+		for i, v := range vars {
+			if e := v.(map[string]any)["expression"]; e != got.Spec.Variables[i].Expression {
+				t.Errorf("%s: variable %s is %q installed, %q rendered in Go", o.GetName(), got.Spec.Variables[i].Name, got.Spec.Variables[i].Expression, e)
+			}
+		}
+		compared++
+	}
+	if compared == 0 {
+		t.Fatal("no policy compared")
 	}
 }

@@ -27,8 +27,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/tower-dev/breakglass/api"
-	"github.com/tower-dev/breakglass/api/v1alpha1"
-	chart "github.com/tower-dev/breakglass/charts/breakglass"
 	"github.com/tower-dev/breakglass/manifests"
 	"github.com/tower-dev/breakglass/policies"
 	"github.com/tower-dev/breakglass/test/prereq"
@@ -39,7 +37,8 @@ import (
 type Options struct {
 	// Profile selects the policy set; the plane is not installed when empty.
 	Profile policies.Profile
-	// DebugImages are allowed in the PolicyParams object.
+	// DebugImages are the debug images the policies allow (the chart's
+	// params.debugImages).
 	DebugImages []string
 	// Empty starts the control plane with nothing of the plane in it, not
 	// even the CRDs.
@@ -91,6 +90,8 @@ type Cluster struct {
 	Client client.Client
 	Kube   kubernetes.Interface
 	Scheme *k8sruntime.Scheme
+	// profile is the plane's, when installed.
+	profile policies.Profile
 }
 
 // Start starts a control plane and installs the plane for opts.Profile. The
@@ -272,11 +273,13 @@ func (c *Cluster) RestartAPIServer() error {
 	return nil
 }
 
-// install applies the plane for opts.Profile: the namespace, the chart's
-// generated manifests, and the PolicyParams object with the chart's
-// defaults; then it waits until the API server enforces the policies.
+// install applies the plane for opts.Profile: the namespace, and the
+// chart's generated manifests rendered with its default params and
+// opts.DebugImages; then it waits until the API server enforces the
+// policies.
 func (c *Cluster) install(ctx context.Context, opts Options) error {
 	profile := opts.Profile
+	c.profile = profile
 	if err := c.Apply(ctx, manifests.Namespace()); err != nil {
 		return err
 	}
@@ -286,13 +289,9 @@ func (c *Cluster) install(ctx context.Context, opts Options) error {
 			return err
 		}
 	}
-	stream, err := chart.Plane(string(profile))
+	objs, err := manifests.Plane(profile, policies.DefaultParams(opts.DebugImages...))
 	if err != nil {
 		return err
-	}
-	objs, err := manifests.Decode(stream)
-	if err != nil {
-		return fmt.Errorf("the chart's %s manifests: %w", profile, err)
 	}
 	for _, o := range objs {
 		if opts.WithoutPolicies && o.GroupVersionKind().Group == "admissionregistration.k8s.io" {
@@ -302,13 +301,31 @@ func (c *Cluster) install(ctx context.Context, opts Options) error {
 			return err
 		}
 	}
-	if err := c.Apply(ctx, v1alpha1.DefaultPolicyParams(opts.DebugImages...)); err != nil {
-		return err
-	}
 	if opts.WithoutPolicies {
 		return nil
 	}
 	return c.WaitEnforced(ctx)
+}
+
+// SetParams renders params into the plane's policies and applies them, as
+// a `helm upgrade` with those params values does. The API server enforces
+// the new ones a moment later.
+func (c *Cluster) SetParams(ctx context.Context, params policies.Params) error {
+	if c.profile == "" {
+		return fmt.Errorf("no plane is installed")
+	}
+	objs, err := manifests.Plane(c.profile, params)
+	if err != nil {
+		return err
+	}
+	for _, o := range objs {
+		if o.GetKind() == "ValidatingAdmissionPolicy" {
+			if err := c.Apply(ctx, o); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // Apply creates obj, or updates it to obj if it exists.

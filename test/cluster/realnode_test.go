@@ -9,7 +9,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/tower-dev/breakglass/api/v1alpha1"
 	"github.com/tower-dev/breakglass/internal/image"
 	"github.com/tower-dev/breakglass/policies"
 	"github.com/tower-dev/breakglass/test/prereq"
@@ -41,13 +40,13 @@ func TestRealNodeDebugContainer(t *testing.T) {
 		t.Fatal(err)
 	}
 	debugImage := ref.String()
-	if err := c.Apply(ctx, v1alpha1.DefaultPolicyParams(debugImage)); err != nil {
+	if err := c.SetParams(ctx, policies.DefaultParams(debugImage)); err != nil {
 		t.Fatal(err)
 	}
 	ns := c.Namespace(t, "shop")
 	pod := c.ServingPod(t, ns, "web-1", debugImage)
 	portal := c.GrantedPortal(t, ns, "s1", "30m")
-	// The params reach the API server's informers a moment after the update.
+	// The policies reach the API server's informers a moment after the update.
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		err := portal.AddDebugContainer(ctx, ns, pod.Name, DebugContainer("breakglass-s1", debugImage))

@@ -12,6 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/tower-dev/breakglass/policies"
+	"github.com/tower-dev/breakglass/test/cluster"
 	"github.com/tower-dev/breakglass/vap"
 )
 
@@ -47,7 +48,11 @@ func BenchmarkEphemeralContainerPatchOneServer(b *testing.B) {
 	floor := newPatcher(b, c, fmt.Sprintf("bench-floor-%d", stamp))
 	none := newPatcher(b, c, fmt.Sprintf("bench-none-%d", stamp))
 
-	pair := vap.Build(policies.DebugContainer(), policies.Flight)
+	bound, err := policies.DebugContainer().WithParams(policies.DefaultParams(cluster.DebugImage))
+	if err != nil {
+		b.Fatal(err)
+	}
+	pair := vap.Build(bound, policies.Flight)
 	pair.Policy.Name = fmt.Sprintf("bench-ours-%d", stamp)
 	pair.Binding.Name, pair.Binding.Spec.PolicyName = pair.Policy.Name, pair.Policy.Name
 	bindTo(pair.Binding, ours.ns)
@@ -56,7 +61,6 @@ func BenchmarkEphemeralContainerPatchOneServer(b *testing.B) {
 		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
 			FailurePolicy:    ptr.To(admissionregistrationv1.Fail),
 			MatchConstraints: pair.Policy.Spec.MatchConstraints.DeepCopy(),
-			ParamKind:        pair.Policy.Spec.ParamKind.DeepCopy(),
 			Validations:      []admissionregistrationv1.Validation{{Expression: "true"}},
 		},
 	}

@@ -154,7 +154,7 @@ func installPlaneIn(b *testing.B, c *cluster.Cluster, ns, suffix string) {
 		b.Fatal(err)
 	}
 
-	pairs, err := vap.BuildAll(policies.Flight)
+	pairs, err := vap.BuildAll(policies.Flight, policies.DefaultParams(cluster.DebugImage))
 	if err != nil {
 		b.Fatal(err)
 	}

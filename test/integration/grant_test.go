@@ -14,7 +14,6 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
@@ -104,9 +103,8 @@ func ttl(d string) func(*rbacv1.RoleBinding) {
 // TestProtectedNamespaces installs the chart's protected namespaces and
 // opt-in as the chart renders them (bindings fixed at install): a protected
 // namespace refuses grants, the system namespaces refuse them whatever the
-// values say, no PolicyParams edit unprotects one (the fields are gone:
-// the API server refuses them), and the opt-in mode admits grants only into
-// namespaces labelled for them. The bindings are removed after.
+// values say, and the opt-in mode admits grants only into namespaces
+// labelled for them. The bindings are removed after.
 func TestProtectedNamespaces(t *testing.T) {
 	eachProfile(t, func(t *testing.T, profile policies.Profile, c *cluster.Cluster) {
 		ctx := testContext(t)
@@ -139,17 +137,6 @@ func TestProtectedNamespaces(t *testing.T) {
 		waitRefusal(t, portal, payments, "[grant.namespace] namespace "+payments+" is protected")
 		waitRefusal(t, portal, "kube-system", "[grant.system-namespace] namespace kube-system is one of the cluster's own")
 		waitRefusal(t, portal, shop, "")
-
-		// An admin's PolicyParams edit cannot take the protection back.
-		params := &unstructured.Unstructured{}
-		params.SetGroupVersionKind(v1alpha1.GroupVersion.WithKind("PolicyParams"))
-		wantAdmitted(t, c.Client.Get(ctx, client.ObjectKey{Name: v1alpha1.ParamsName}, params))
-		_ = unstructured.SetNestedStringSlice(params.Object, []string{}, "spec", "protectedNamespaces")
-		if err := c.Client.Update(ctx, params, dryRun, client.FieldValidation("Strict")); err == nil ||
-			!strings.Contains(err.Error(), `unknown field "spec.protectedNamespaces"`) {
-			t.Fatalf("a PolicyParams edit naming protected namespaces: %v, want it refused as an unknown field", err)
-		}
-		waitRefusal(t, portal, payments, "[grant.namespace]")
 
 		apply(vap.ChartValues{ProtectedNamespaces: []string{payments}, RequireNamespaceOptIn: true})
 		waitRefusal(t, portal, shop, "[grant.namespace-opt-in] namespace "+shop+" has not opted in")

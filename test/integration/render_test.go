@@ -26,7 +26,7 @@ func TestRenderAppliesToAnEmptyCluster(t *testing.T) {
 			t.Error(err)
 		}
 	})
-	objs, err := manifests.All(policies.Flight, []string{cluster.DebugImage})
+	objs, err := manifests.All(policies.Flight, policies.DefaultParams(cluster.DebugImage))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,87 @@
+package chart_test
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"helm.sh/helm/v3/pkg/chartutil"
+
+	"github.com/tower-dev/breakglass/manifests"
+	"github.com/tower-dev/breakglass/policies"
+	"github.com/tower-dev/breakglass/vap"
+)
+
+// TestParamsRenderedAsInGo: the chart's template renders its params into
+// the policies exactly as manifests.Plane does in Go, which the tests and
+// the local plane install: the same objects, for the defaults and for
+// params that change every setting (a runtime class spelt with quotes and
+// escapes among them, which must stay one CEL string).
+func TestParamsRenderedAsInGo(t *testing.T) {
+	digest := func(c string) string { return "registry.example/breakglass/debug@sha256:" + strings.Repeat(c, 64) }
+	every := policies.Params{
+		DebugImages:     []string{digest("a"), digest("b")},
+		GrantTTL:        policies.DurationBounds{Min: "20m", Max: "1h10m"},
+		SessionDuration: policies.DurationBounds{Min: "16m", Max: "70m"},
+		Extensions:      policies.ExtensionBounds{Max: 3, MaxTotal: "3h"},
+		RuntimeClasses:  []string{"gvisor", `kata'"\n<&>é`},
+		DebugUserID:     70000,
+	}
+	for name, params := range map[string]policies.Params{"defaults": policies.DefaultParams(), "every setting": every} {
+		for _, profile := range policies.Profiles {
+			t.Run(name+"/"+string(profile), func(t *testing.T) {
+				js, err := json.Marshal(map[string]any{
+					"profile": profile, "params": params,
+					"webhook": map[string]any{"policies": []any{map[string]any{"name": "p", "repository": "r", "key": "/k"}}},
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				values, err := chartutil.ReadValues(js)
+				if err != nil {
+					t.Fatal(err)
+				}
+				out, err := Render(values, namespace)
+				if err != nil {
+					t.Fatal(err)
+				}
+				rendered, err := manifests.Decode([]byte(out))
+				if err != nil {
+					t.Fatal(err)
+				}
+				helm := map[string]map[string]any{}
+				for _, o := range rendered {
+					if o.GetKind() == "ValidatingAdmissionPolicy" {
+						helm[o.GetName()] = o.Object
+					}
+				}
+				inGo, err := manifests.Plane(profile, params)
+				if err != nil {
+					t.Fatal(err)
+				}
+				n := 0
+				for _, o := range inGo {
+					if o.GetKind() != "ValidatingAdmissionPolicy" {
+						continue
+					}
+					n++
+					if diff := cmp.Diff(o.Object, helm[o.GetName()]); diff != "" {
+						t.Errorf("%s rendered by Helm differs from Go (-go +helm):\n%s", o.GetName(), diff)
+					}
+				}
+				if n == 0 || n != len(helm) {
+					t.Fatalf("%d policies rendered in Go, %d by Helm", n, len(helm))
+				}
+				if strings.Contains(out, "@params.") {
+					t.Fatal("a placeholder was left in the chart's render")
+				}
+				// And what both render compiles and type-checks as the
+				// policies' own builder binds it.
+				if _, err := vap.BuildAll(profile, params); err != nil {
+					t.Fatal(err)
+				}
+			})
+		}
+	}
+}
