@@ -2,11 +2,8 @@ package vap
 
 import (
 	"context"
-	"encoding/json"
 	"testing"
 
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/tower-dev/breakglass/policies"
@@ -68,41 +65,12 @@ var evaluators = []evaluator{
 	{"params-object", paramsObjectBaseline},
 }
 
-// paramsObjectBaseline turns rendered policies back into the design they
-// replaced: each setting's variable reads the PolicyParams object the
-// binding names (params.spec.<path>), which the API server converts for
-// CEL on every request.
 func paramsObjectBaseline(b *testing.B, pairs []Pair, params policies.Params) ([]Pair, runtime.Object) {
-	settings := map[string]policies.Setting{}
-	for _, s := range policies.Settings {
-		settings[s.Variable] = s
-	}
-	out := make([]Pair, len(pairs))
-	for i, pr := range pairs {
-		policy, binding := pr.Policy.DeepCopy(), pr.Binding.DeepCopy()
-		for j, v := range policy.Spec.Variables {
-			if s, ok := settings[v.Name]; ok {
-				policy.Spec.Variables[j].Expression = "params.spec." + s.Path
-				policy.Spec.ParamKind = &admissionregistrationv1.ParamKind{APIVersion: "breakglass.tower.dev/v1alpha1", Kind: "PolicyParams"}
-				if binding != nil {
-					binding.Spec.ParamRef = &admissionregistrationv1.ParamRef{Name: "default"}
-				}
-			}
-		}
-		out[i] = Pair{Policy: policy, Binding: binding}
-	}
-	js, err := json.Marshal(params)
+	out, obj, err := ParamsObjectBaseline(pairs, params)
 	if err != nil {
 		b.Fatal(err)
 	}
-	var spec map[string]any
-	if err := json.Unmarshal(js, &spec); err != nil {
-		b.Fatal(err)
-	}
-	return out, &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "breakglass.tower.dev/v1alpha1", "kind": "PolicyParams",
-		"metadata": map[string]any{"name": "default"}, "spec": integers(spec),
-	}}
+	return out, obj
 }
 
 // BenchmarkPolicy evaluates each Flight policy alone on each representative
