@@ -64,20 +64,32 @@ func run(m *testing.M) int {
 
 func runner(t testing.TB, store recording.Store, log *audit.Log) *session.Runner {
 	t.Helper()
-	portal, err := cl.Portal()
+	return runnerOn(t, cl, cluster.DebugImage, store, log)
+}
+
+// runnerOn is runner on cluster c, with debugImage.
+func runnerOn(t testing.TB, c *cluster.Cluster, debugImage string, store recording.Store, log *audit.Log) *session.Runner {
+	t.Helper()
+	portal, err := c.Portal()
 	if err != nil {
 		t.Fatal(err)
 	}
 	return &session.Runner{Cluster: "test", Client: portal.Client, Kube: portal.Kube, Config: portal.Config, Store: store, Audit: log,
-		Clock: clock.RealClock{}, DebugImage: cluster.DebugImage, Grace: 2 * time.Minute, MaxTTL: 75 * time.Minute, Retention: time.Hour}
+		Clock: clock.RealClock{}, DebugImage: debugImage, Grace: 2 * time.Minute, MaxTTL: 75 * time.Minute, Retention: time.Hour}
 }
 
 // approvedSession is alice's request, approved by bob, on a running pod.
 func approvedSession(t testing.TB, ns string, keepPod bool) *v1alpha1.Session {
 	t.Helper()
-	ctx := context.Background()
 	cl.RunningPod(t, ns, "web-1")
-	portal, err := cl.Portal()
+	return approvedOn(t, cl, ns, keepPod)
+}
+
+// approvedOn is alice's request, approved by bob, on cluster c's pod web-1.
+func approvedOn(t testing.TB, c *cluster.Cluster, ns string, keepPod bool) *v1alpha1.Session {
+	t.Helper()
+	ctx := context.Background()
+	portal, err := c.Portal()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,8 +16,11 @@ import (
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
 	"github.com/tower-dev/breakglass/evidence/recording"
+	"github.com/tower-dev/breakglass/internal/image"
+	"github.com/tower-dev/breakglass/policies"
 	"github.com/tower-dev/breakglass/test/cluster"
 	"github.com/tower-dev/breakglass/test/measure"
+	"github.com/tower-dev/breakglass/test/prereq"
 )
 
 // shellAsks is what the person types first, and shellAnswer what only the
@@ -35,24 +38,69 @@ const (
 // steps done by hand as the portal in the same run, taking turns: create
 // the grant, wait until the authorizer allows it, add the debug container,
 // read the pod every 25 ms until it runs (the portal may not watch pods),
-// attach. Each side runs on a
-// fresh pod of its own, 20 of each per iteration; p50 and p99 over all
-// of them (make bench runs three iterations).
+// attach. Each side runs on a fresh pod of its own, 20 of each per
+// iteration; p50 and p99 over all of them (make bench runs three
+// iterations). On the virtual node.
 func BenchmarkTimeToShell(b *testing.B) {
+	timeToShell(b, shellBed{c: cl, debugImage: cluster.DebugImage, pod: func(tb testing.TB, ns string) { cl.RunningPod(tb, ns, "web-1") }})
+}
+
+// BenchmarkTimeToShellRealNode is BenchmarkTimeToShell on the real node
+// (a kubelet on containerd and runc), with the debug image cached there:
+// the app pods run the same image, pulled once.
+func BenchmarkTimeToShellRealNode(b *testing.B) {
+	prereq.Need(b, prereq.RealNode...)
+	ctx := context.Background()
+	c, err := cluster.Start(ctx, cluster.Options{Profile: policies.Flight, RealNode: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		if err := c.Stop(); err != nil {
+			b.Error(err)
+		}
+	})
+	img, err := image.BuildDebug("/bin/busybox", time.Unix(0, 0))
+	if err != nil {
+		b.Fatal(err)
+	}
+	ref, err := c.Registry.PushImage("breakglass/debug", "1", img)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := c.SetParams(ctx, policies.DefaultParams(ref.String())); err != nil {
+		b.Fatal(err)
+	}
+	if err := c.WaitEnforced(ctx); err != nil {
+		b.Fatal(err)
+	}
+	timeToShell(b, shellBed{c: c, debugImage: ref.String(), pod: func(tb testing.TB, ns string) { c.ServingPod(tb, ns, "web-1", ref.String()) }})
+}
+
+// shellBed is where a time-to-shell benchmark runs: the cluster, its
+// debug image, and how it makes the running app pod web-1 in a namespace.
+type shellBed struct {
+	c          *cluster.Cluster
+	debugImage string
+	pod        func(tb testing.TB, ns string)
+}
+
+func timeToShell(b *testing.B, bed shellBed) {
 	const n = 20
 	ctx := context.Background()
-	r := runner(b, &recording.Dir{Root: b.TempDir()}, nil)
-	portal, err := cl.Portal()
+	r := runnerOn(b, bed.c, bed.debugImage, &recording.Dir{Root: b.TempDir()}, nil)
+	portal, err := bed.c.Portal()
 	if err != nil {
 		b.Fatal(err)
 	}
 	var viaRelay, byHand []time.Duration
 	for i := 0; b.Loop(); i++ {
 		for k := range n {
-			relayNS := cl.Namespace(b, fmt.Sprintf("shell-relay-%d-%d-%d", i, k, time.Now().UnixNano()%1000000))
-			s := approvedSession(b, relayNS, false)
-			handNS := cl.Namespace(b, fmt.Sprintf("shell-hand-%d-%d-%d", i, k, time.Now().UnixNano()%1000000))
-			cl.RunningPod(b, handNS, "web-1")
+			relayNS := bed.c.Namespace(b, fmt.Sprintf("shell-relay-%d-%d-%d", i, k, time.Now().UnixNano()%1000000))
+			bed.pod(b, relayNS)
+			s := approvedOn(b, bed.c, relayNS, false)
+			handNS := bed.c.Namespace(b, fmt.Sprintf("shell-hand-%d-%d-%d", i, k, time.Now().UnixNano()%1000000))
+			bed.pod(b, handNS)
 			relayed := func() time.Duration {
 				t0 := time.Now()
 				live, err := r.Start(ctx, s)
@@ -65,7 +113,7 @@ func BenchmarkTimeToShell(b *testing.B) {
 			}
 			hand := func() time.Duration {
 				t0 := time.Now()
-				stop := shellByHand(b, portal, handNS, fmt.Sprintf("hand-%d-%d", i, k))
+				stop := shellByHand(b, portal, handNS, fmt.Sprintf("hand-%d-%d", i, k), bed.debugImage)
 				defer stop()
 				return time.Since(t0)
 			}
@@ -90,7 +138,7 @@ func BenchmarkTimeToShell(b *testing.B) {
 // shellByHand does as the portal what the relay does to give a shell, in
 // the fewest steps, until the shell's first answer;
 // stop detaches and takes the grant back.
-func shellByHand(b *testing.B, portal *cluster.User, ns, name string) (stop func()) {
+func shellByHand(b *testing.B, portal *cluster.User, ns, name, debugImage string) (stop func()) {
 	ctx := context.Background()
 	grant := cluster.ProbeGrant(name, "15m")
 	grant.Namespace = ns
@@ -101,7 +149,7 @@ func shellByHand(b *testing.B, portal *cluster.User, ns, name string) (stop func
 		b.Fatal(err)
 	}
 	container := v1alpha1.DebugContainerName(name, 0)
-	if err := portal.AddDebugContainer(ctx, ns, "web-1", cluster.DebugContainer(container, cluster.DebugImage)); err != nil {
+	if err := portal.AddDebugContainer(ctx, ns, "web-1", cluster.DebugContainer(container, debugImage)); err != nil {
 		b.Fatal(err)
 	}
 	// The portal may get a pod, not watch one: read it every 25 ms.
