@@ -43,7 +43,12 @@ var (
 	cl          *cluster.Cluster
 )
 
-func TestMain(m *testing.M) { os.Exit(prereq.Run(m, run, prereq.ControlPlane...)) }
+func TestMain(m *testing.M) {
+	if os.Getenv(attachChildEnv) != "" {
+		os.Exit(attachChild())
+	}
+	os.Exit(prereq.Run(m, run, prereq.ControlPlane...))
+}
 
 func run(m *testing.M) int {
 	log.SetLogger(logr.Discard())
