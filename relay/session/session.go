@@ -360,10 +360,7 @@ func (r *Runner) failedStart(s *v1alpha1.Session, pod, container string, cause e
 func (r *Runner) attach(s *v1alpha1.Session, pod, container string, rec *recording.Recorder) (*Live, error) {
 	req := r.Kube.CoreV1().RESTClient().Post().Resource("pods").Namespace(s.Namespace).Name(pod).SubResource("attach").
 		VersionedParams(&corev1.PodAttachOptions{Container: container, Stdin: true, Stdout: true, TTY: true}, scheme.ParameterCodec)
-	ws, err := remotecommand.NewWebSocketExecutor(r.Config, "GET", req.URL().String())
-	if err != nil {
-		return nil, err
-	}
+	ws := newWSAttach(r.Config, req.URL().String())
 	spdy, err := remotecommand.NewSPDYExecutor(r.Config, "POST", req.URL())
 	if err != nil {
 		return nil, err
