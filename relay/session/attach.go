@@ -14,10 +14,10 @@ import (
 
 	"github.com/gorilla/websocket"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/httpstream"
 	"k8s.io/apimachinery/pkg/util/remotecommand"
 	"k8s.io/client-go/rest"
 	clientremotecommand "k8s.io/client-go/tools/remotecommand"
+	"k8s.io/streaming/pkg/httpstream"
 	"k8s.io/utils/exec"
 )
 
@@ -77,6 +77,9 @@ func (a *wsAttach) StreamWithContext(ctx context.Context, opts clientremotecomma
 	send := func(channel byte, p []byte) error {
 		writing.Lock()
 		defer writing.Unlock()
+		if err := conn.SetWriteDeadline(time.Now().Add(wsDeadAfter)); err != nil {
+			return err
+		}
 		w, err := conn.NextWriter(websocket.BinaryMessage)
 		if err != nil {
 			return err
@@ -139,9 +142,9 @@ func (a *wsAttach) StreamWithContext(ctx context.Context, opts clientremotecomma
 			case <-done:
 				return
 			case <-tick.C:
-				if conn.WriteControl(websocket.PingMessage, nil, time.Now().Add(wsDeadAfter)) != nil {
-					return
-				}
+				// A ping that times out is tried again at the next tick; a
+				// closed connection ends the stream, and this with it.
+				_ = conn.WriteControl(websocket.PingMessage, nil, time.Now().Add(wsDeadAfter))
 			}
 		}
 	}()
@@ -199,7 +202,7 @@ func (a *wsAttach) dial(ctx context.Context) (*websocket.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	var header http.Header
+	header := http.Header{}
 	rt, err := rest.HTTPWrappersForConfig(a.config, roundTripperFunc(func(r *http.Request) (*http.Response, error) {
 		header = r.Header.Clone()
 		return nil, errHeadersTaken
@@ -217,6 +220,9 @@ func (a *wsAttach) dial(ctx context.Context) (*websocket.Conn, error) {
 		}
 		return nil, fmt.Errorf("the attach request's credentials: %w", err)
 	}
+	if header.Get("User-Agent") == "" {
+		header.Set("User-Agent", rest.DefaultKubernetesUserAgent())
+	}
 	proxy := a.config.Proxy
 	if proxy == nil {
 		proxy = http.ProxyFromEnvironment
@@ -232,12 +238,15 @@ func (a *wsAttach) dial(ctx context.Context) (*websocket.Conn, error) {
 		if resp != nil {
 			body, _ := io.ReadAll(io.LimitReader(resp.Body, 1024))
 			err = fmt.Errorf("%w (%s: %s)", err, resp.Status, strings.TrimSpace(string(body)))
-			if resp.StatusCode >= 400 && resp.StatusCode != http.StatusBadRequest && resp.StatusCode != http.StatusUpgradeRequired {
-				// Refused (forbidden, not found): SPDY would be refused too.
-				return nil, err
-			}
 		}
-		return nil, &httpstream.UpgradeFailureError{Cause: err}
+		// Only a server that answered without upgrading is a reason to try
+		// SPDY; one that refused (forbidden, not found) would refuse that
+		// too, and one not reached (refused, TLS, a timeout) says why.
+		if errors.Is(err, websocket.ErrBadHandshake) && (resp == nil || resp.StatusCode < 400 ||
+			resp.StatusCode == http.StatusBadRequest || resp.StatusCode == http.StatusUpgradeRequired) {
+			return nil, &httpstream.UpgradeFailureError{Cause: err}
+		}
+		return nil, err
 	}
 	if conn.Subprotocol() != wsProtocol {
 		_ = conn.Close()

@@ -13,10 +13,10 @@ import (
 
 	"github.com/gorilla/websocket"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/httpstream"
 	"k8s.io/apimachinery/pkg/util/remotecommand"
 	"k8s.io/client-go/rest"
 	clientremotecommand "k8s.io/client-go/tools/remotecommand"
+	"k8s.io/streaming/pkg/httpstream"
 	"k8s.io/utils/exec"
 )
 
@@ -146,6 +146,14 @@ func TestWSAttachEnds(t *testing.T) {
 		err := attach(t, cfg, context.Background())
 		if err == nil || httpstream.IsUpgradeFailure(err) || !bytes.Contains([]byte(err.Error()), []byte("403")) {
 			t.Fatalf("%v, want the 403", err)
+		}
+	})
+	t.Run("a server not reached is no upgrade failure", func(t *testing.T) {
+		srv := httptest.NewServer(http.NotFoundHandler())
+		cfg := &rest.Config{Host: srv.URL, BearerToken: "tok"}
+		srv.Close()
+		if err := attach(t, cfg, context.Background()); err == nil || httpstream.IsUpgradeFailure(err) {
+			t.Fatalf("%v, want the connection's error, not a fallback to SPDY", err)
 		}
 	})
 	t.Run("a connection dropped is an error", func(t *testing.T) {
