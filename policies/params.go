@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
@@ -52,11 +53,13 @@ type ExtensionBounds struct {
 	MaxTotal string `json:"maxTotal"`
 }
 
-// The bounds on Params' lists: every expression that walks one stays cheap.
+// The bounds on Params: every expression that walks a list stays cheap,
+// and a user id is one Kubernetes takes (runAsUser is at most 2^31-1).
 const (
 	MaxDebugImages    = 32
 	MaxRuntimeClasses = 16
 	MaxExtensions     = 4
+	MaxUserID         = 2147483647
 )
 
 // DefaultParams are the chart's params when its values are left alone, with
@@ -102,12 +105,13 @@ func (p Params) Validate() field.ErrorList {
 		errs = append(errs, field.TooMany(root.Child("runtimeClasses"), len(p.RuntimeClasses), MaxRuntimeClasses))
 	}
 	for i, rc := range p.RuntimeClasses {
-		if rc == "" || len(rc) > 253 {
-			errs = append(errs, field.Invalid(root.Child("runtimeClasses").Index(i), rc, "must be a runtime class's name, 1 to 253 characters"))
+		for _, msg := range validation.IsDNS1123Subdomain(rc) {
+			errs = append(errs, field.Invalid(root.Child("runtimeClasses").Index(i), rc, msg))
 		}
 	}
-	if p.DebugUserID < 1 {
-		errs = append(errs, field.Invalid(root.Child("debugUserID"), p.DebugUserID, "must be a user id above 0: a debug container never runs as root"))
+	if p.DebugUserID < 1 || p.DebugUserID > MaxUserID {
+		errs = append(errs, field.Invalid(root.Child("debugUserID"), p.DebugUserID,
+			fmt.Sprintf("must be a user id from 1 to %d: a debug container never runs as root, and Kubernetes takes no larger id", MaxUserID)))
 	}
 	return errs
 }

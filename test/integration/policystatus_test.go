@@ -1,16 +1,23 @@
 package integration
 
 import (
+	"context"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apiserver/pkg/admission/plugin/policy/validating"
 	"k8s.io/apiserver/pkg/cel/openapi/resolver"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/restmapper"
 
+	chart "github.com/tower-dev/breakglass/charts/breakglass"
+	"github.com/tower-dev/breakglass/manifests"
 	"github.com/tower-dev/breakglass/policies"
 	"github.com/tower-dev/breakglass/test/cluster"
 	"github.com/tower-dev/breakglass/vap"
@@ -64,6 +71,59 @@ func TestTypeChecked(t *testing.T) {
 					t.Error("no warning for object.metadata.nmae: the type checker did not resolve this policy's types")
 				}
 			})
+		}
+	})
+}
+
+// TestUnrenderedFailsClosed applies the chart's debug-container policy as
+// its files hold it, without the template's rendering of the settings, and
+// bound to one namespace: the API server admits the policy (its
+// placeholders are CEL that compiles), and it then refuses a debug
+// container that the rendered one admits, naming the setting.
+func TestUnrenderedFailsClosed(t *testing.T) {
+	eachProfile(t, func(t *testing.T, profile policies.Profile, c *cluster.Cluster) {
+		ctx := testContext(t)
+		ns := namespace(t, c, "unrendered")
+		stream, err := chart.Plane(string(profile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		objs, err := manifests.Decode(stream)
+		if err != nil {
+			t.Fatal(err)
+		}
+		name := policies.DebugContainer().Name
+		for _, o := range objs {
+			if o.GetName() != name || (o.GetKind() != "ValidatingAdmissionPolicy" && o.GetKind() != "ValidatingAdmissionPolicyBinding") {
+				continue
+			}
+			o.SetName(name + "-unrendered")
+			if o.GetKind() == "ValidatingAdmissionPolicyBinding" {
+				if err := unstructured.SetNestedField(o.Object, name+"-unrendered", "spec", "policyName"); err != nil {
+					t.Fatal(err)
+				}
+				if err := unstructured.SetNestedField(o.Object, map[string]any{"matchLabels": map[string]any{corev1.LabelMetadataName: ns}},
+					"spec", "matchResources", "namespaceSelector"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			wantAdmitted(t, c.Client.Create(ctx, o))
+			t.Cleanup(func() { _ = c.Client.Delete(context.Background(), o) })
+		}
+		appPod(t, c, ns, "web-1")
+		portal := c.GrantedPortal(t, ns, "s1", "30m")
+		// The policy reaches the API server's informers a moment after it is made.
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			err := portal.AddDebugContainer(ctx, ns, "web-1", cluster.DebugContainer(fmt.Sprintf("breakglass-s%d", time.Now().UnixNano()), cluster.DebugImage))
+			if err != nil {
+				wantDenied(t, err, `variable "`+policies.DebugImagesSetting.Variable+`" fails to evaluate`)
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("a debug container was admitted under the unrendered policy after 30s")
+			}
+			time.Sleep(200 * time.Millisecond)
 		}
 	})
 }
