@@ -69,9 +69,11 @@ func DefaultParams(debugImages ...string) Params {
 		DebugImages:     append([]string{}, debugImages...),
 		GrantTTL:        DurationBounds{Min: "15m", Max: "75m"},
 		SessionDuration: DurationBounds{Min: "15m", Max: "75m"},
-		Extensions:      ExtensionBounds{Max: v1alpha1.DefaultMaxExtensions, MaxTotal: v1alpha1.DefaultMaxTotal.String()},
-		RuntimeClasses:  []string{},
-		DebugUserID:     v1alpha1.DebugUserID,
+		// Spelled as the chart's values spell it, so that the chart and
+		// this Go twin render the same expression.
+		Extensions:     ExtensionBounds{Max: v1alpha1.DefaultMaxExtensions, MaxTotal: "2h"},
+		RuntimeClasses: []string{},
+		DebugUserID:    v1alpha1.DebugUserID,
 	}
 }
 

@@ -85,6 +85,27 @@ func TestParamsRenderedAsInGo(t *testing.T) {
 	}
 }
 
+// TestDefaultParamsAreTheCharts: policies.DefaultParams, which the tests
+// and the local plane install, is what the chart's values.yaml says, spelled
+// the same way, so both render the same policies.
+func TestDefaultParamsAreTheCharts(t *testing.T) {
+	values, err := chartutil.ReadValuesFile("values.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, err := json.Marshal(values["params"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var chart policies.Params
+	if err := json.Unmarshal(js, &chart); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(policies.DefaultParams(), chart); diff != "" {
+		t.Errorf("DefaultParams differ from the chart's values (-go +chart):\n%s", diff)
+	}
+}
+
 // TestSettingsCheckedWithoutSchema: what no policy can take is refused by
 // the template itself when the values schema is skipped
 // (--skip-schema-validation): an unpinned debug image, a root user id.
