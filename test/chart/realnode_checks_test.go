@@ -228,6 +228,13 @@ func podReport(ctx context.Context, c *cluster.Cluster) string {
 			}
 			if s.LastTerminationState.Terminated != nil {
 				fmt.Fprintf(&b, " %s last ended: %s %q", s.Name, s.LastTerminationState.Terminated.Reason, s.LastTerminationState.Terminated.Message)
+				// What a crashed container said last, through the kubelet.
+				tail := int64(10)
+				logs, err := c.Kube.CoreV1().Pods(p.Namespace).GetLogs(p.Name, &corev1.PodLogOptions{Container: s.Name, Previous: true, TailLines: &tail}).DoRaw(ctx)
+				if err != nil {
+					logs = []byte(err.Error())
+				}
+				fmt.Fprintf(&b, "\n    %s", strings.ReplaceAll(strings.TrimSpace(string(logs)), "\n", "\n    "))
 			}
 		}
 		b.WriteString("\n")

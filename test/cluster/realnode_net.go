@@ -42,8 +42,12 @@ type podNetwork struct {
 // takes an existing bridge as it is) and the CNI configuration.
 func setUpPodNetwork(dir string) (*podNetwork, error) {
 	p := &podNetwork{dir: dir}
-	// A bridge a killed run left behind is this test bed's own.
+	// A bridge or a forwarding rule a killed run left behind is this test
+	// bed's own; a stale rule would send the pods to a gone API server.
 	_ = exec.Command("ip", "link", "del", bridgeName).Run()
+	if err := deleteStaleRules(); err != nil {
+		return nil, err
+	}
 	for _, args := range [][]string{
 		{"link", "add", bridgeName, "type", "bridge"},
 		{"addr", "add", BridgeIP + "/24", "dev", bridgeName},
@@ -73,9 +77,28 @@ func setUpPodNetwork(dir string) (*podNetwork, error) {
 func (p *podNetwork) forwardAPIServer(port string) error {
 	p.rule = []string{"-t", "nat", "PREROUTING", "-i", bridgeName, "-d", kubernetesServiceIP, "-p", "tcp", "--dport", "443",
 		"-m", "comment", "--comment", ruleComment, "-j", "DNAT", "--to-destination", BridgeIP + ":" + port}
-	if out, err := exec.Command("iptables", slices.Insert(slices.Clone(p.rule), 2, "-A")...).CombinedOutput(); err != nil {
+	if out, err := exec.Command("iptables", slices.Insert(slices.Clone(p.rule), 2, "-I")...).CombinedOutput(); err != nil {
 		p.rule = nil
 		return fmt.Errorf("iptables: %w: %s", err, out)
+	}
+	return nil
+}
+
+// deleteStaleRules deletes the forwarding rules carrying this test bed's
+// comment, as `iptables -S` lists them.
+func deleteStaleRules() error {
+	out, err := exec.Command("iptables", "-t", "nat", "-S", "PREROUTING").CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("iptables -S: %w: %s", err, out)
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		if !strings.HasPrefix(line, "-A ") || !strings.Contains(line, ruleComment) {
+			continue
+		}
+		args := append([]string{"-t", "nat", "-D"}, strings.Fields(strings.TrimPrefix(line, "-A "))...)
+		if out, err := exec.Command("iptables", args...).CombinedOutput(); err != nil {
+			return fmt.Errorf("iptables: deleting a stale rule: %w: %s", err, out)
+		}
 	}
 	return nil
 }
