@@ -1,6 +1,8 @@
 # The one image of the webhook, the sweeper and the relay, with the relay's
-# web console, for those who build with Docker. `make image` builds the same
-# binary without a Docker engine, onto an empty base instead of distroless.
+# web console, for those who build with Docker, for the builder's platform.
+# `make image` is how the project builds and tests its images: the same
+# binary onto an empty base, for linux/amd64 and linux/arm64 as one index
+# with an SBOM, without a Docker engine (docs/operators.md).
 
 # The console: its npm packages from the lockfile, bundled by esbuild into
 # relay/console/dist, which the binary embeds (as `make console` does).

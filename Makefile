@@ -21,7 +21,7 @@ export TOOLS_CACHE
 # $(call cached,MODULE_DIR,OUTPUTS,COMMAND): COMMAND writes OUTPUTS into $$OUT.
 cached = GO=$(GO) bash hack/tool-cache.sh $(1) $(BIN) '$(2)' '$(3)'
 
-.PHONY: help all build backstage browser test-oldest cross test-cross krew console node dev image debug-image rekor debian-packages test test-unit test-integration test-faults fuzz bench bench-load generate verify-generate lint tools clean
+.PHONY: help all build backstage browser test-oldest cross test-cross krew console node dev image rekor debian-packages test test-unit test-integration test-faults fuzz bench bench-load generate verify-generate lint tools clean
 
 all: build
 
@@ -189,15 +189,19 @@ dev: console $(BIN)/kube-apiserver $(BIN)/etcd $(if $(findstring --real-node,$(D
 	$(GO) build -o $(BIN)/breakglass-dev ./cmd/breakglass-dev
 	$(BIN)/breakglass-dev $(DEV_FLAGS)
 
-## image: the server image as a tarball (bin/breakglass-image.tar), no Docker engine needed.
-image: console
-	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 $(GO) build -trimpath -o $(BIN)/linux/breakglass ./cmd/breakglass
-	$(GO) run ./internal/image/build -binary $(BIN)/linux/breakglass -o $(BIN)/breakglass-image.tar
-
-## debug-image: the debug image (a static busybox, non-root) as a tarball (bin/breakglass-debug-image.tar).
-debug-image:
-	@test -x /bin/busybox || { echo "debug-image needs a static busybox: apt-get install busybox-static"; exit 1; }
-	$(GO) run ./internal/image/build -debug-busybox /bin/busybox -tag ghcr.io/tower-dev/breakglass-debug:dev -o $(BIN)/breakglass-debug-image.tar
+## image: the server and debug images, each one OCI index for linux/amd64 and linux/arm64 with a CycloneDX
+## SBOM attached, in an OCI layout (bin/images), no Docker engine needed; IMAGE_PUSH=REGISTRY/PREFIX pushes them.
+IMAGE_ARCHES := amd64 arm64
+IMAGE_VERSION ?= dev
+image: console $(foreach a,$(IMAGE_ARCHES),$(BIN)/busybox-$(a)/busybox)
+	@set -e; for a in $(IMAGE_ARCHES); do \
+		echo ">> breakglass for linux/$$a"; \
+		CGO_ENABLED=0 GOOS=linux GOARCH=$$a $(GO) build -trimpath -o $(BIN)/linux-$$a/breakglass ./cmd/breakglass; \
+	done
+	$(GO) run ./internal/image/build -o $(BIN)/images -version $(IMAGE_VERSION) $(if $(IMAGE_PUSH),-push $(IMAGE_PUSH)) \
+		$(foreach a,$(IMAGE_ARCHES),-server $(a)=$(BIN)/linux-$(a)/breakglass -busybox $(a)=$(BIN)/busybox-$(a)/busybox -busybox-version $(a)=$$(cat $(BIN)/busybox-$(a)/version))
+$(BIN)/busybox-%/busybox:
+	bash hack/busybox.sh $* $(BIN)/busybox-$*
 
 ## lint: gofmt, go vet and golangci-lint.
 lint: $(BIN)/golangci-lint
@@ -222,7 +226,7 @@ browser: test/browser/node_modules/.package-lock.json
 test/browser/node_modules/.package-lock.json: test/browser/package.json test/browser/package-lock.json
 	cd test/browser && npm ci --no-audit --no-fund
 
-INTEGRATION_DEPS := console $(BIN)/kube-apiserver $(NODE_BINS) $(OLDEST_BINS) $(BIN)/etcd $(BIN)/versitygw $(BIN)/promtool $(BIN)/cosign $(BIN)/rekor-server-v2 $(BIN)/kubectl-kyverno rekor browser backstage
+INTEGRATION_DEPS := console image $(BIN)/kube-apiserver $(NODE_BINS) $(OLDEST_BINS) $(BIN)/etcd $(BIN)/versitygw $(BIN)/promtool $(BIN)/cosign $(BIN)/rekor-server-v2 $(BIN)/kubectl-kyverno rekor browser backstage
 
 ## test-integration: every suite on the real API server, node, store, log and browser (not the faults).
 test-integration: $(INTEGRATION_DEPS)

@@ -20,6 +20,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"time"
 
@@ -307,14 +308,14 @@ func startRekor(ctx context.Context, dir string, stops *[]func() error) (*tlog.A
 }
 
 // pushDebugImage pushes the project's debug image (the machine's static
-// busybox, as make debug-image builds it), or, without busybox-static, a
+// busybox, as make image builds it for each platform), or, without busybox-static, a
 // stand-in: the virtual node runs the machine's own programs either way (a
 // real node needs the real image).
 func pushDebugImage(reg *registry.Registry, realNode bool) (name.Digest, error) {
 	if _, err := os.Stat("/bin/busybox"); err != nil && !realNode {
 		return reg.Push("breakglass/debug", "dev")
 	}
-	img, err := devimage.BuildDebug("/bin/busybox", time.Unix(0, 0).UTC())
+	img, err := devimage.BuildDebug("/bin/busybox", runtime.GOARCH, time.Unix(0, 0).UTC())
 	if err != nil {
 		return name.Digest{}, err
 	}

@@ -20,12 +20,12 @@ var DebugTools = []string{
 	"tr", "wc", "sort", "uniq", "cut", "xargs", "vi",
 }
 
-// BuildDebug makes the debug image from a static busybox: /bin/busybox and
-// a hard link per tool in /bin, on an empty base, run as user 65532 with a
-// shell. Nothing in it writes to its root (the debug container's root is
-// read-only); the file times are fixed, so the same busybox gives the same
-// digest.
-func BuildDebug(busybox string, created time.Time) (v1.Image, error) {
+// BuildDebug makes the debug image for linux/arch from a static busybox
+// built for it: /bin/busybox and a hard link per tool in /bin, on an empty
+// base, run as user 65532 with a shell. Nothing in it writes to its root
+// (the debug container's root is read-only); the file times are fixed, so
+// the same busybox gives the same digest.
+func BuildDebug(busybox, arch string, created time.Time) (v1.Image, error) {
 	bin, err := os.ReadFile(busybox)
 	if err != nil {
 		return nil, err
@@ -49,7 +49,7 @@ func BuildDebug(busybox string, created time.Time) (v1.Image, error) {
 	if err := tw.Close(); err != nil {
 		return nil, err
 	}
-	return layerImage(buf.Bytes(), created, func(c *v1.Config) {
+	return layerImage(buf.Bytes(), arch, created, func(c *v1.Config) {
 		c.Entrypoint = []string{"/bin/sh"}
 		c.Env = []string{"PATH=/bin", "PS1=debug$ "}
 		c.Labels["org.opencontainers.image.description"] = "breakglass debug tools: a static busybox, non-root"

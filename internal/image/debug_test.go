@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -32,11 +33,11 @@ func TestDebugImage(t *testing.T) {
 		t.Fatalf("no static busybox at %s: make test installs busybox-static (hack/debian-packages.sh)", busybox)
 	}
 	epoch := time.Unix(0, 0).UTC()
-	img, err := BuildDebug(busybox, epoch)
+	img, err := BuildDebug(busybox, runtime.GOARCH, epoch)
 	if err != nil {
 		t.Fatal(err)
 	}
-	again, err := BuildDebug(busybox, epoch)
+	again, err := BuildDebug(busybox, runtime.GOARCH, epoch)
 	if err != nil {
 		t.Fatal(err)
 	}

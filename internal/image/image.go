@@ -21,10 +21,15 @@ import (
 // User is who the image runs as; the chart says so again in each pod.
 const User = "65532:65532"
 
-// Build makes the image from a static linux binary and a CA bundle (for the
-// relay's calls to S3, the OIDC issuer and registries). The layer's file
-// times are fixed, so the same inputs give the same digest.
-func Build(binary, caBundle string, created time.Time) (v1.Image, error) {
+// Arches are the CPU architectures the images are built for, each a
+// linux image of the one index.
+var Arches = []string{"amd64", "arm64"}
+
+// Build makes the image for linux/arch from a static binary built for it
+// and a CA bundle (for the relay's calls to S3, the OIDC issuer and
+// registries). The layer's file times are fixed, so the same inputs give
+// the same digest.
+func Build(binary, caBundle, arch string, created time.Time) (v1.Image, error) {
 	bin, err := os.ReadFile(binary)
 	if err != nil {
 		return nil, err
@@ -53,16 +58,16 @@ func Build(binary, caBundle string, created time.Time) (v1.Image, error) {
 	if err := tw.Close(); err != nil {
 		return nil, err
 	}
-	return layerImage(buf.Bytes(), created, func(c *v1.Config) {
+	return layerImage(buf.Bytes(), arch, created, func(c *v1.Config) {
 		c.Entrypoint = []string{"/breakglass"}
 		c.Env = []string{"SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt"}
 	})
 }
 
 // layerImage is an image of one layer (a tar) on an empty base, for
-// linux/amd64, run as User from /, with the project's source label; set
+// linux/arch, run as User from /, with the project's source label; set
 // adds what the image runs and its environment.
-func layerImage(layerTar []byte, created time.Time, set func(*v1.Config)) (v1.Image, error) {
+func layerImage(layerTar []byte, arch string, created time.Time, set func(*v1.Config)) (v1.Image, error) {
 	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(layerTar)), nil },
 		tarball.WithMediaType(types.OCILayer))
 	if err != nil {
@@ -77,7 +82,7 @@ func layerImage(layerTar []byte, created time.Time, set func(*v1.Config)) (v1.Im
 		return nil, err
 	}
 	cfg = cfg.DeepCopy()
-	cfg.Architecture, cfg.OS, cfg.Created = "amd64", "linux", v1.Time{Time: created}
+	cfg.Architecture, cfg.OS, cfg.Created = arch, "linux", v1.Time{Time: created}
 	cfg.Config.User = User
 	cfg.Config.WorkingDir = "/"
 	cfg.Config.Labels = map[string]string{"org.opencontainers.image.source": "https://github.com/tower-dev/breakglass"}

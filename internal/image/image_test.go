@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -35,11 +36,11 @@ func TestBuildPushRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	epoch := time.Unix(0, 0).UTC()
-	img, err := Build(bin, ca, epoch)
+	img, err := Build(bin, ca, runtime.GOARCH, epoch)
 	if err != nil {
 		t.Fatal(err)
 	}
-	again, err := Build(bin, ca, epoch)
+	again, err := Build(bin, ca, runtime.GOARCH, epoch)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -54,7 +54,7 @@ var (
 // recording across the upgrade), and an uninstall that leaves nothing
 // standing.
 func TestChartOnRealNode(t *testing.T) {
-	prereq.Need(t, append(append(prereq.ControlPlane, prereq.Cosign, prereq.VersityGW), prereq.RealNode...)...)
+	prereq.Need(t, append(append(prereq.ControlPlane, prereq.Cosign, prereq.VersityGW, prereq.Images), prereq.RealNode...)...)
 	log.SetLogger(logr.Discard())
 	ctx := context.Background()
 	begin := time.Now()
@@ -71,7 +71,7 @@ func TestChartOnRealNode(t *testing.T) {
 
 	step := func(what string) { t.Logf("%6.1fs %s", time.Since(begin).Seconds(), what) }
 	server := pushServerImage(t, c.Registry)
-	step("the server image built and pushed")
+	step("the server image's index pushed")
 	debug, unsigned, keyFile := pushDebugImages(t, c.Registry)
 	store, err := s3server.Start(cluster.BridgeIP)
 	if err != nil {
@@ -293,37 +293,32 @@ func relayCertificate(t *testing.T) (*corev1.Secret, *tls.Config) {
 		&tls.Config{RootCAs: roots, ServerName: name, MinVersion: tls.VersionTLS12}
 }
 
-// pushServerImage builds the server image as make image does (a static
-// binary on an empty base) and pushes it; its reference by digest.
+// pushServerImage pushes the server image make image built, one index for
+// linux/amd64 and linux/arm64; its reference by the index's digest, which
+// the chart's values pin and the node resolves to its own platform.
 func pushServerImage(t *testing.T, reg *registry.Registry) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "breakglass")
-	build := exec.Command("go", "build", "-trimpath", "-o", bin, "./cmd/breakglass")
-	build.Dir = filepath.Join(chartDir(), "..", "..")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building the server: %v\n%s", err, out)
-	}
-	img, err := image.Build(bin, "/etc/ssl/certs/ca-certificates.crt", time.Unix(0, 0).UTC())
+	idx, _, err := image.FromLayout(filepath.Join(prereq.BinDir(), "images"), "breakglass")
 	if err != nil {
 		t.Fatal(err)
 	}
-	ref, err := reg.PushImage("breakglass", "e2e", img)
+	ref, err := reg.PushIndex("breakglass", "e2e", idx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return ref.String()
 }
 
-// pushDebugImages pushes the debug image signed with a key made here, and
-// the same tools under another digest, unsigned; the public key's file.
+// pushDebugImages pushes the debug image make image built (an index),
+// signed by its digest with a key made here, and the same tools under
+// another digest, unsigned; the public key's file.
 func pushDebugImages(t *testing.T, reg *registry.Registry) (signed, unsigned, keyFile string) {
 	t.Helper()
-	img, err := image.BuildDebug("/bin/busybox", time.Unix(0, 0).UTC())
+	idx, _, err := image.FromLayout(filepath.Join(prereq.BinDir(), "images"), "breakglass-debug")
 	if err != nil {
 		t.Fatal(err)
 	}
-	ref, err := reg.PushImage("breakglass/debug", "1", img)
+	ref, err := reg.PushIndex("breakglass/debug", "1", idx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -338,7 +333,7 @@ func pushDebugImages(t *testing.T, reg *registry.Registry) (signed, unsigned, ke
 	if err != nil {
 		t.Fatal(err)
 	}
-	other, err := image.BuildDebug("/bin/busybox", time.Unix(1, 0).UTC())
+	other, err := image.BuildDebug("/bin/busybox", runtime.GOARCH, time.Unix(1, 0).UTC())
 	if err != nil {
 		t.Fatal(err)
 	}

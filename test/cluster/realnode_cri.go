@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
@@ -47,7 +48,7 @@ func (n *realNode) removeSandboxes() error {
 // pushPause pushes the node's sandbox ("pause") image, the debug image's
 // busybox sleeping, and returns its reference by digest.
 func pushPause(reg *registry.Registry) (string, error) {
-	debug, err := image.BuildDebug("/bin/busybox", time.Unix(0, 0))
+	debug, err := image.BuildDebug("/bin/busybox", runtime.GOARCH, time.Unix(0, 0))
 	if err != nil {
 		return "", fmt.Errorf("%w (the real node needs a static busybox: apt-get install busybox-static)", err)
 	}

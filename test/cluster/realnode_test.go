@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -31,7 +32,7 @@ func TestRealNodeDebugContainer(t *testing.T) {
 			t.Error(err)
 		}
 	})
-	img, err := image.BuildDebug("/bin/busybox", time.Unix(0, 0))
+	img, err := image.BuildDebug("/bin/busybox", runtime.GOARCH, time.Unix(0, 0))
 	if err != nil {
 		t.Fatal(err)
 	}

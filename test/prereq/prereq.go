@@ -98,6 +98,9 @@ var (
 		found, _ := filepath.Glob("/usr/lib/postgresql/*/bin/initdb")
 		return len(found) > 0
 	}}
+	// Images are the server and debug images make image builds, each an
+	// index for linux/amd64 and linux/arm64 with its SBOM, in an OCI layout.
+	Images = inBin("images/index.json", "image")
 	// Console is the web console's bundle the relay embeds.
 	Console = inRepo("the console's bundle", "console", "relay", "console", "dist", "index.html")
 	// Browser is Debian's Chromium and Node, and the browser tests' npm

@@ -116,6 +116,23 @@ func (r *Registry) PushImage(repo, tag string, img v1.Image) (name.Digest, error
 	return name.NewDigest(ref.Context().Name()+"@"+h.String(), name.Insecure)
 }
 
+// PushIndex pushes idx (an image per platform) as repo:tag and returns
+// its reference by digest.
+func (r *Registry) PushIndex(repo, tag string, idx v1.ImageIndex) (name.Digest, error) {
+	ref, err := name.NewTag(r.Host+"/"+repo+":"+tag, name.Insecure)
+	if err != nil {
+		return name.Digest{}, err
+	}
+	if err := remote.WriteIndex(ref, idx, remote.WithAuth(r.Auth())); err != nil {
+		return name.Digest{}, err
+	}
+	h, err := idx.Digest()
+	if err != nil {
+		return name.Digest{}, err
+	}
+	return name.NewDigest(ref.Context().Name()+"@"+h.String(), name.Insecure)
+}
+
 // Signer is a cosign key made at run time: nothing committed expires.
 type Signer struct {
 	key *sign.EphemeralKeypair

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -60,7 +61,7 @@ func BenchmarkTimeToShellRealNode(b *testing.B) {
 			b.Error(err)
 		}
 	})
-	img, err := image.BuildDebug("/bin/busybox", time.Unix(0, 0))
+	img, err := image.BuildDebug("/bin/busybox", runtime.GOARCH, time.Unix(0, 0))
 	if err != nil {
 		b.Fatal(err)
 	}

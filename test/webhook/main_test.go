@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/tower-dev/breakglass/evidence/tlog"
+	"github.com/tower-dev/breakglass/internal/image"
 	"github.com/tower-dev/breakglass/manifests"
 	"github.com/tower-dev/breakglass/policies"
 	"github.com/tower-dev/breakglass/test/cluster"
@@ -67,6 +68,10 @@ var (
 	// A registry that answers only with the pull secret's credentials.
 	private       *registry.Registry
 	privateSigned name.Digest
+	// The debug image as make image builds it: its index (signed by the
+	// stock CLI), its linux/arm64 image alone (signed by nobody), and the
+	// SBOM attached to the index. Empty when make image has not run.
+	debugIndex, debugIndexArm64, debugIndexSBOM name.Digest
 )
 
 const (
@@ -173,6 +178,11 @@ func setUp() error {
 		return err
 	}
 	allow = append(allow, v2...)
+	indexes, err := indexImages(context.Background())
+	if err != nil {
+		return err
+	}
+	allow = append(allow, indexes...)
 	private = registry.StartPrivate("puller", "pull-s3cret")
 	if privateSigned, err = private.Push("breakglass/debug", "private"); err != nil {
 		return err
@@ -387,4 +397,50 @@ func writeTrustedRoot(dir, file string, tr *root.TrustedRoot) (string, error) {
 	}
 	path := filepath.Join(dir, file)
 	return path, os.WriteFile(path, raw, 0o600)
+}
+
+// indexImages pushes the debug image's index that make image built, with
+// its SBOM, and signs the index by digest with the stock cosign CLI; it
+// does nothing when make image has not run (TestImageIndexes then says so).
+func indexImages(ctx context.Context) ([]string, error) {
+	if prereq.Missing(prereq.Images) != nil {
+		return nil, nil
+	}
+	idx, sbom, err := image.FromLayout(filepath.Join(prereq.BinDir(), "images"), "breakglass-debug")
+	if err != nil {
+		return nil, err
+	}
+	tag, err := name.NewTag(reg.Host+"/breakglass-cli/debug:index", name.Insecure)
+	if err != nil {
+		return nil, err
+	}
+	if err := remote.WriteIndex(tag, idx, remote.WithAuth(reg.Auth())); err != nil {
+		return nil, err
+	}
+	sbomDigest, err := sbom.Digest()
+	if err != nil {
+		return nil, err
+	}
+	debugIndexSBOM = tag.Context().Digest(sbomDigest.String())
+	if err := remote.Write(debugIndexSBOM, sbom, remote.WithAuth(reg.Auth())); err != nil {
+		return nil, err
+	}
+	d, err := idx.Digest()
+	if err != nil {
+		return nil, err
+	}
+	debugIndex = tag.Context().Digest(d.String())
+	m, err := idx.IndexManifest()
+	if err != nil {
+		return nil, err
+	}
+	for _, desc := range m.Manifests {
+		if desc.Platform != nil && desc.Platform.Architecture == "arm64" {
+			debugIndexArm64 = tag.Context().Digest(desc.Digest.String())
+		}
+	}
+	if err := cli.Sign(ctx, debugIndex, false); err != nil {
+		return nil, fmt.Errorf("signing the debug image's index: %w", err)
+	}
+	return []string{debugIndex.String(), debugIndexArm64.String()}, nil
 }

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -24,9 +25,11 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
+	"github.com/tower-dev/breakglass/internal/image"
 	"github.com/tower-dev/breakglass/manifests"
 	"github.com/tower-dev/breakglass/policies"
 	"github.com/tower-dev/breakglass/test/cluster"
+	"github.com/tower-dev/breakglass/test/prereq"
 	"github.com/tower-dev/breakglass/webhook"
 )
 
@@ -355,4 +358,45 @@ func webhookCounters(t *testing.T) map[string]float64 {
 		}
 	}
 	return out
+}
+
+// TestImageIndexes: the debug image as make image builds it, one index for
+// linux/amd64 and linux/arm64, signed by its digest with the stock cosign
+// CLI: `cosign verify` passes, the SBOM attached to it is among its
+// referrers, the webhook admits a debug container pinned to the index and
+// refuses one pinned to a platform's own image, which nobody signed.
+func TestImageIndexes(t *testing.T) {
+	prereq.Need(t, prereq.Images)
+	if debugIndex.Name() == "" {
+		t.Fatal("the debug image's index was not pushed")
+	}
+	ctx := context.Background()
+	if err := cli.Verify(ctx, debugIndex); err != nil {
+		t.Fatalf("cosign verify of the index: %v", err)
+	}
+	if err := cli.Verify(ctx, debugIndexArm64); err == nil {
+		t.Fatal("cosign verify passed for the arm64 image alone, which nobody signed")
+	}
+	referrers, err := remote.Referrers(debugIndex, remote.WithAuth(reg.Auth()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := referrers.IndexManifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, d := range m.Manifests {
+		found = found || (d.ArtifactType == image.SBOMArtifactType && d.Digest.String() == debugIndexSBOM.DigestStr())
+	}
+	if !found {
+		t.Errorf("the index's referrers %v lack its SBOM %s", m.Manifests, debugIndexSBOM)
+	}
+
+	startWebhook(t, 3*time.Second)
+	portal := session(t, "indexes")
+	if err := addDebugContainer(t, portal, "indexes", debugIndex); err != nil {
+		t.Fatalf("a debug container pinned to the signed index was refused: %v", err)
+	}
+	wantRefused(t, addDebugContainer(t, portal, "indexes", debugIndexArm64), "[webhook.signature]")
 }

@@ -1,53 +1,181 @@
-// Command build writes the server image (`make image`) or the debug image
-// (`make debug-image`) as a tarball, for `docker load`, `crane push` or a
-// kind cluster's `kind load image-archive`.
+// Command build writes the server image and the debug image (`make image`),
+// each one OCI index of a linux/amd64 and a linux/arm64 image with a
+// CycloneDX SBOM attached (an artifact whose subject is the index), into
+// an OCI image layout; with -push, to a registry as well. No Docker engine
+// is needed: the images are a static binary (or a static busybox) on an
+// empty base.
 package main
 
 import (
 	"flag"
 	"fmt"
 	"os"
+	"sort"
+	"strings"
 	"time"
 
+	cdx "github.com/CycloneDX/cyclonedx-go"
 	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/tower-dev/breakglass/internal/image"
 )
 
+// perArch is a repeated ARCH=VALUE flag.
+type perArch map[string]string
+
+func (p perArch) String() string { return fmt.Sprint(map[string]string(p)) }
+
+func (p perArch) Set(v string) error {
+	arch, val, ok := strings.Cut(v, "=")
+	if !ok || arch == "" || val == "" {
+		return fmt.Errorf("%q: want ARCH=VALUE", v)
+	}
+	p[arch] = val
+	return nil
+}
+
 func main() {
-	binary := flag.String("binary", "bin/linux/breakglass", "the static linux/amd64 breakglass binary")
-	ca := flag.String("ca-bundle", "/etc/ssl/certs/ca-certificates.crt", "the CA bundle to ship")
-	ref := flag.String("tag", "ghcr.io/tower-dev/breakglass:dev", "the image's name in the tarball")
-	out := flag.String("o", "bin/breakglass-image.tar", "where the tarball goes")
-	busybox := flag.String("debug-busybox", "", "build the debug image from this static busybox instead")
+	servers, busyboxes, busyboxVersions := perArch{}, perArch{}, perArch{}
+	flag.Var(servers, "server", "ARCH=PATH: the static breakglass binary for linux/ARCH (repeated, one per architecture)")
+	flag.Var(busyboxes, "busybox", "ARCH=PATH: the static busybox for linux/ARCH (repeated)")
+	flag.Var(busyboxVersions, "busybox-version", "ARCH=VERSION: the Debian busybox-static package each busybox came from (repeated)")
+	ca := flag.String("ca-bundle", "/etc/ssl/certs/ca-certificates.crt", "the CA bundle the server image ships")
+	version := flag.String("version", "dev", "the images' version, in their SBOMs and the layout's names")
+	out := flag.String("o", "bin/images", "the OCI image layout to write")
+	push := flag.String("push", "", "also push both indexes and their SBOMs under this repository prefix (e.g. ghcr.io/tower-dev)")
 	flag.Parse()
-	if err := run(*binary, *ca, *ref, *out, *busybox); err != nil {
+	if err := run(servers, busyboxes, busyboxVersions, *ca, *version, *out, *push); err != nil {
 		fmt.Fprintln(os.Stderr, "error:", err)
 		os.Exit(1)
 	}
 }
 
-func run(binary, ca, ref, out, busybox string) error {
-	tag, err := name.NewTag(ref)
-	if err != nil {
-		return err
+// built is an index and the SBOM attached to it, under its name.
+type built struct {
+	name  string
+	index v1.ImageIndex
+	sbom  v1.Image
+}
+
+func run(servers, busyboxes, busyboxVersions perArch, ca, version, out, push string) error {
+	for _, want := range []struct {
+		flag string
+		got  perArch
+	}{{"-server", servers}, {"-busybox", busyboxes}, {"-busybox-version", busyboxVersions}} {
+		for _, arch := range image.Arches {
+			if want.got[arch] == "" {
+				return fmt.Errorf("%s %s=...: required, one for each of %v", want.flag, arch, image.Arches)
+			}
+		}
 	}
 	epoch := time.Unix(0, 0).UTC()
-	img, err := image.Build(binary, ca, epoch)
-	if busybox != "" {
-		img, err = image.BuildDebug(busybox, epoch)
+	var serverImages, debugImages []v1.Image
+	var binaries []string
+	var debs []cdx.Component
+	for _, arch := range image.Arches {
+		img, err := image.Build(servers[arch], ca, arch, epoch)
+		if err != nil {
+			return fmt.Errorf("the server image for %s: %w", arch, err)
+		}
+		serverImages, binaries = append(serverImages, img), append(binaries, servers[arch])
+		dbg, err := image.BuildDebug(busyboxes[arch], arch, epoch)
+		if err != nil {
+			return fmt.Errorf("the debug image for %s: %w", arch, err)
+		}
+		debugImages = append(debugImages, dbg)
+		debs = append(debs, image.DebianComponent("busybox-static", busyboxVersions[arch], arch))
 	}
+	goModules, err := image.GoComponents(binaries...)
 	if err != nil {
 		return err
 	}
-	if err := tarball.WriteToFile(out, tag, img); err != nil {
+	var all []built
+	for _, b := range []struct {
+		name       string
+		images     []v1.Image
+		components []cdx.Component
+	}{{"breakglass", serverImages, goModules}, {"breakglass-debug", debugImages, debs}} {
+		idx, err := image.Index(b.images...)
+		if err != nil {
+			return err
+		}
+		doc, err := image.SBOM(b.name, version, epoch, b.components)
+		if err != nil {
+			return err
+		}
+		sbom, err := image.Attachment(doc, idx)
+		if err != nil {
+			return err
+		}
+		all = append(all, built{b.name, idx, sbom})
+	}
+	if err := writeLayout(out, version, all); err != nil {
 		return err
 	}
-	digest, err := img.Digest()
-	if err != nil {
-		return err
+	if push != "" {
+		return pushAll(push, version, all)
 	}
-	fmt.Printf("%s %s@%s\n", out, tag, digest)
 	return nil
+}
+
+// writeLayout writes a fresh layout holding each index and its SBOM,
+// named as image.FromLayout finds them.
+func writeLayout(dir, version string, all []built) error {
+	if err := os.RemoveAll(dir); err != nil {
+		return err
+	}
+	p, err := layout.Write(dir, empty.Index)
+	if err != nil {
+		return err
+	}
+	for _, b := range all {
+		ref := b.name + ":" + version
+		if err := p.AppendIndex(b.index, layout.WithAnnotations(map[string]string{image.RefNameAnnotation: ref})); err != nil {
+			return err
+		}
+		if err := p.AppendImage(b.sbom, layout.WithAnnotations(map[string]string{image.RefNameAnnotation: ref + ".sbom"})); err != nil {
+			return err
+		}
+		report(dir, ref, b)
+	}
+	return nil
+}
+
+// pushAll pushes each index under prefix/name:version and its SBOM by
+// digest, which a registry with the referrers API lists under the index.
+func pushAll(prefix, version string, all []built) error {
+	for _, b := range all {
+		ref, err := name.ParseReference(prefix + "/" + b.name + ":" + version)
+		if err != nil {
+			return err
+		}
+		if err := remote.WriteIndex(ref, b.index); err != nil {
+			return fmt.Errorf("pushing %s: %w", ref, err)
+		}
+		d, err := b.sbom.Digest()
+		if err != nil {
+			return err
+		}
+		if err := remote.Write(ref.Context().Digest(d.String()), b.sbom); err != nil {
+			return fmt.Errorf("pushing the SBOM of %s: %w", ref, err)
+		}
+		report(ref.Context().String(), ref.Identifier(), b)
+	}
+	return nil
+}
+
+func report(where, ref string, b built) {
+	d, _ := b.index.Digest()
+	s, _ := b.sbom.Digest()
+	m, _ := b.index.IndexManifest()
+	var platforms []string
+	for _, desc := range m.Manifests {
+		platforms = append(platforms, desc.Platform.String())
+	}
+	sort.Strings(platforms)
+	fmt.Printf("%s %s index %s (%s), SBOM %s\n", where, ref, d, strings.Join(platforms, ", "), s)
 }
