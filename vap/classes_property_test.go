@@ -23,7 +23,6 @@ import (
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
 	"github.com/tower-dev/breakglass/manifests"
-	relaysession "github.com/tower-dev/breakglass/relay/session"
 	"github.com/tower-dev/breakglass/vap"
 )
 
@@ -191,7 +190,7 @@ func checkCopyUpdates(t testing.TB, plane *propertyPlane, seed uint64) error {
 	target := randomTarget(r)
 	target.Spec.RuntimeClassName = nil
 	s := &v1alpha1.Session{ObjectMeta: metav1.ObjectMeta{Name: "s1", Namespace: "shop"}, Spec: v1alpha1.SessionSpec{Mode: v1alpha1.ModeCopy}}
-	cp, err := relaysession.CopyPod(target, s, "breakglass-s1", propertyDebugImage, false, 30*time.Minute)
+	cp, err := manifests.CopyPod(target, s, "breakglass-s1", propertyDebugImage, false, 30*time.Minute)
 	if err != nil {
 		return err
 	}

@@ -20,7 +20,6 @@ import (
 	"github.com/tower-dev/breakglass/api/v1alpha1"
 	"github.com/tower-dev/breakglass/manifests"
 	"github.com/tower-dev/breakglass/policies"
-	relaysession "github.com/tower-dev/breakglass/relay/session"
 	"github.com/tower-dev/breakglass/vap"
 )
 
@@ -354,7 +353,7 @@ func checkCopy(t testing.TB, plane *propertyPlane, seed uint64) error {
 	mode := []v1alpha1.SessionMode{v1alpha1.ModeCopy, v1alpha1.ModeHeldCopy}[r.IntN(2)]
 	s := &v1alpha1.Session{ObjectMeta: metav1.ObjectMeta{Name: "s1", Namespace: "shop"}, Spec: v1alpha1.SessionSpec{Mode: mode}}
 	processAccess := r.IntN(2) == 0
-	cp, err := relaysession.CopyPod(target, s, "breakglass-s1", propertyDebugImage, processAccess, 30*time.Minute)
+	cp, err := manifests.CopyPod(target, s, "breakglass-s1", propertyDebugImage, processAccess, 30*time.Minute)
 	if target.Spec.RuntimeClassName != nil {
 		if err == nil || !strings.Contains(err.Error(), "runtime class") {
 			return fmt.Errorf("seed %d: the builder copied a pod of another runtime class: %w", seed, err)

@@ -20,7 +20,7 @@ import (
 var appImage = "registry.example/shop/web@sha256:" + strings.Repeat("a", 64)
 
 // makeCopy is a copy pod for session in the shape the copy policies admit,
-// as relay/session/copy.go builds one: the app beside a debug container,
+// as manifests/copy.go builds one: the app beside a debug container,
 // labelled with its Session only, with no API token.
 func makeCopy(ns, session string) *corev1.Pod {
 	ec := manifests.DebugContainer(v1alpha1.DebugContainerPrefix+session, cluster.DebugImage)
