@@ -147,7 +147,7 @@ func TestBackstageDrivesASession(t *testing.T) {
 	if _, err := typed.Write([]byte("echo demo-$((40+2)) as $(id -u)\n")); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "alice's screen", screen.String, "demo-42 as 65532")
+	screen.WaitFor(t, 20*time.Second, "demo-42 as 65532")
 
 	// Bob watches as the plugin's page does: both tokens as subprotocols.
 	watch := watcher(t, bs, people["bob"], target)
@@ -164,7 +164,7 @@ func TestBackstageDrivesASession(t *testing.T) {
 	if _, err := typed.Write([]byte("echo seen-$((6*7))\n")); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "bob's screen", watched.String, "seen-42")
+	watched.WaitFor(t, 20*time.Second, "seen-42")
 	if conn, err := dialTerminal(bs, people["carol"], target); err == nil || !strings.Contains(err.Error(), "403") {
 		if conn != nil {
 			_ = conn.Close()
@@ -236,15 +236,6 @@ func post(t *testing.T, url string, p Person, body string) (int, string) {
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(b)
-}
-
-func waitFor(t *testing.T, what string, read func() string, want string) {
-	t.Helper()
-	for deadline := time.Now().Add(20 * time.Second); !strings.Contains(read(), want); time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("no %q on %s: %q", want, what, read())
-		}
-	}
 }
 
 // The plugins' terminal subprotocols (breakglass-common's wire.ts).

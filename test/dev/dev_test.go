@@ -77,22 +77,22 @@ func walkthrough(t *testing.T, o dev.Options) {
 	attached := make(chan error, 1)
 	go func() { attached <- alice.Attach(ctx, target, in, &screen, &notes, nil) }()
 	// shop is moderated: alone, what alice types is held, never run.
-	waitFor(t, &notes, "nobody is watching yet")
+	notes.WaitFor(t, 30*time.Second, "nobody is watching yet")
 	typeLine := func(line string) {
 		if _, err := typed.Write([]byte(line + "\n")); err != nil {
 			t.Fatal(err)
 		}
 	}
 	typeLine("echo alone-$((40+1))")
-	waitFor(t, &notes, "no moderator is watching")
+	notes.WaitFor(t, 30*time.Second, "no moderator is watching")
 	// bob watches with nothing to type: his input stays open, never written.
 	quiet, hush := io.Pipe()
 	defer hush.Close()
 	go func() { _ = bob.Attach(ctx, target, quiet, &watched, io.Discard, nil) }()
-	waitFor(t, &notes, "bob@example.com is watching")
+	notes.WaitFor(t, 30*time.Second, "bob@example.com is watching")
 	typeLine("echo demo-$((40+2)) as $(id -u)")
-	waitFor(t, &screen, "demo-42 as 65532")
-	waitFor(t, &watched, "demo-42 as 65532")
+	screen.WaitFor(t, 30*time.Second, "demo-42 as 65532")
+	watched.WaitFor(t, 30*time.Second, "demo-42 as 65532")
 	if strings.Contains(screen.String(), "alone-41") {
 		t.Fatalf("what alice typed alone ran: %q", screen.String())
 	}
@@ -112,7 +112,7 @@ func walkthrough(t *testing.T, o dev.Options) {
 		t.Fatalf("the hard stop moved by %s, the grant %s -> %s", moved, before.Status.Grant.RoleBinding, extended.Status.Grant.RoleBinding)
 	}
 	typeLine("echo extended-$((40+3))")
-	waitFor(t, &screen, "extended-43")
+	screen.WaitFor(t, 30*time.Second, "extended-43")
 	ended, err := alice.End(ctx, target, "")
 	if err != nil || ended.Status.Evidence == nil {
 		t.Fatalf("end: %v %+v", err, ended.Status)
@@ -152,16 +152,6 @@ func walkthrough(t *testing.T, o dev.Options) {
 	if c, err := net.DialTimeout("tcp", strings.TrimPrefix(info.RelayURL, "http://"), time.Second); err == nil {
 		_ = c.Close()
 		t.Fatal("the relay still listens")
-	}
-}
-
-// waitFor waits until b holds want.
-func waitFor(t *testing.T, b *cluster.SyncBuffer, want string) {
-	t.Helper()
-	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(b.String(), want); time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("no %q within 30s: %q", want, b.String())
-		}
 	}
 }
 

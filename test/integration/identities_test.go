@@ -58,11 +58,9 @@ func allowed(t *testing.T, c *cluster.Cluster, user string, attr authorizationv1
 // waitAllowed waits until RBAC's informers have caught up with a role just applied.
 func waitAllowed(t *testing.T, c *cluster.Cluster, user string, attr authorizationv1.ResourceAttributes) {
 	t.Helper()
-	for deadline := time.Now().Add(30 * time.Second); !allowed(t, c, user, attr); time.Sleep(100 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s may still not %s %s/%s after 30s", user, attr.Verb, attr.Resource, attr.Name)
-		}
-	}
+	cluster.Eventually(t, 30*time.Second, fmt.Sprintf("%s may %s %s/%s", user, attr.Verb, attr.Resource, attr.Name), func() (bool, error) {
+		return allowed(t, c, user, attr), nil
+	})
 }
 
 // webhookRoles applies the webhook's roles as the chart ships them (the test

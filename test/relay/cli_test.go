@@ -64,19 +64,6 @@ func (p person) args(args ...string) []string {
 	return args
 }
 
-// waitOutput waits until out matches re.
-func waitOutput(t *testing.T, out *cluster.SyncBuffer, re *regexp.Regexp) []string {
-	t.Helper()
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if m := re.FindStringSubmatch(out.String()); m != nil {
-			return m
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no %s in %q", re, out.String())
-		}
-	}
-}
-
 // kubeconfigFor writes a kubeconfig whose current context is the cluster
 // named prod in namespace ns, and a context "eu" whose cluster has another
 // name, mapped to the relay's "prod" (and to the relay) by the breakglass
@@ -134,7 +121,7 @@ func TestCLIWalkthrough(t *testing.T) {
 	go func() {
 		loggedIn <- cliRun(context.Background(), &loginOut, nil, "login", "--relay", tr.url, "--no-browser", "--config-dir", a.configDir)
 	}()
-	authURL := waitOutput(t, &loginOut, regexp.MustCompile(`(http://127\.0\.0\.1:\d+/auth\?\S+)`))[1]
+	authURL := loginOut.WaitMatch(t, 20*time.Second, regexp.MustCompile(`(http://127\.0\.0\.1:\d+/auth\?\S+)`))[1]
 	back, err := oidcissuer.SignIn(authURL, "alice")
 	if err != nil {
 		t.Fatal(err)
@@ -155,7 +142,7 @@ func TestCLIWalkthrough(t *testing.T) {
 	go func() {
 		loggedIn <- cliRun(context.Background(), &bobLogin, nil, "login", "--relay", tr.url, "--device", "--config-dir", b.configDir)
 	}()
-	m := waitOutput(t, &bobLogin, regexp.MustCompile(`open\s+(\S+/device)\s+and enter the code\s+([A-Z]{4}-[A-Z]{4})`))
+	m := bobLogin.WaitMatch(t, 20*time.Second, regexp.MustCompile(`open\s+(\S+/device)\s+and enter the code\s+([A-Z]{4}-[A-Z]{4})`))
 	if err := oidcissuer.SignInDevice(m[1], m[2], "bob"); err != nil {
 		t.Fatal(err)
 	}
@@ -176,7 +163,7 @@ func TestCLIWalkthrough(t *testing.T) {
 			t.Errorf("list --watch: %v", err)
 		}
 	}()
-	waitOutput(t, &watch, regexp.MustCompile(`CLUSTER\s+NAMESPACE\s+NAME`))
+	watch.WaitMatch(t, 20*time.Second, regexp.MustCompile(`CLUSTER\s+NAMESPACE\s+NAME`))
 
 	inR, inW := io.Pipe()
 	defer inW.Close()
@@ -185,9 +172,9 @@ func TestCLIWalkthrough(t *testing.T) {
 	go func() {
 		attached <- cliRun(context.Background(), &aliceOut, inR, a.args("session", "request", "web-1", "--reason", "checkout returns 500s", "--duration", "20m", "--attach")...)
 	}()
-	s := waitOutput(t, &aliceOut, regexp.MustCompile(`session (s-[a-z0-9]+) in prod/`+ns+`: Pending`))[1]
-	waitOutput(t, &aliceOut, regexp.MustCompile(`waiting for another person to approve session `+s))
-	waitOutput(t, &watch, regexp.MustCompile(`prod\s+`+ns+`\s+`+s+`\s+web-1\s+live\s+Pending\s+alice@example.com\s+\d+s`))
+	s := aliceOut.WaitMatch(t, 20*time.Second, regexp.MustCompile(`session (s-[a-z0-9]+) in prod/`+ns+`: Pending`))[1]
+	aliceOut.WaitMatch(t, 20*time.Second, regexp.MustCompile(`waiting for another person to approve session `+s))
+	watch.WaitMatch(t, 20*time.Second, regexp.MustCompile(`prod\s+`+ns+`\s+`+s+`\s+web-1\s+live\s+Pending\s+alice@example.com\s+\d+s`))
 
 	if out, err := a.run(t, nil, "session", "approve", s); err == nil || !strings.Contains(err.Error(), "may not approve") || session.ExitCode(err) != session.ExitRefused {
 		t.Fatalf("alice approving herself: %v (exit %d) %s", err, session.ExitCode(err), out)
@@ -210,15 +197,15 @@ func TestCLIWalkthrough(t *testing.T) {
 	if out, err := b.run(t, nil, "session", "approve", s, "--comment", "ok"); err != nil || !strings.Contains(out, "approved by bob@example.com") {
 		t.Fatalf("approve: %v\n%s", err, out)
 	}
-	waitOutput(t, &watch, regexp.MustCompile(s+`\s+web-1\s+live\s+(Approved|Active)\s+`))
+	watch.WaitMatch(t, 20*time.Second, regexp.MustCompile(s+`\s+web-1\s+live\s+(Approved|Active)\s+`))
 
 	// alice's wait ends: the session starts and her terminal opens.
-	waitOutput(t, &aliceOut, regexp.MustCompile(`starting session `+s+`: the relay grants`))
-	waitOutput(t, &aliceOut, regexp.MustCompile(`started in `))
+	aliceOut.WaitMatch(t, 20*time.Second, regexp.MustCompile(`starting session `+s+`: the relay grants`))
+	aliceOut.WaitMatch(t, 20*time.Second, regexp.MustCompile(`started in `))
 	if _, err := inW.Write([]byte("stty size; echo cli-$((20+22))\n")); err != nil {
 		t.Fatal(err)
 	}
-	waitOutput(t, &aliceOut, regexp.MustCompile(`cli-42`))
+	aliceOut.WaitMatch(t, 20*time.Second, regexp.MustCompile(`cli-42`))
 	// What the operator sees meanwhile: one terminal open, typing.
 	if n := gaugeValue(t, tr.server.Metrics(), "breakglass_relay_terminal_connections", "requester"); n != 1 {
 		t.Errorf("terminal connections (requester): %v, want 1", n)
@@ -243,7 +230,7 @@ func TestCLIWalkthrough(t *testing.T) {
 	go func() {
 		waited <- cliRun(context.Background(), &waitOut, nil, a.args("session", "request", "web-1", "--reason", "again", "--wait")...)
 	}()
-	s2 := waitOutput(t, &waitOut, regexp.MustCompile(`session (s-[a-z0-9]+) in prod/`))[1]
+	s2 := waitOut.WaitMatch(t, 20*time.Second, regexp.MustCompile(`session (s-[a-z0-9]+) in prod/`))[1]
 	if out, err := b.run(t, nil, "session", "deny", s2, "--reason", "use the dashboards"); err != nil {
 		t.Fatalf("deny: %v\n%s", err, out)
 	}

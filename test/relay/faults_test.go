@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -21,6 +22,7 @@ import (
 	"github.com/tower-dev/breakglass/api/v1alpha1"
 	"github.com/tower-dev/breakglass/evidence/audit"
 	"github.com/tower-dev/breakglass/relay/wire"
+	"github.com/tower-dev/breakglass/test/cluster"
 )
 
 // The fault suite (make test-faults runs every TestFault* of the
@@ -186,11 +188,10 @@ func TestFaultViewerCut(t *testing.T) {
 		}
 		return v.Live.Viewers
 	}
-	for deadline := time.Now().Add(10 * time.Second); viewers() != 1; time.Sleep(100 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d viewers after bob's connection was cut, want alice alone", viewers())
-		}
-	}
+	cluster.Eventually(t, 10*time.Second, "alice alone watching after bob's connection was cut", func() (bool, error) {
+		n := viewers()
+		return n == 1, fmt.Errorf("%d viewers", n)
+	})
 	tm.send(t, "echo alone-$((4+4))\n")
 	tm.waitFor(t, "alone-8")
 	back, _, err := tr.dial(t, bob, ns, s, nil)

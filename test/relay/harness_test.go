@@ -305,14 +305,7 @@ func (tm *term) control(t testing.TB, s string) {
 // waitFor waits until the output holds want.
 func (tm *term) waitFor(t testing.TB, want string) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
-		if strings.Contains(tm.out.String(), want) {
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("no %q in the terminal within 20s; got %q", want, tm.out.String())
+	tm.out.WaitFor(t, 20*time.Second, want)
 }
 
 func (tm *term) output() string { return tm.out.String() }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
 	"github.com/tower-dev/breakglass/evidence/recording"
+	"github.com/tower-dev/breakglass/test/cluster"
 )
 
 // TestFaultReplicaKilledIsTakenUpAtOnce: of two relay processes, the one
@@ -145,13 +146,10 @@ func TestFaultReplicaWhoseLeaseIsDeletedLetsGo(t *testing.T) {
 func waitPresent(t *testing.T, replica string, logs func() string) {
 	t.Helper()
 	leases := cl.Kube.CoordinationV1().Leases(v1alpha1.Namespace)
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+	if err := cluster.Within(30*time.Second, func() (bool, error) {
 		_, err := leases.Get(context.Background(), "breakglass-relay-"+replica, metav1.GetOptions{})
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("replica %s wrote no presence Lease: %v\n%s", replica, err, logs())
-		}
+		return err == nil, err
+	}); err != nil {
+		t.Fatalf("replica %s wrote no presence Lease: %v\n%s", replica, err, logs())
 	}
 }

@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"syscall"
@@ -75,18 +74,17 @@ func startRelayProcess(t testing.TB, bin, configFile string, args ...string) *re
 	}
 	go func() { p.done <- p.cmd.Wait() }()
 	t.Cleanup(func() { p.kill(); _ = p.wait() })
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+	if err := cluster.Within(30*time.Second, func() (bool, error) {
 		resp, err := http.Get("http://" + health + "/readyz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return p
-			}
+		if err != nil {
+			return false, err
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the relay did not get ready: %v\n%s", err, p.logs.String())
-		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, fmt.Errorf("readyz answered %s", resp.Status)
+	}); err != nil {
+		t.Fatalf("the relay did not get ready: %v\n%s", err, p.logs.String())
 	}
+	return p
 }
 
 // relayProcessConfig writes cfg as the configuration file of a relay in a
@@ -180,14 +178,14 @@ func TestFaultRelayKilledMidSessionResumes(t *testing.T) {
 	if _, err := typed.Write([]byte("echo before-$((40+2))\n")); err != nil {
 		t.Fatal(err)
 	}
-	waitOutput(t, &screen, regexp.MustCompile(`before-42`))
+	screen.WaitFor(t, 20*time.Second, "before-42")
 	time.Sleep(6 * time.Second) // the relay writes a segment every 5 s
 
 	first.kill()
 	if err := first.wait(); err == nil {
 		t.Fatal("the relay exited cleanly: it was to be killed")
 	}
-	waitOutput(t, &screen, regexp.MustCompile(`reconnecting: the session goes on`))
+	screen.WaitFor(t, 20*time.Second, "reconnecting: the session goes on")
 
 	killedAt := time.Now()
 	second := startRelayProcess(t, bin, configFile)
@@ -204,7 +202,7 @@ func TestFaultRelayKilledMidSessionResumes(t *testing.T) {
 	if _, err := typed.Write([]byte("echo after-$((2+2)) as $(id -u)\n")); err != nil {
 		t.Fatal(err)
 	}
-	waitOutput(t, &screen, regexp.MustCompile(`after-4 as`))
+	screen.WaitFor(t, 20*time.Second, "after-4 as")
 	tr.must(t, http.StatusOK, token(t, bob), "POST", sessionPath(ns, s)+"/end", `{"reason":"seen enough"}`)
 	if err := <-attached; err != nil {
 		t.Fatalf("alice's attach after the end: %v\n%s", err, screen.String())

@@ -26,6 +26,7 @@ import (
 	"github.com/tower-dev/breakglass/evidence/recording"
 	"github.com/tower-dev/breakglass/relay/terminal"
 	"github.com/tower-dev/breakglass/relay/wire"
+	"github.com/tower-dev/breakglass/test/cluster"
 )
 
 // TestTwoPersonSession: alice requests, cannot approve herself (neither
@@ -237,23 +238,18 @@ func assertNothingLeft(t testing.TB, ns, session, pod string, kept bool) {
 	if err := cl.Client.List(ctx, grants, client.InNamespace(ns), client.MatchingLabels{v1alpha1.SessionLabel: session}); err != nil || len(grants.Items) != 0 {
 		t.Fatalf("grants left: %d, %v", len(grants.Items), err)
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	recycled := func() (bool, error) {
 		p := &corev1.Pod{}
 		err := cl.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: pod}, p)
-		gone := apierrors.IsNotFound(err) || (err == nil && p.DeletionTimestamp != nil)
-		switch {
-		case kept && gone:
-			t.Fatal("the pod was recycled although keeping it was approved")
-		case kept:
-			return
-		case gone:
-			return
-		case time.Now().After(deadline):
-			t.Fatalf("the pod was not recycled: %v", err)
-		}
-		time.Sleep(50 * time.Millisecond)
+		return apierrors.IsNotFound(err) || (err == nil && p.DeletionTimestamp != nil), err
 	}
+	if kept {
+		if gone, _ := recycled(); gone {
+			t.Fatal("the pod was recycled although keeping it was approved")
+		}
+		return
+	}
+	cluster.Eventually(t, 20*time.Second, "the pod recycled", recycled)
 }
 
 // recordedOutput reads an ended session's recording through its manifest

@@ -165,14 +165,10 @@ func TestWholeSession(t *testing.T) {
 	if err := cl.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "breakglass-s1"}, grant); !apierrors.IsNotFound(err) {
 		t.Fatalf("the grant is still there: %v", err)
 	}
-	pod := &corev1.Pod{}
-	deadline := time.Now().Add(20 * time.Second)
-	for err := cl.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web-1"}, pod); !apierrors.IsNotFound(err); err = cl.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web-1"}, pod) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the pod was not recycled: %v", err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	cluster.Eventually(t, 20*time.Second, "the pod recycled", func() (bool, error) {
+		err := cl.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web-1"}, &corev1.Pod{})
+		return apierrors.IsNotFound(err), err
+	})
 	got := &v1alpha1.Session{}
 	if err := cl.Client.Get(ctx, client.ObjectKeyFromObject(s), got); err != nil {
 		t.Fatal(err)

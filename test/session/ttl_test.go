@@ -15,6 +15,7 @@ import (
 	"github.com/tower-dev/breakglass/api/v1alpha1"
 	"github.com/tower-dev/breakglass/evidence/recording"
 	"github.com/tower-dev/breakglass/relay/session"
+	"github.com/tower-dev/breakglass/test/cluster"
 )
 
 // TestStreamClosedAtGrantExpiry: a Session that claims a hard stop later
@@ -78,11 +79,9 @@ func TestStreamClosedAtGrantExpiry(t *testing.T) {
 	if got.Status.Phase != v1alpha1.PhaseEnded || got.Status.End.Reason != v1alpha1.EndHardStop {
 		t.Fatalf("the end: %+v", got.Status.End)
 	}
-	for deadline := time.Now().Add(10 * time.Second); shellRunning(t, "sleep 1000"); time.Sleep(50 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the debug shell outlived its session's stream")
-		}
-	}
+	cluster.Eventually(t, 10*time.Second, "the debug shell ends with its session's stream", func() (bool, error) {
+		return !shellRunning(t, "sleep 1000"), nil
+	})
 }
 
 // shellRunning reports whether a process of the virtual node runs cmd.

@@ -18,6 +18,7 @@ import (
 
 	"github.com/tower-dev/breakglass/evidence/audit"
 	"github.com/tower-dev/breakglass/sweeper"
+	"github.com/tower-dev/breakglass/test/cluster"
 )
 
 // rule is an alert of the chart's rule file, as the test reads it.
@@ -65,7 +66,7 @@ func TestAlertRules(t *testing.T) {
 	leaderSeries := `leader_election_master_status{name="breakglass-sweeper"}`
 	r := startSweeper(t, sweeper.Options{Clock: clockAt(time.Now()), LeaderElection: true,
 		LeaseDuration: 2 * time.Second, RenewDeadline: time.Second, RetryPeriod: 200 * time.Millisecond})
-	eventually(t, "elected", func() (bool, error) {
+	cluster.Eventually(t, 20*time.Second, "elected", func() (bool, error) {
 		select {
 		case <-r.mgr.Elected():
 			return true, nil

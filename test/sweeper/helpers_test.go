@@ -89,26 +89,10 @@ func grant(t testing.TB, ns, session, ttl string) *rbacv1.RoleBinding {
 // clockAt is a fake clock at t.
 func clockAt(at time.Time) *clocktesting.FakeClock { return clocktesting.NewFakeClock(at) }
 
-// eventually polls cond for up to 20s of real time.
-func eventually(t testing.TB, what string, cond func() (bool, error)) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		ok, err := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within 20s (last error: %v)", what, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // waitForWaiter waits until something (a requeue) waits on the fake clock.
 func waitForWaiter(t testing.TB, c *clocktesting.FakeClock) {
 	t.Helper()
-	eventually(t, "the sweeper waits on the clock", func() (bool, error) { return c.HasWaiters(), nil })
+	cluster.Eventually(t, 20*time.Second, "the sweeper waits on the clock", func() (bool, error) { return c.HasWaiters(), nil })
 }
 
 // gone is true once obj is deleted: gone, or terminating (a pod bound to a

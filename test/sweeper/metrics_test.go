@@ -12,6 +12,7 @@ import (
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
 	"github.com/tower-dev/breakglass/sweeper"
+	"github.com/tower-dev/breakglass/test/cluster"
 )
 
 // TestPlaneMetrics: what the alerts read, from the real API server: a grant
@@ -66,7 +67,7 @@ func TestPlaneMetrics(t *testing.T) {
 	// The sweeper sets the review's due date (24h after the request).
 	fake := clockAt(rb.CreationTimestamp.Time)
 	startSweeper(t, sweeper.Options{Clock: fake, ReviewWithin: 24 * time.Hour})
-	eventually(t, "the review due date set", func() (bool, error) {
+	cluster.Eventually(t, 20*time.Second, "the review due date set", func() (bool, error) {
 		cur := &v1alpha1.Session{}
 		err := cl.Client.Get(ctx, clientKey(s), cur)
 		return err == nil && cur.Status.Review != nil && cur.Status.Review.DueAt != nil, err
@@ -94,8 +95,8 @@ func TestPlaneMetrics(t *testing.T) {
 	before := histogramCount(t)
 	waitForWaiter(t, fake)
 	fake.Step(30*time.Minute + 2*time.Second)
-	eventually(t, "the grant deleted", gone(rb))
-	eventually(t, "the deletion's lateness observed", func() (bool, error) { return histogramCount(t) > before, nil })
+	cluster.Eventually(t, 20*time.Second, "the grant deleted", gone(rb))
+	cluster.Eventually(t, 20*time.Second, "the deletion's lateness observed", func() (bool, error) { return histogramCount(t) > before, nil })
 }
 
 // gathered is every sample, by name{labels}.

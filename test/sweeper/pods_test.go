@@ -88,7 +88,7 @@ func TestCopyWithoutSessionDeleted(t *testing.T) {
 	stillThere(t, cp, "a brand-new copy gets a grace for its Session to show")
 
 	fake.Step(5 * time.Second)
-	eventually(t, "the copy without a Session deleted", gone(cp))
+	cluster.Eventually(t, 20*time.Second, "the copy without a Session deleted", gone(cp))
 }
 
 // TestCopyOfEndedSessionDeleted: a copy that turns up after its session
@@ -102,14 +102,14 @@ func TestCopyOfEndedSessionDeleted(t *testing.T) {
 
 	fake := clockAt(time.Now().Add(time.Hour))
 	startSweeper(t, sweeper.Options{Clock: fake})
-	eventually(t, "the ended session's grant deleted", gone(rb))
+	cluster.Eventually(t, 20*time.Second, "the ended session's grant deleted", gone(rb))
 
 	// Only the pod sweeper sees this one: the Session's clean-up is over.
 	cp := makeCopy(ns, "done")
 	if err := cl.Client.Create(context.Background(), cp); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the late copy of an ended session deleted", gone(cp))
+	cluster.Eventually(t, 20*time.Second, "the late copy of an ended session deleted", gone(cp))
 }
 
 // TestCopyOfActiveSessionStays: the copy of an Active session within its
@@ -132,7 +132,7 @@ func TestCopyOfActiveSessionStays(t *testing.T) {
 
 	waitForWaiter(t, fake)
 	fake.Step(time.Second)
-	eventually(t, "the copy deleted at the hard stop and grace", gone(cp))
+	cluster.Eventually(t, 20*time.Second, "the copy deleted at the hard stop and grace", gone(cp))
 }
 
 // TestDebuggedPodWithoutSessionRecycled: the cluster keeps an Active
@@ -161,7 +161,7 @@ func TestDebuggedPodWithoutSessionRecycled(t *testing.T) {
 	ghost := grant(t, ns, "ghost", "45m")
 	addDebugContainer(t, ns, other.Name, "breakglass-ghost")
 	fake.Step(10 * time.Second) // past the grace a new pod's Session has to show
-	eventually(t, "the pod of a Session that is not there recycled", gone(other))
+	cluster.Eventually(t, 20*time.Second, "the pod of a Session that is not there recycled", gone(other))
 	if !exists(ghost) {
 		t.Fatal("the grant went too: the pod was not recycled for its Session alone")
 	}
@@ -188,7 +188,7 @@ func TestLyingDeadlineRecycledAtGrantTTL(t *testing.T) {
 
 	waitForWaiter(t, fake)
 	fake.Step(time.Second)
-	eventually(t, "the pod recycled at the grant's TTL", gone(pod))
+	cluster.Eventually(t, 20*time.Second, "the pod recycled at the grant's TTL", gone(pod))
 	got := &v1alpha1.Session{}
 	if err := cl.Client.Get(context.Background(), clientKey(s), got); err != nil {
 		t.Fatal(err)
@@ -231,7 +231,7 @@ func TestUnrelatedPodsUntouched(t *testing.T) {
 
 	fake := clockAt(time.Now().Add(time.Hour))
 	startSweeper(t, sweeper.Options{Clock: fake})
-	eventually(t, "the debugged pod without a Session recycled", gone(control))
+	cluster.Eventually(t, 20*time.Second, "the debugged pod without a Session recycled", gone(control))
 	for _, p := range untouched {
 		stillThere(t, p, "the plane never debugged it")
 	}

@@ -48,7 +48,7 @@ func TestStandingRightsBackstop(t *testing.T) {
 		}
 		return -1
 	}
-	eventually(t, "a first look with nothing standing", func() (bool, error) { return standing() == 0, nil })
+	cluster.Eventually(t, 20*time.Second, "a first look with nothing standing", func() (bool, error) { return standing() == 0, nil })
 
 	// A live grant gives the portal pods in its namespace: no finding.
 	granted := namespace(t, "standing-granted")
@@ -58,21 +58,21 @@ func TestStandingRightsBackstop(t *testing.T) {
 		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
 		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "User", Name: v1alpha1.PortalUsername}}}
 	cl.CreateUnfenced(t, direct)
-	eventually(t, "the binding naming the portal deleted", func() (bool, error) { return !exists(direct), nil })
+	cluster.Eventually(t, 20*time.Second, "the binding naming the portal deleted", func() (bool, error) { return !exists(direct), nil })
 	for _, want := range []string{`"kind":"standing-rights"`, "RoleBinding " + ns + "/portal-pods: deleted", `"kind":"revoke"`} {
-		eventually(t, "the audit log saying "+want, func() (bool, error) { return strings.Contains(log.String(), want), nil })
+		cluster.Eventually(t, 20*time.Second, "the audit log saying "+want, func() (bool, error) { return strings.Contains(log.String(), want), nil })
 	}
 	if strings.Contains(log.String(), "in "+granted) {
 		t.Fatalf("a live grant's rights were reported:\n%s", log.String())
 	}
 	requireEvent(t, "RoleBinding "+ns+"/portal-pods: deleted")
-	eventually(t, "nothing standing once it is deleted", func() (bool, error) { return standing() == 0, nil })
+	cluster.Eventually(t, 20*time.Second, "nothing standing once it is deleted", func() (bool, error) { return standing() == 0, nil })
 
 	everyone := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "everyone-pods", Namespace: ns},
 		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
 		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "Group", Name: "system:authenticated"}}}
 	cl.CreateUnfenced(t, everyone)
-	eventually(t, "standing rights through a broad group counted", func() (bool, error) { return standing() >= 2, nil })
+	cluster.Eventually(t, 20*time.Second, "standing rights through a broad group counted", func() (bool, error) { return standing() >= 2, nil })
 	requireEvent(t, "the portal may get pods in "+ns)
 	requireEvent(t, "RoleBinding "+ns+"/everyone-pods: binds a group every ServiceAccount is in: remove it")
 	if !exists(everyone) {
@@ -81,7 +81,7 @@ func TestStandingRightsBackstop(t *testing.T) {
 	if err := cl.Client.Delete(ctx, everyone); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "nothing standing once an admin removed it", func() (bool, error) { return standing() == 0, nil })
+	cluster.Eventually(t, 20*time.Second, "nothing standing once an admin removed it", func() (bool, error) { return standing() == 0, nil })
 
 	shared := direct.DeepCopy()
 	shared.ObjectMeta = metav1.ObjectMeta{Name: "shared-pods", Namespace: ns}
@@ -96,7 +96,7 @@ func TestStandingRightsBackstop(t *testing.T) {
 // requireEvent waits for a StandingRights Event on the portal's account that says want.
 func requireEvent(t *testing.T, want string) {
 	t.Helper()
-	eventually(t, "an Event saying "+want, func() (bool, error) {
+	cluster.Eventually(t, 20*time.Second, "an Event saying "+want, func() (bool, error) {
 		var events corev1.EventList
 		if err := cl.Client.List(context.Background(), &events); err != nil {
 			return false, err

@@ -19,6 +19,7 @@ import (
 	"github.com/tower-dev/breakglass/evidence/recording"
 	"github.com/tower-dev/breakglass/notify"
 	"github.com/tower-dev/breakglass/sweeper"
+	"github.com/tower-dev/breakglass/test/cluster"
 )
 
 // TestGrantDeletedOnTime: the sweeper requeues a grant for exactly its TTL
@@ -37,7 +38,7 @@ func TestGrantDeletedOnTime(t *testing.T) {
 	}
 	waitForWaiter(t, fake)
 	fake.Step(time.Second)
-	eventually(t, "the grant deleted at its TTL", gone(rb))
+	cluster.Eventually(t, 20*time.Second, "the grant deleted at its TTL", gone(rb))
 }
 
 // TestFaultRelayGoneSweeperEnds: an Active session whose relay stopped
@@ -76,15 +77,15 @@ func TestFaultRelayGoneSweeperEnds(t *testing.T) {
 			waitForWaiter(t, fake)
 			fake.Step(time.Minute) // the heartbeat is now 70s old
 
-			eventually(t, "the session ended by the sweeper", func() (bool, error) {
+			cluster.Eventually(t, 20*time.Second, "the session ended by the sweeper", func() (bool, error) {
 				got := &v1alpha1.Session{}
 				err := cl.Client.Get(context.Background(), clientKey(s), got)
 				return err == nil && got.Status.Phase == v1alpha1.PhaseEnded && got.Status.End != nil &&
 					got.Status.End.Reason == v1alpha1.EndSwept && got.Status.End.Abnormal &&
 					got.Status.End.By == v1alpha1.SweeperUsername && got.Status.End.Detail == "the relay's heartbeat is stale", err
 			})
-			eventually(t, "the grant deleted", gone(rb))
-			eventually(t, "the evidence finalized and recorded", func() (bool, error) {
+			cluster.Eventually(t, 20*time.Second, "the grant deleted", gone(rb))
+			cluster.Eventually(t, 20*time.Second, "the evidence finalized and recorded", func() (bool, error) {
 				got := &v1alpha1.Session{}
 				if err := cl.Client.Get(context.Background(), clientKey(s), got); err != nil || got.Status.Evidence == nil {
 					return false, err
@@ -104,7 +105,7 @@ func TestFaultRelayGoneSweeperEnds(t *testing.T) {
 				}
 				return
 			}
-			eventually(t, "the pod recycled", gone(pod))
+			cluster.Eventually(t, 20*time.Second, "the pod recycled", gone(pod))
 		})
 	}
 }
@@ -118,8 +119,8 @@ func TestCopyDeletedWhenSwept(t *testing.T) {
 	activeSession(t, ns, "s2", v1alpha1.ModeCopy, copyPod.Name, started, false)
 	fake := clockAt(started.Add(31 * time.Minute)) // past the hard stop and its grace
 	startSweeper(t, sweeper.Options{Clock: fake})
-	eventually(t, "the copy deleted", gone(copyPod))
-	eventually(t, "the grant deleted", gone(rb))
+	cluster.Eventually(t, 20*time.Second, "the copy deleted", gone(copyPod))
+	cluster.Eventually(t, 20*time.Second, "the grant deleted", gone(rb))
 }
 
 // TestFaultSweeperRestartMidWay: a sweeper that was down while a session went
@@ -138,12 +139,12 @@ func TestFaultSweeperRestartMidWay(t *testing.T) {
 
 	later := clockAt(started.Add(5 * time.Minute))
 	startSweeper(t, sweeper.Options{Clock: later})
-	eventually(t, "the session ended after the restart", func() (bool, error) {
+	cluster.Eventually(t, 20*time.Second, "the session ended after the restart", func() (bool, error) {
 		got := &v1alpha1.Session{}
 		err := cl.Client.Get(context.Background(), clientKey(s), got)
 		return err == nil && got.Status.Phase == v1alpha1.PhaseEnded, err
 	})
-	eventually(t, "the grant deleted", gone(rb))
+	cluster.Eventually(t, 20*time.Second, "the grant deleted", gone(rb))
 }
 
 // TestFaultSweeperLeaderStops: of two sweepers, one leads; when it stops, the other takes
@@ -168,7 +169,7 @@ func TestFaultSweeperLeaderStops(t *testing.T) {
 			return false
 		}
 	}
-	eventually(t, "a leader elected", func() (bool, error) { return elected(a) || elected(b), nil })
+	cluster.Eventually(t, 20*time.Second, "a leader elected", func() (bool, error) { return elected(a) || elected(b), nil })
 	time.Sleep(3 * time.Second) // more than a lease: the other must still be waiting
 	if elected(a) == elected(b) {
 		t.Fatalf("leaders: a %v, b %v; want exactly one", elected(a), elected(b))
@@ -178,13 +179,13 @@ func TestFaultSweeperLeaderStops(t *testing.T) {
 		leader, follower = b, a
 	}
 	leader.stop()
-	eventually(t, "the follower takes over", func() (bool, error) { return elected(follower), nil })
+	cluster.Eventually(t, 20*time.Second, "the follower takes over", func() (bool, error) { return elected(follower), nil })
 
 	ns := namespace(t, "leader")
 	rb := grant(t, ns, "s4", "15m")
 	time.Sleep(500 * time.Millisecond) // let the new leader see the grant and wait on its clock
 	clocks[follower].Step(16 * time.Minute)
-	eventually(t, "the new leader deletes the expired grant", gone(rb))
+	cluster.Eventually(t, 20*time.Second, "the new leader deletes the expired grant", gone(rb))
 }
 
 // TestReviewOverdue: a glass-broken session not reviewed by its due time
@@ -229,14 +230,14 @@ func TestReviewOverdue(t *testing.T) {
 	startSweeper(t, sweeper.Options{Clock: fake, ReviewWithin: 24 * time.Hour,
 		Notifier: &notify.Webhook{URL: srv.URL, PortalURL: "https://tower.example", Cluster: "flight-1", FallbackReviewer: "security-oncall"}})
 
-	eventually(t, "the review due date set", func() (bool, error) {
+	cluster.Eventually(t, 20*time.Second, "the review due date set", func() (bool, error) {
 		cur := &v1alpha1.Session{}
 		err := cl.Client.Get(ctx, clientKey(s), cur)
 		return err == nil && cur.Status.Review != nil && cur.Status.Review.DueAt != nil &&
 			cur.Status.Review.DueAt.Time.Equal(s.CreationTimestamp.Add(24*time.Hour)), err
 	})
 	// kubectl users see the sweeper's step on the Session, as the relay's.
-	eventually(t, "the sweeper's Event on the Session", func() (bool, error) {
+	cluster.Eventually(t, 20*time.Second, "the sweeper's Event on the Session", func() (bool, error) {
 		list, err := cl.Kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=s5"})
 		for _, e := range list.Items {
 			if e.Reason == "ReviewDue" && e.InvolvedObject.Kind == "Session" && strings.HasSuffix(e.Source.Component, "breakglass-sweeper") {
@@ -260,7 +261,7 @@ func TestReviewOverdue(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("the fallback reviewer was not told")
 	}
-	eventually(t, "the notification recorded", func() (bool, error) {
+	cluster.Eventually(t, 20*time.Second, "the notification recorded", func() (bool, error) {
 		cur := &v1alpha1.Session{}
 		err := cl.Client.Get(ctx, clientKey(s), cur)
 		return err == nil && cur.Status.Review != nil && cur.Status.Review.FallbackNotified, err

@@ -19,6 +19,7 @@ import (
 	"github.com/sigstore/sigstore/pkg/signature"
 
 	"github.com/tower-dev/breakglass/evidence/tlog"
+	"github.com/tower-dev/breakglass/test/cluster"
 	"github.com/tower-dev/breakglass/test/prereq"
 	"github.com/tower-dev/breakglass/test/rekor"
 )
@@ -151,11 +152,9 @@ func TestFaultRekorDownThenUp(t *testing.T) {
 		}
 		done <- b
 	}()
-	for deadline := time.Now().Add(30 * time.Second); pending.Load() == 0; time.Sleep(50 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("no attempt failed while the log was down")
-		}
-	}
+	cluster.Eventually(t, 30*time.Second, "an attempt failed while the log was down", func() (bool, error) {
+		return pending.Load() > 0, nil
+	})
 	select {
 	case <-done:
 		t.Fatal("anchored while the log was down")
