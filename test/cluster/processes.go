@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -77,6 +78,29 @@ func newCommand(argv []string, uid *int64) *exec.Cmd {
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(*uid), Gid: uint32(*uid)}}
 	}
 	return cmd
+}
+
+// end ends the container: its shell and every job the shell started, each
+// in a process group of its own but all in the shell's session (the pty
+// made the shell a session leader). Killed, not hung up: a test run with
+// SIGHUP ignored (under nohup) passes that on to every process, and a
+// container's processes end with it whatever they ignore.
+func (p *process) end() {
+	sid := p.cmd.Process.Pid
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		_ = syscall.Kill(-sid, syscall.SIGKILL)
+		return
+	}
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if s, err := unix.Getsid(pid); err == nil && s == sid {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
 }
 
 // pump copies the pty's output to whoever is attached, until the process ends.
@@ -150,9 +174,15 @@ func (p *processes) AttachContainer(ctx context.Context, name, _ string, contain
 	}
 	select {
 	case <-ctx.Done():
+		// The attach connection is gone, and with it the input: a
+		// kubelet's streaming server closes the stdin stream then too.
+		// Which of the two this select sees first is a race.
+		if in != nil && proc.stdinOnce {
+			proc.end()
+		}
 	case <-detached:
 		if proc.stdinOnce {
-			_ = syscall.Kill(-proc.cmd.Process.Pid, syscall.SIGHUP)
+			proc.end()
 		}
 	case <-proc.done:
 	case <-gone:
@@ -230,7 +260,7 @@ func (p *processes) stopPod(namespace, pod string) {
 	defer p.mu.Unlock()
 	for key, proc := range p.procs {
 		if len(key) > len(prefix) && key[:len(prefix)] == prefix {
-			_ = proc.cmd.Process.Kill()
+			proc.end()
 			proc.size.close()
 			delete(p.procs, key)
 		}
@@ -241,7 +271,7 @@ func (p *processes) stopAll() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for key, proc := range p.procs {
-		_ = proc.cmd.Process.Kill()
+		proc.end()
 		proc.size.close()
 		delete(p.procs, key)
 	}
