@@ -9,7 +9,8 @@ OLDEST_KUBE_VERSION := v1.30.14
 OLDEST_BINS := $(BIN)/kube-apiserver-1.30 $(BIN)/kube-controller-manager-1.30
 ETCD_VERSION := v3.6.16
 # The real node's programs (make node), built from the same module as kube-apiserver.
-NODE_BINS := $(BIN)/kubelet $(BIN)/kube-controller-manager $(BIN)/kube-scheduler
+KUBE_NODE_BINS := $(BIN)/kubelet $(BIN)/kube-controller-manager $(BIN)/kube-scheduler
+NODE_BINS := $(KUBE_NODE_BINS) $(BIN)/kube-proxy $(BIN)/coredns
 
 export KUBEBUILDER_ASSETS := $(BIN)
 
@@ -114,14 +115,23 @@ $(OLDEST_BINS) &: tools/apiserver130/go.mod tools/apiserver130/go.sum
 	$(call cached,tools/apiserver130,$(notdir $(OLDEST_BINS)),$(foreach c,kube-apiserver kube-controller-manager,$(GO) build -o "$$OUT/$(c)-1.30" \
 		-ldflags "$(subst $(KUBE_VERSION),$(OLDEST_KUBE_VERSION),$(subst gitMinor=37,gitMinor=30,$(KUBE_LDFLAGS)))" k8s.io/kubernetes/cmd/$(c) &&) true)
 
-# The real node: a kubelet on Debian's containerd and runc, and the controllers
-# and scheduler that turn the chart's Deployments into pods on it.
-## node: the real node's kubelet, controllers and scheduler, from module sources.
+# The real node: a kubelet on Debian's containerd and runc, the controllers
+# and scheduler that turn the chart's Deployments into pods on it, and
+# kube-proxy and CoreDNS for its Services and their names.
+## node: the real node's kubelet, controllers, scheduler, kube-proxy and CoreDNS, from module sources.
 node: $(NODE_BINS)
-$(NODE_BINS) &: tools/apiserver/go.mod tools/apiserver/go.sum
+$(KUBE_NODE_BINS) &: tools/apiserver/go.mod tools/apiserver/go.sum
 	@echo ">> kubelet, kube-controller-manager and kube-scheduler $(KUBE_VERSION) from module sources (about 5 minutes the first time)"
 	$(call cached,tools/apiserver,kubelet kube-controller-manager kube-scheduler,$(GO) build -o "$$OUT/" -ldflags "$(KUBE_LDFLAGS)" \
 		k8s.io/kubernetes/cmd/kubelet k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kube-scheduler)
+
+$(BIN)/kube-proxy: tools/kubeproxy/go.mod tools/kubeproxy/go.sum
+	@echo ">> kube-proxy $(KUBE_VERSION) from module sources"
+	$(call cached,tools/kubeproxy,kube-proxy,$(GO) build -o "$$OUT/" -ldflags "$(KUBE_LDFLAGS)" k8s.io/kubernetes/cmd/kube-proxy)
+
+$(BIN)/coredns: tools/coredns/go.mod tools/coredns/go.sum tools/coredns/main.go
+	@echo ">> CoreDNS from module sources, with the plugins the real node uses"
+	$(call cached,tools/coredns,coredns,$(GO) build -o "$$OUT/coredns" .)
 
 $(BIN)/etcd: tools/etcd/go.mod tools/etcd/go.sum tools/etcd/main.go
 	@echo ">> etcd $(ETCD_VERSION) from module sources"

@@ -193,13 +193,14 @@ func requireRunsImage(ctx context.Context, t *testing.T, c *cluster.Cluster, dep
 	}
 }
 
-func podIP(ctx context.Context, t *testing.T, c *cluster.Cluster, selector string) string {
+// serviceIP is the cluster IP of the plane's Service name.
+func serviceIP(ctx context.Context, t *testing.T, c *cluster.Cluster, name string) string {
 	t.Helper()
-	pods, err := c.Kube.CoreV1().Pods(v1alpha1.Namespace).List(ctx, metav1.ListOptions{LabelSelector: selector})
-	if err != nil || len(pods.Items) == 0 || pods.Items[0].Status.PodIP == "" {
-		t.Fatalf("no pod %s: %v", selector, err)
+	svc, err := c.Kube.CoreV1().Services(v1alpha1.Namespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil || svc.Spec.ClusterIP == "" || svc.Spec.ClusterIP == corev1.ClusterIPNone {
+		t.Fatalf("no cluster IP for Service %s: %v", name, err)
 	}
-	return pods.Items[0].Status.PodIP
+	return svc.Spec.ClusterIP
 }
 
 func pod(ctx context.Context, t *testing.T, c *cluster.Cluster, ns, name string) *corev1.Pod {
@@ -283,6 +284,27 @@ func holderClient(ctx context.Context, t *testing.T, c *cluster.Cluster, target 
 	return &relayclient.Client{BaseURL: "https://" + p.Status.PodIP + ":8443", Token: tok, TLS: trust}
 }
 
+// otherReplicaClient is a client of a relay replica that does not run the
+// session.
+func otherReplicaClient(ctx context.Context, t *testing.T, c *cluster.Cluster, target relayclient.Target, tok string, trust *tls.Config) *relayclient.Client {
+	t.Helper()
+	s := &v1alpha1.Session{}
+	if err := c.Client.Get(ctx, client.ObjectKey{Namespace: target.Namespace, Name: target.Name}, s); err != nil {
+		t.Fatal(err)
+	}
+	pods, err := c.Kube.CoreV1().Pods(v1alpha1.Namespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=breakglass-relay"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pods.Items {
+		if p.Name != s.Status.Relay && p.Status.PodIP != "" {
+			return &relayclient.Client{BaseURL: "https://" + p.Status.PodIP + ":8443", Token: tok, TLS: trust}
+		}
+	}
+	t.Fatalf("no relay replica besides %s", s.Status.Relay)
+	return nil
+}
+
 // typeInto attaches to the session, types line and waits for want.
 func typeInto(ctx context.Context, t *testing.T, as *relayclient.Client, target relayclient.Target, line, want string) {
 	t.Helper()
@@ -292,7 +314,7 @@ func typeInto(ctx context.Context, t *testing.T, as *relayclient.Client, target 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go func() { attached <- as.Attach(ctx, target, inR, out, io.Discard, nil) }()
-	fmt.Fprint(inW, line)
+	go fmt.Fprint(inW, line) // aside: an attach that fails never reads it
 	if err := waitOutput(out, "\n"+want, attached); err != nil {
 		t.Fatal(err)
 	}

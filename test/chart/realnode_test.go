@@ -137,7 +137,9 @@ func TestChartOnRealNode(t *testing.T) {
 	app := c.Namespace(t, "shop")
 	webPod := appDeployment(ctx, t, c, app, debug)
 	before := webPod.Spec.Containers[0]
-	relayURL := "https://" + podIP(ctx, t, c, "app.kubernetes.io/name=breakglass-relay") + ":8443"
+	// Through the relay's Service, as a portal in the cluster reaches it:
+	// kube-proxy's rules pick a replica.
+	relayURL := "https://" + serviceIP(ctx, t, c, "breakglass-relay") + ":8443"
 	asAlice := &relayclient.Client{BaseURL: relayURL, Token: token(t, issuer, alice), TLS: trust}
 	asBob := &relayclient.Client{BaseURL: relayURL, Token: token(t, issuer, bob), TLS: trust}
 	if _, err := (&relayclient.Client{BaseURL: relayURL, Token: token(t, issuer, bob)}).List(ctx, e2eCluster, "shop"); err == nil {
@@ -163,7 +165,8 @@ func TestChartOnRealNode(t *testing.T) {
 	attached := make(chan error, 1)
 	go func() { attached <- asAlice.Attach(ctx, target, inR, out, io.Discard, nil) }()
 	// The pty echoes input: wait for a line the input does not contain.
-	fmt.Fprint(inW, "id -u; touch /x; grep -E '^(CapEff|NoNewPrivs)' /proc/self/status; ls /var/run/secrets/kubernetes.io; echo done-$((40+2))\n")
+	// Written aside: an attach that fails never reads it.
+	go fmt.Fprint(inW, "id -u; touch /x; grep -E '^(CapEff|NoNewPrivs)' /proc/self/status; ls /var/run/secrets/kubernetes.io; echo done-$((40+2))\n")
 	if err := waitOutput(out, "\ndone-42", attached); err != nil {
 		t.Fatal(err)
 	}
@@ -197,6 +200,10 @@ func TestChartOnRealNode(t *testing.T) {
 	second := startSession(ctx, t, c, asAlice, asBob, webPod.Name)
 	step("a second session is Active")
 	typeInto(ctx, t, holderClient(ctx, t, c, second, token(t, issuer, alice), trust), second, "echo before-$((6*7))\n", "before-42")
+	// The other replica passes the terminal on to the one that runs it, at
+	// its name behind the headless Service (CoreDNS, on the node).
+	typeInto(ctx, t, otherReplicaClient(ctx, t, c, second, token(t, issuer, alice), trust), second, "echo passed-on-$((6*7))\n", "passed-on-42")
+	step("the terminal passed on from the other replica")
 	upgrade := action.NewUpgrade(hc)
 	upgrade.Namespace, upgrade.Wait, upgrade.Timeout = v1alpha1.Namespace, true, 4*time.Minute
 	if _, err := upgrade.RunWithContext(ctx, "breakglass", chrt, values(t, settings.yaml("idle: 20m"))); err != nil {
@@ -260,6 +267,7 @@ evidence:
 relay:
   enabled: true
   tlsSecret: relay-tls
+  peerCAFile: /etc/breakglass/tls/ca.crt
   config:
     listen: ":8443"
     oidc: {issuer: %[8]q, audience: tower}
@@ -281,15 +289,17 @@ func relayCertificate(t *testing.T) (*corev1.Secret, *tls.Config) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The Service's name, and the replicas' names behind the headless
+	// Service they pass terminals on by.
 	const name = "breakglass-relay.breakglass-system.svc"
-	cert, err := ca.Issue(name, []string{name}, nil, false)
+	cert, err := ca.Issue(name, []string{name, "*.breakglass-relay-peers.breakglass-system.svc"}, nil, false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	roots := x509.NewCertPool()
 	roots.AddCert(ca.Cert)
 	return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "relay-tls", Namespace: v1alpha1.Namespace}, Type: corev1.SecretTypeTLS,
-			Data: map[string][]byte{corev1.TLSCertKey: cert.CertPEM, corev1.TLSPrivateKeyKey: cert.KeyPEM}},
+			Data: map[string][]byte{corev1.TLSCertKey: cert.CertPEM, corev1.TLSPrivateKeyKey: cert.KeyPEM, "ca.crt": ca.PEM}},
 		&tls.Config{RootCAs: roots, ServerName: name, MinVersion: tls.VersionTLS12}
 }
 

@@ -9,8 +9,8 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -51,6 +51,11 @@ type realNode struct {
 	// sandbox image from it, and tests push their images to it.
 	registry    *registry.Registry
 	kubeletPort int
+	// proxyHealthPort and dnsReadyPort are kube-proxy's and CoreDNS's
+	// health ports on loopback; proxyStarted says kube-proxy wrote rules
+	// that close must remove.
+	proxyHealthPort, dnsReadyPort int
+	proxyStarted                  bool
 	// apiServerFlags are the flags the API server needs for this node.
 	apiServerFlags map[string]string
 }
@@ -59,7 +64,7 @@ type realNode struct {
 const kubeletClientUser = "kube-apiserver-kubelet-client"
 
 // realNodeBins are the programs a real node needs; Start says which is missing.
-var realNodeBins = []string{"kubelet", "kube-controller-manager", "kube-scheduler"}
+var realNodeBins = []string{"kubelet", "kube-controller-manager", "kube-scheduler", "kube-proxy", "coredns"}
 
 // newRealNode prepares, before the API server starts, what it must be told:
 // its serving certificate (valid for the `kubernetes` Service's address, so
@@ -153,10 +158,11 @@ func (n *realNode) prepare(certDir string) error {
 		}
 	}
 	n.apiServerFlags = map[string]string{
-		// Pods reach it on the bridge (the `kubernetes` Service is sent
-		// there), the tests and the node's programs on loopback.
+		// Pods reach it on the bridge, through the `kubernetes` Service
+		// whose endpoint is the advertised address; the tests and the
+		// node's programs on loopback.
 		"bind-address":                    "0.0.0.0",
-		"endpoint-reconciler-type":        "none",
+		"advertise-address":               BridgeIP,
 		"authorization-mode":              "Node,RBAC",
 		"enable-admission-plugins":        "ValidatingAdmissionPolicy,ValidatingAdmissionWebhook,MutatingAdmissionWebhook,ServiceAccount,NodeRestriction",
 		"disable-admission-plugins":       "",
@@ -165,7 +171,7 @@ func (n *realNode) prepare(certDir string) error {
 		"kubelet-client-key":              n.path("kubelet-client.key"),
 		"kubelet-preferred-address-types": "InternalIP",
 		// Webhook calls go to a Service's endpoints (pod addresses on the
-		// bridge), there being no kube-proxy for its cluster IP.
+		// bridge): the API server runs beside kube-proxy, not behind it.
 		"enable-aggregator-routing": "true",
 	}
 	return nil
@@ -177,16 +183,10 @@ func (n *realNode) path(name string) string { return filepath.Join(n.dir, name) 
 // of this cluster.
 func (n *realNode) caPEM() ([]byte, error) { return os.ReadFile(n.path("ca.crt")) }
 
-// start runs the registry, containerd, the kubelet, the controllers and the
-// scheduler, and waits until the node is Ready and pods can be made.
+// start runs the registry, containerd, the kubelet, the controllers, the
+// scheduler, kube-proxy and CoreDNS, and waits until the node is Ready, pods
+// can be made, and Services and their names work.
 func (n *realNode) start(ctx context.Context, c *Cluster, env *envtest.Environment, progress func(string)) error {
-	host, err := url.Parse(c.Config.Host)
-	if err != nil {
-		return err
-	}
-	if err := n.net.forwardAPIServer(host.Port()); err != nil {
-		return err
-	}
 	reg, err := registry.StartOn(BridgeIP + ":0")
 	if err != nil {
 		return err
@@ -196,11 +196,13 @@ func (n *realNode) start(ctx context.Context, c *Cluster, env *envtest.Environme
 	if err != nil {
 		return fmt.Errorf("the sandbox image: %w", err)
 	}
-	for name, u := range map[string]envtest.User{
+	users := map[string]envtest.User{
 		"kubelet":                 {Name: "system:node:" + RealNodeName, Groups: []string{"system:nodes"}},
 		"kube-controller-manager": {Name: "system:kube-controller-manager"},
 		"kube-scheduler":          {Name: "system:kube-scheduler"},
-	} {
+	}
+	maps.Copy(users, serviceUsers)
+	for name, u := range users {
 		au, err := env.AddUser(u, nil)
 		if err != nil {
 			return err
@@ -239,6 +241,11 @@ func (n *realNode) start(ctx context.Context, c *Cluster, env *envtest.Environme
 	if err := n.run("kube-scheduler", "--kubeconfig="+n.path("kube-scheduler.kubeconfig"), "--leader-elect=false", "--secure-port=0"); err != nil {
 		return err
 	}
+	progress("kube-proxy and CoreDNS")
+	n.proxyStarted = true
+	if err := n.startServices(ctx, c); err != nil {
+		return err
+	}
 	progress("the node Ready")
 	return n.waitReady(ctx, c)
 }
@@ -269,8 +276,10 @@ func (n *realNode) waitReady(ctx context.Context, c *Cluster) error {
 		_, err = c.Kube.CoreV1().ServiceAccounts("default").Get(ctx, "default", metav1.GetOptions{})
 		if err != nil {
 			last = "no default ServiceAccount yet: " + err.Error()
+			return false, nil
 		}
-		return err == nil, nil
+		last = n.servicesReady(ctx)
+		return last == "", nil
 	})
 	if err != nil {
 		return fmt.Errorf("the real node is not ready (%s): %w; its logs are in %s", last, err, n.dir)
@@ -295,6 +304,10 @@ func (n *realNode) close() {
 	if n.registry != nil {
 		n.registry.Close()
 	}
+	if n.proxyStarted {
+		errs = append(errs, cleanUpProxyRules())
+	}
+	errs = append(errs, removeKubeletChains())
 	errs = append(errs, unmountUnder(n.dir), removeKubepodsCgroups())
 	if n.net != nil {
 		errs = append(errs, n.net.tearDown())

@@ -17,8 +17,10 @@ import (
 // on this machine only. Pods get addresses on it (the bridge CNI plugin with
 // host-local addresses); the host reaches them there, and they reach the
 // host's servers (the API server, the registry, and whatever a test serves
-// to pods: S3, Rekor, the OIDC issuer) at BridgeIP. Nothing leaves the
-// machine: the bridge has no other port and no masquerading.
+// to pods: S3, Rekor, the OIDC issuer) at BridgeIP, and Services through
+// kube-proxy's rules, their names through CoreDNS at BridgeIP
+// (realnode_svc.go). Nothing leaves the machine: the bridge has no other
+// port, and nothing masquerades out of it.
 const (
 	// BridgeIP is the host's address on the pod network: the node's
 	// InternalIP, and where servers for pods listen.
@@ -27,23 +29,24 @@ const (
 	bridgeName = "breakglass0"
 	// kubernetesServiceIP is the `kubernetes` Service's cluster IP (the
 	// first of envtest's 10.0.0.0/24), which pods' in-cluster
-	// configuration dials. With no kube-proxy, one DNAT rule sends it to
-	// the API server on the bridge.
+	// configuration dials; the API server's certificate names it.
 	kubernetesServiceIP = "10.0.0.1"
-	ruleComment         = "breakglass-real-node"
+	// ruleComment marked the DNAT rule earlier versions of this test bed
+	// added in kube-proxy's stead.
+	ruleComment = "breakglass-real-node"
 )
 
 type podNetwork struct {
-	dir  string
-	rule []string // the DNAT rule's arguments, once added
+	dir string
 }
 
 // setUpPodNetwork makes the bridge with the host's address (the CNI plugin
 // takes an existing bridge as it is) and the CNI configuration.
 func setUpPodNetwork(dir string) (*podNetwork, error) {
 	p := &podNetwork{dir: dir}
-	// A bridge or a forwarding rule a killed run left behind is this test
-	// bed's own; a stale rule would send the pods to a gone API server.
+	// A bridge, or a forwarding rule an earlier version of the test bed
+	// left behind when killed, is this test bed's own; such a rule would
+	// send the pods to a gone API server.
 	_ = exec.Command("ip", "link", "del", bridgeName).Run()
 	if err := deleteStaleRules(); err != nil {
 		return nil, err
@@ -72,18 +75,6 @@ func setUpPodNetwork(dir string) (*podNetwork, error) {
 	return p, nil
 }
 
-// forwardAPIServer sends the pods' connections to the `kubernetes` Service
-// to the API server's port on the bridge.
-func (p *podNetwork) forwardAPIServer(port string) error {
-	p.rule = []string{"-t", "nat", "PREROUTING", "-i", bridgeName, "-d", kubernetesServiceIP, "-p", "tcp", "--dport", "443",
-		"-m", "comment", "--comment", ruleComment, "-j", "DNAT", "--to-destination", BridgeIP + ":" + port}
-	if out, err := exec.Command("iptables", slices.Insert(slices.Clone(p.rule), 2, "-I")...).CombinedOutput(); err != nil {
-		p.rule = nil
-		return fmt.Errorf("iptables: %w: %s", err, out)
-	}
-	return nil
-}
-
 // deleteStaleRules deletes the forwarding rules carrying this test bed's
 // comment, as `iptables -S` lists them.
 func deleteStaleRules() error {
@@ -104,16 +95,10 @@ func deleteStaleRules() error {
 }
 
 func (p *podNetwork) tearDown() error {
-	var errs []error
-	if p.rule != nil {
-		if out, err := exec.Command("iptables", slices.Insert(slices.Clone(p.rule), 2, "-D")...).CombinedOutput(); err != nil {
-			errs = append(errs, fmt.Errorf("iptables: %w: %s", err, out))
-		}
-	}
 	if out, err := exec.Command("ip", "link", "del", bridgeName).CombinedOutput(); err != nil && !strings.Contains(string(out), "Cannot find") {
-		errs = append(errs, fmt.Errorf("ip link del: %w: %s", err, out))
+		return fmt.Errorf("ip link del: %w: %s", err, out)
 	}
-	return errors.Join(errs...)
+	return nil
 }
 
 // unmountUnder detaches every mount below dir (the kubelet's volumes, the

@@ -17,7 +17,8 @@ import (
 // startKubelet runs the kubelet with the settings RECIPES.md found each
 // needed: cgroup v1 with cgroupfs, no swap check, x509 and webhook
 // authentication with authorization by the API server, the node's address
-// on the bridge (a loopback node address gives no InternalIP).
+// on the bridge (a loopback node address gives no InternalIP), and CoreDNS
+// on the bridge as the pods' DNS.
 func (n *realNode) startKubelet() error {
 	if err := os.WriteFile(n.path("resolv.conf"), []byte("nameserver "+BridgeIP+"\n"), 0o644); err != nil {
 		return err
@@ -40,13 +41,15 @@ authentication:
   x509: {clientCAFile: %[1]s/ca.crt}
 authorization: {mode: Webhook}
 resolvConf: %[1]s/resolv.conf
+clusterDNS: [%[2]s]
+clusterDomain: %[4]s
 podLogsDir: %[1]s/pod-logs
 serializeImagePulls: false
 localStorageCapacityIsolation: false
 evictionHard: {memory.available: "100Mi", nodefs.available: "1%%", imagefs.available: "1%%"}
 imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
-`, n.dir, BridgeIP, n.kubeletPort)
+`, n.dir, BridgeIP, n.kubeletPort, clusterDomain)
 	if err := os.WriteFile(n.path("kubelet.yaml"), []byte(config), 0o600); err != nil {
 		return err
 	}

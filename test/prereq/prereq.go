@@ -78,10 +78,10 @@ var (
 	// manager of its version that writes policies' type-checking status,
 	// and etcd.
 	Oldest = []Program{inBin("kube-apiserver-1.30", "tools"), inBin("kube-controller-manager-1.30", "tools"), inBin("etcd", "tools")}
-	// RealNode is the kubelet, the controllers and the scheduler, and
-	// Debian's container runtime under them.
+	// RealNode is the kubelet, the controllers, the scheduler, kube-proxy
+	// and CoreDNS, and Debian's container runtime under them.
 	RealNode = []Program{inBin("kubelet", "node"), inBin("kube-controller-manager", "node"), inBin("kube-scheduler", "node"),
-		onPath("containerd"), onPath("runc")}
+		inBin("kube-proxy", "node"), inBin("coredns", "node"), onPath("containerd"), onPath("runc")}
 	// VersityGW is the S3 server with Object Lock the evidence is kept in.
 	VersityGW = inBin("versitygw", "tools")
 	// Cosign is the stock CLI that signs debug images and verifies bundles.
