@@ -10,7 +10,8 @@ OLDEST_BINS := $(BIN)/kube-apiserver-1.30 $(BIN)/kube-controller-manager-1.30
 ETCD_VERSION := v3.6.16
 # The real node's programs (make node), built from the same module as kube-apiserver.
 KUBE_NODE_BINS := $(BIN)/kubelet $(BIN)/kube-controller-manager $(BIN)/kube-scheduler
-NODE_BINS := $(KUBE_NODE_BINS) $(BIN)/kube-proxy $(BIN)/coredns
+CONTAINERD_BINS := $(BIN)/containerd $(BIN)/containerd-shim-runc-v2
+NODE_BINS := $(KUBE_NODE_BINS) $(BIN)/kube-proxy $(BIN)/coredns $(CONTAINERD_BINS)
 
 export KUBEBUILDER_ASSETS := $(BIN)
 
@@ -115,10 +116,10 @@ $(OLDEST_BINS) &: tools/apiserver130/go.mod tools/apiserver130/go.sum
 	$(call cached,tools/apiserver130,$(notdir $(OLDEST_BINS)),$(foreach c,kube-apiserver kube-controller-manager,$(GO) build -o "$$OUT/$(c)-1.30" \
 		-ldflags "$(subst $(KUBE_VERSION),$(OLDEST_KUBE_VERSION),$(subst gitMinor=37,gitMinor=30,$(KUBE_LDFLAGS)))" k8s.io/kubernetes/cmd/$(c) &&) true)
 
-# The real node: a kubelet on Debian's containerd and runc, the controllers
+# The real node: a kubelet on containerd 2 and Debian's runc, the controllers
 # and scheduler that turn the chart's Deployments into pods on it, and
 # kube-proxy and CoreDNS for its Services and their names.
-## node: the real node's kubelet, controllers, scheduler, kube-proxy and CoreDNS, from module sources.
+## node: the real node's kubelet, controllers, scheduler, kube-proxy, CoreDNS and containerd, from module sources.
 node: $(NODE_BINS)
 $(KUBE_NODE_BINS) &: tools/apiserver/go.mod tools/apiserver/go.sum
 	@echo ">> kubelet, kube-controller-manager and kube-scheduler $(KUBE_VERSION) from module sources (about 5 minutes the first time)"
@@ -128,6 +129,13 @@ $(KUBE_NODE_BINS) &: tools/apiserver/go.mod tools/apiserver/go.sum
 $(BIN)/kube-proxy: tools/kubeproxy/go.mod tools/kubeproxy/go.sum
 	@echo ">> kube-proxy $(KUBE_VERSION) from module sources"
 	$(call cached,tools/kubeproxy,kube-proxy,$(GO) build -o "$$OUT/" -ldflags "$(KUBE_LDFLAGS)" k8s.io/kubernetes/cmd/kube-proxy)
+
+# containerd 2 (image volumes, which held copies mount) and its runc shim,
+# static; runc itself is Debian's.
+$(CONTAINERD_BINS) &: tools/containerd/go.mod tools/containerd/go.sum
+	@echo ">> containerd and its runc shim from module sources"
+	$(call cached,tools/containerd,containerd containerd-shim-runc-v2,CGO_ENABLED=0 $(GO) build -tags "urfave_cli_no_docs no_btrfs" -o "$$OUT/" \
+		github.com/containerd/containerd/v2/cmd/containerd github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2)
 
 $(BIN)/coredns: tools/coredns/go.mod tools/coredns/go.sum tools/coredns/main.go
 	@echo ">> CoreDNS from module sources, with the plugins the real node uses"
@@ -269,7 +277,7 @@ FUZZ_TARGETS := relay/terminal:FuzzParseControl relay/terminal:FuzzFrames \
 fuzz: console
 	GO=$(GO) bash hack/fuzz.sh $(FUZZTIME) $(FUZZ_TARGETS)
 
-## debian-packages: PostgreSQL, Chromium, Node, jq, OpenSSL, busybox-static, containerd, runc, CNI plugins and iptables from Debian, where missing.
+## debian-packages: PostgreSQL, Chromium, Node, jq, OpenSSL, busybox-static, runc, CNI plugins and iptables from Debian, where missing.
 debian-packages:
 	bash hack/debian-packages.sh
 

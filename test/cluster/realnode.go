@@ -64,7 +64,7 @@ type realNode struct {
 const kubeletClientUser = "kube-apiserver-kubelet-client"
 
 // realNodeBins are the programs a real node needs; Start says which is missing.
-var realNodeBins = []string{"kubelet", "kube-controller-manager", "kube-scheduler", "kube-proxy", "coredns"}
+var realNodeBins = []string{"kubelet", "kube-controller-manager", "kube-scheduler", "kube-proxy", "coredns", "containerd", "containerd-shim-runc-v2"}
 
 // newRealNode prepares, before the API server starts, what it must be told:
 // its serving certificate (valid for the `kubernetes` Service's address, so
@@ -76,9 +76,9 @@ func newRealNode(progress func(string)) (*realNode, error) {
 			return nil, fmt.Errorf("%s not found in %s: run `make node` first (it builds it from module sources)", b, prereq.BinDir())
 		}
 	}
-	for _, b := range []string{"containerd", "runc", "iptables", "ip"} {
+	for _, b := range []string{"runc", "iptables", "ip"} {
 		if _, err := exec.LookPath(b); err != nil {
-			return nil, fmt.Errorf("the real node needs %s: apt-get install containerd runc containernetworking-plugins iptables", b)
+			return nil, fmt.Errorf("the real node needs %s: apt-get install runc containernetworking-plugins iptables", b)
 		}
 	}
 	// One real node on this machine at a time: the bridge, the kubelet's

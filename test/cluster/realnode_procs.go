@@ -57,8 +57,8 @@ imageGCLowThresholdPercent: 99
 		"--root-dir="+n.path("kubelet"), "--node-ip="+BridgeIP, "--hostname-override="+RealNodeName)
 }
 
-// startContainerd runs containerd with a config of its own (Debian's has no
-// sandbox image): the CRI plugin, overlayfs, runc with cgroupfs, the bridge
+// startContainerd runs containerd 2 with a config of its own: the CRI
+// plugin, overlayfs, runc with cgroupfs, the bridge
 // network, the registry on the bridge over plain HTTP, and
 // restrict_oom_score_adj (root here lacks CAP_SYS_RESOURCE; without it runc
 // fails the sandbox with "can't get final child's PID from pipe").
@@ -104,19 +104,18 @@ state = "%[1]s/containerd/state"
 	})
 }
 
-// run starts one of the node's programs (from bin/, or containerd from the
-// machine), its output in the node's directory.
+// run starts one of the node's programs from bin/, its output in the
+// node's directory. bin/ comes first on their PATH, so containerd starts
+// its own runc shim, not a packaged one of another version.
 func (n *realNode) run(name string, args ...string) error {
 	bin := filepath.Join(prereq.BinDir(), name)
-	if name == "containerd" {
-		bin = name
-	}
 	log, err := os.Create(n.path(name + ".log"))
 	if err != nil {
 		return err
 	}
 	defer func() { _ = log.Close() }()
 	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), "PATH="+prereq.BinDir()+string(os.PathListSeparator)+os.Getenv("PATH"))
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {

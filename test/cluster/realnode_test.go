@@ -10,7 +10,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/tower-dev/breakglass/api/v1alpha1"
 	"github.com/tower-dev/breakglass/internal/image"
+	"github.com/tower-dev/breakglass/manifests"
 	"github.com/tower-dev/breakglass/policies"
 	"github.com/tower-dev/breakglass/test/prereq"
 )
@@ -81,5 +83,64 @@ func TestRealNodeDebugContainer(t *testing.T) {
 	}
 	if got.Status.Phase != corev1.PodRunning {
 		t.Errorf("the app pod is %s after the debug container", got.Status.Phase)
+	}
+}
+
+// TestRealNodeHeldCopy runs a held copy on the real node, as the portal
+// holding a grant makes it (the copy policies in force): containerd mounts
+// the debug image as an image volume into the app's container, whose
+// entrypoint is replaced by that image's sleep, so the copy's app container
+// runs without running the app (nothing serves its port), and the debug
+// container beside it is attached to.
+func TestRealNodeHeldCopy(t *testing.T) {
+	prereq.Need(t, append(prereq.ControlPlane, prereq.RealNode...)...)
+	ctx := context.Background()
+	c, err := Start(ctx, Options{Profile: policies.Flight, RealNode: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := c.Stop(); err != nil {
+			t.Error(err)
+		}
+	})
+	img, err := image.BuildDebug("/bin/busybox", runtime.GOARCH, time.Unix(0, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := c.Registry.PushImage("breakglass/debug", "1", img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.SetParams(ctx, policies.DefaultParams(ref.String())); err != nil {
+		t.Fatal(err)
+	}
+	ns := c.Namespace(t, "shop")
+	// The app serves on 8080: its copy, held, must not.
+	target := c.ServingPod(t, ns, "web-1", ref.String())
+	portal := c.GrantedPortal(t, ns, "s1", "30m")
+	s := &v1alpha1.Session{ObjectMeta: metav1.ObjectMeta{Name: "s1", Namespace: ns},
+		Spec: v1alpha1.SessionSpec{Mode: v1alpha1.ModeHeldCopy, TargetPod: target.Name}}
+	cp, err := manifests.CopyPod(target, s, "breakglass-s1", ref.String(), false, 30*time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The params reach the API server's informers a moment after the update.
+	Eventually(t, 30*time.Second, "the held copy admitted", func() (bool, error) {
+		err := portal.Client.Create(ctx, cp.DeepCopy())
+		return err == nil, err
+	})
+	for _, container := range []string{"web", "breakglass-s1"} {
+		if err := c.WaitContainerRunning(ctx, ns, cp.Name, container); err != nil {
+			t.Fatalf("the held copy's %s: %v", container, err)
+		}
+	}
+	out, err := portal.AttachRun(ctx, ns, cp.Name, "breakglass-s1",
+		"wget -q -O /dev/null http://127.0.0.1:8080/sh && echo app-served || echo app-held; echo done-$((1+1))\n", "done-2")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if !strings.Contains(out, "\napp-held") || strings.Contains(out, "\napp-served") {
+		t.Errorf("the held copy's app container serves, or the check did not run:\n%s", out)
 	}
 }

@@ -79,9 +79,9 @@ var (
 	// and etcd.
 	Oldest = []Program{inBin("kube-apiserver-1.30", "tools"), inBin("kube-controller-manager-1.30", "tools"), inBin("etcd", "tools")}
 	// RealNode is the kubelet, the controllers, the scheduler, kube-proxy
-	// and CoreDNS, and Debian's container runtime under them.
+	// and CoreDNS, on containerd 2 and Debian's runc.
 	RealNode = []Program{inBin("kubelet", "node"), inBin("kube-controller-manager", "node"), inBin("kube-scheduler", "node"),
-		inBin("kube-proxy", "node"), inBin("coredns", "node"), onPath("containerd"), onPath("runc")}
+		inBin("kube-proxy", "node"), inBin("coredns", "node"), inBin("containerd", "node"), inBin("containerd-shim-runc-v2", "node"), onPath("runc")}
 	// VersityGW is the S3 server with Object Lock the evidence is kept in.
 	VersityGW = inBin("versitygw", "tools")
 	// Cosign is the stock CLI that signs debug images and verifies bundles.
