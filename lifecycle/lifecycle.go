@@ -28,6 +28,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 	"sync"
 	"time"
@@ -182,6 +183,32 @@ func (m *Machine) tookEffect(ctx context.Context, s *v1alpha1.Session) bool {
 	return true
 }
 
+// NotePlane audits a step of the plane that is no move of a Session's
+// lifecycle (a refusal, a search, standing rights found or taken away),
+// with what every audited step carries: the cluster, and the actor id the
+// caller's context holds. session, when not empty, is the namespace/name a
+// refused request was about. No Event: nothing here has a Session to show
+// it on.
+func (m *Machine) NotePlane(ctx context.Context, kind, actor, session, reason string, details map[string]string) error {
+	if m.Audit == nil {
+		return nil
+	}
+	all := maps.Clone(details)
+	if all == nil {
+		all = map[string]string{}
+	}
+	for k, v := range map[string]string{"cluster": m.Cluster, "actorID": ActorIDFrom(ctx)} {
+		if _, set := all[k]; v != "" && !set {
+			all[k] = v
+		}
+	}
+	if len(all) == 0 {
+		all = nil
+	}
+	_, err := m.Audit.Record(ctx, audit.Event{Kind: kind, Actor: actor, Session: session, Reason: reason, Details: all})
+	return err
+}
+
 // NoteAbout audits, as Note does, a step taken about the Session
 // namespace/name that the writer does not hold: a grant or a pod found by
 // its session label, whose Session may be gone.
@@ -193,19 +220,12 @@ func (m *Machine) NoteAbout(ctx context.Context, kind, actor, namespace, name, r
 // Session, or one about to be written) and shows it as an Event on the
 // Session. An audit sink that fails is an error: no step goes unaudited.
 func (m *Machine) Note(ctx context.Context, kind, actor string, s *v1alpha1.Session, reason string) error {
-	if m.Audit != nil {
-		details := map[string]string{}
-		for k, v := range map[string]string{"cluster": m.Cluster, "uid": string(s.UID), "actorID": ActorIDFrom(ctx)} {
-			if v != "" {
-				details[k] = v
-			}
-		}
-		if len(details) == 0 {
-			details = nil
-		}
-		if _, err := m.Audit.Record(ctx, audit.Event{Kind: kind, Actor: actor, Session: s.Namespace + "/" + s.Name, Reason: reason, Details: details}); err != nil {
-			return err
-		}
+	var uid map[string]string
+	if s.UID != "" {
+		uid = map[string]string{"uid": string(s.UID)}
+	}
+	if err := m.NotePlane(ctx, kind, actor, s.Namespace+"/"+s.Name, reason, uid); err != nil {
+		return err
 	}
 	if m.Kube == nil {
 		return nil

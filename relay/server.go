@@ -358,9 +358,6 @@ const (
 // requests without a valid token are rate-limited (see unauthenticated).
 func (s *Server) refused(r *http.Request, who string, why error) {
 	details := map[string]string{"request": r.Method + " " + r.URL.Path}
-	if id := lifecycle.ActorIDFrom(r.Context()); id != "" {
-		details["actorID"] = id
-	}
 	if who == "" {
 		who = "unauthenticated"
 		if !s.unauthenticated.Allow() {
@@ -371,9 +368,8 @@ func (s *Server) refused(r *http.Request, who string, why error) {
 			details["unauditedBefore"] = strconv.FormatInt(n, 10)
 		}
 	}
-	_, err := s.audit.Record(context.WithoutCancel(r.Context()), audit.Event{Kind: v1alpha1.StepRefusal, Actor: who,
-		Session: sessionPath(r), Reason: why.Error(), Details: details})
-	if err != nil {
+	plane := &lifecycle.Machine{Audit: s.audit}
+	if err := plane.NotePlane(context.WithoutCancel(r.Context()), v1alpha1.StepRefusal, who, sessionPath(r), why.Error(), details); err != nil {
 		s.log.Error(err, "auditing a refusal")
 	}
 }

@@ -14,7 +14,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
-	"github.com/tower-dev/breakglass/evidence/audit"
 	"github.com/tower-dev/breakglass/evidence/recording"
 	"github.com/tower-dev/breakglass/lifecycle"
 	"github.com/tower-dev/breakglass/relay/wire"
@@ -185,12 +184,10 @@ func (s *Server) searchRecordings(w http.ResponseWriter, r *http.Request, c Call
 			records, err := recording.ReadTranscript(body)
 			return records, h.Get("Breakglass-Warning") != "", err
 		})
-	details := map[string]string{"cluster": t.Name, "namespace": ns, "since": q.since.String(), "searched": strings.Join(res.Searched, ","),
+	details := map[string]string{"namespace": ns, "since": q.since.String(), "searched": strings.Join(res.Searched, ","),
 		"withheld": strconv.Itoa(res.Withheld), "matches": strconv.Itoa(len(res.Results))}
-	if id := lifecycle.ActorIDFrom(ctx); id != "" {
-		details["actorID"] = id
-	}
-	if _, err := s.audit.Record(ctx, audit.Event{Kind: v1alpha1.StepSearch, Actor: c.Name, Reason: q.String(), Details: details}); err != nil {
+	plane := &lifecycle.Machine{Audit: s.audit, Cluster: t.Name}
+	if err := plane.NotePlane(ctx, v1alpha1.StepSearch, c.Name, "", q.String(), details); err != nil {
 		return &apiError{http.StatusServiceUnavailable, "AuditUnavailable", "the search cannot be audited: " + err.Error()}
 	}
 	writeJSON(w, http.StatusOK, res)

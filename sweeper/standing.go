@@ -26,6 +26,7 @@ import (
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
 	"github.com/tower-dev/breakglass/evidence/audit"
+	"github.com/tower-dev/breakglass/lifecycle"
 	"github.com/tower-dev/breakglass/manifests"
 	"github.com/tower-dev/breakglass/policies"
 )
@@ -365,11 +366,9 @@ func (s *StandingRights) report(ctx context.Context, findings []Finding, binding
 	}
 	summary := strings.Join(parts, "; ")
 	logger.Info("standing rights", "summary", summary)
-	if s.Audit != nil {
-		if _, err := s.Audit.Record(ctx, audit.Event{Kind: v1alpha1.StepStandingRights, Actor: v1alpha1.SweeperUsername, Reason: summary,
-			Details: map[string]string{"findings": fmt.Sprint(len(findings))}}); err != nil {
-			logger.Error(err, "auditing standing rights")
-		}
+	if err := s.lifecycle().NotePlane(ctx, v1alpha1.StepStandingRights, v1alpha1.SweeperUsername, "", summary,
+		map[string]string{"findings": fmt.Sprint(len(findings))}); err != nil {
+		logger.Error(err, "auditing standing rights")
 	}
 	now := s.Clock.Now()
 	s.mu.Lock()
@@ -394,6 +393,11 @@ func (s *StandingRights) report(ctx context.Context, findings []Finding, binding
 	}
 }
 
+// lifecycle audits the sweeper's findings as every step of the plane is.
+func (s *StandingRights) lifecycle() *lifecycle.Machine {
+	return &lifecycle.Machine{Writer: v1alpha1.WriterSweeper, Component: v1alpha1.SweeperUsername, Audit: s.Audit, Clock: s.Clock}
+}
+
 // eventEvery is how often an unchanged finding is recorded again as an Event.
 const eventEvery = 10 * time.Minute
 
@@ -402,11 +406,9 @@ const eventEvery = 10 * time.Minute
 // logged, as the grant sweeper's takeAway does). No session's: the
 // binding is named in the reason.
 func (s *StandingRights) remove(ctx context.Context, b client.Object, what string) error {
-	if s.Audit != nil {
-		if _, err := s.Audit.Record(ctx, audit.Event{Kind: v1alpha1.StepRevoke, Actor: v1alpha1.SweeperUsername,
-			Reason: what + " names a plane account: standing rights, deleted"}); err != nil {
-			log.FromContext(ctx).Error(err, "auditing the removal of standing rights; it goes ahead", "binding", what)
-		}
+	if err := s.lifecycle().NotePlane(ctx, v1alpha1.StepRevoke, v1alpha1.SweeperUsername, "",
+		what+" names a plane account: standing rights, deleted", nil); err != nil {
+		log.FromContext(ctx).Error(err, "auditing the removal of standing rights; it goes ahead", "binding", what)
 	}
 	uid := b.GetUID()
 	if err := s.Client.Delete(ctx, b, client.Preconditions{UID: &uid}); err != nil && !apierrors.IsNotFound(err) {
