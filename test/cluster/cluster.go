@@ -94,6 +94,9 @@ type Cluster struct {
 	profile policies.Profile
 }
 
+// startWithin is how long etcd and the API server each have to answer.
+const startWithin = 2 * time.Minute
+
 // Start starts a control plane and installs the plane for opts.Profile. The
 // caller stops it with Stop, also when a test fails.
 func Start(ctx context.Context, opts Options) (*Cluster, error) {
@@ -114,7 +117,11 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 			return nil, fmt.Errorf("%s not found: run `make tools` first (it builds it from module sources)", b)
 		}
 	}
-	env := &envtest.Environment{BinaryAssetsDirectory: assets}
+	// envtest gives each of etcd and the API server 20 s to answer, then
+	// starts them again on other ports, five times: a busy machine (make
+	// test beside a build) trips that and fails the suite for nothing. A
+	// hang is still caught, later.
+	env := &envtest.Environment{BinaryAssetsDirectory: assets, ControlPlaneStartTimeout: startWithin}
 	if !opts.Empty {
 		crds, err := manifests.CRDs()
 		if err != nil {
@@ -124,6 +131,9 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	}
 	api := env.ControlPlane.GetAPIServer()
 	api.Path = apiServer
+	// What it said last, for an error should it not start.
+	apiLog := &tailBuffer{max: 16 << 10}
+	api.Out, api.Err = apiLog, apiLog
 	args := api.Configure().
 		Set("enable-admission-plugins", "ValidatingAdmissionPolicy,ValidatingAdmissionWebhook,MutatingAdmissionWebhook").
 		Set("authorization-mode", "RBAC")
@@ -178,7 +188,7 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 		if rn != nil {
 			rn.close()
 		}
-		return nil, fmt.Errorf("starting kube-apiserver and etcd: %w", err)
+		return nil, fmt.Errorf("starting kube-apiserver and etcd: %w; the API server's last words:\n%s", err, apiLog.String())
 	}
 	c := &Cluster{env: env, Config: cfg, node: n, realNode: rn}
 	c.certDir = certDir

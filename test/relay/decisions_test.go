@@ -210,26 +210,27 @@ func TestLimitsThroughTheRelay(t *testing.T) {
 		tr.must(t, http.StatusOK, token(t, alice), "POST", path+"/start", "")
 		return s.Name
 	}
-	// step moves the clock a second at a time, as the relay's watcher waits
-	// for it; it stops early once nothing waits (the session has ended).
-	step := func(d time.Duration) {
-		for i := time.Duration(0); i < d; i += time.Second {
-			deadline := time.Now().Add(2 * time.Second)
-			for !fake.HasWaiters() {
-				if time.Now().After(deadline) {
-					return
-				}
-				time.Sleep(2 * time.Millisecond)
-			}
-			fake.Step(time.Second)
-		}
-	}
 	phase := func(name string) *v1alpha1.Session {
 		s := &v1alpha1.Session{}
 		if err := cl.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, s); err != nil {
 			t.Fatal(err)
 		}
 		return s
+	}
+	// step moves the clock a second at a time, as the relay's watcher of
+	// session name waits for it; it stops early once that session has
+	// ended. A watcher slow to come back to the clock (a busy machine) is
+	// waited for, not taken for an ended session.
+	step := func(name string, d time.Duration) {
+		for i := time.Duration(0); i < d; i += time.Second {
+			cluster.Eventually(t, 30*time.Second, "the relay's watcher waits on the clock", func() (bool, error) {
+				return fake.HasWaiters() || phase(name).Status.Phase == v1alpha1.PhaseEnded, nil
+			})
+			if phase(name).Status.Phase == v1alpha1.PhaseEnded {
+				return
+			}
+			fake.Step(time.Second)
+		}
 	}
 
 	// Disconnect: alice opens the terminal, leaves, comes back within the
@@ -243,7 +244,7 @@ func TestLimitsThroughTheRelay(t *testing.T) {
 	tm.waitFor(t, "resumed-")
 	// Streamed as it goes: within seconds, what was typed is in a locked
 	// segment, so a relay that dies now loses nothing of it.
-	step(6 * time.Second)
+	step(first, 6*time.Second)
 	segments, err := tr.store.List(ctx, prefixOf(t, ns, first))
 	if err != nil || len(segments) == 0 {
 		t.Fatalf("no segment streamed after 6s: %v %v", segments, err)
@@ -252,7 +253,7 @@ func TestLimitsThroughTheRelay(t *testing.T) {
 		t.Fatalf("the last segment %s does not hold what was typed: %v", segments[len(segments)-1], err)
 	}
 	_ = tm.conn.Close()
-	step(84 * time.Second)
+	step(first, 84*time.Second)
 	again, _, err := tr.dial(t, alice, ns, first, nil)
 	if err != nil {
 		t.Fatalf("reconnecting within the disconnect limit: %v", err)
@@ -260,7 +261,7 @@ func TestLimitsThroughTheRelay(t *testing.T) {
 	again.send(t, "echo $MARK\n")
 	again.waitFor(t, "resumed-42")
 	_ = again.conn.Close()
-	step(2*time.Minute + 5*time.Second)
+	step(first, 2*time.Minute+5*time.Second)
 	waitEnded(t, func() *v1alpha1.Session { return phase(first) }, v1alpha1.EndDisconnect)
 	assertNothingLeft(t, ns, first, "web-1", false)
 
@@ -270,7 +271,7 @@ func TestLimitsThroughTheRelay(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	step(10*time.Minute + 5*time.Second)
+	step(second, 10*time.Minute+5*time.Second)
 	waitEnded(t, func() *v1alpha1.Session { return phase(second) }, v1alpha1.EndIdle)
 	select {
 	case err := <-watcher.closed:
@@ -322,6 +323,13 @@ func TestCopies(t *testing.T) {
 	if err := cl.Client.Create(ctx, crashing); err != nil {
 		t.Fatal(err)
 	}
+	// A copy pins the images the node ran: wait until it says which, as
+	// it has long said for a pod someone is called about.
+	cluster.Eventually(t, 30*time.Second, "the node reports the app's image digest", func() (bool, error) {
+		p := &corev1.Pod{}
+		err := cl.Client.Get(ctx, client.ObjectKeyFromObject(crashing), p)
+		return err == nil && len(p.Status.ContainerStatuses) == 1 && p.Status.ContainerStatuses[0].ImageID != "", err
+	})
 	for _, mode := range []v1alpha1.SessionMode{v1alpha1.ModeCopy, v1alpha1.ModeHeldCopy} {
 		t.Run(string(mode), func(t *testing.T) {
 			s := tr.request(t, alice, ns, "web-1", `,"mode":"`+string(mode)+`"`)
