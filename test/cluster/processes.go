@@ -174,12 +174,6 @@ func (p *processes) AttachContainer(ctx context.Context, name, _ string, contain
 	}
 	select {
 	case <-ctx.Done():
-		// The attach connection is gone, and with it the input: a
-		// kubelet's streaming server closes the stdin stream then too.
-		// Which of the two this select sees first is a race.
-		if in != nil && proc.stdinOnce {
-			proc.end()
-		}
 	case <-detached:
 		if proc.stdinOnce {
 			proc.end()
