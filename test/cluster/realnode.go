@@ -300,6 +300,7 @@ func (n *realNode) close() {
 	if len(n.procs) > 0 {
 		errs = append(errs, n.removeSandboxes())
 		stopProcess(n.procs[0])
+		errs = append(errs, n.removeLeftovers())
 	}
 	if n.registry != nil {
 		n.registry.Close()

@@ -2,9 +2,17 @@ package cluster
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
@@ -40,6 +48,54 @@ func (n *realNode) removeSandboxes() error {
 		}
 		if _, err := rt.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: sb.Id}); err != nil {
 			errs = append(errs, fmt.Errorf("removing pod %s/%s: %w", sb.Metadata.GetNamespace(), sb.Metadata.GetName(), err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// removeLeftovers ends what containerd 2 leaves when it stops: a runc
+// shim per pod whose sandbox was not removed in time, and runc's state of
+// this node's containers, kept in a directory of the machine's. Only
+// shims serving this node's socket, and only containers whose bundle is in
+// this node's folder, are touched.
+func (n *realNode) removeLeftovers() error {
+	sock := n.path("containerd.sock")
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		args := strings.Split(string(cmdline), "\x00")
+		if len(args) > 0 && filepath.Base(args[0]) == "containerd-shim-runc-v2" && slices.Contains(args, sock) {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+	const runcRoot = "/run/containerd/runc/k8s.io"
+	out, err := exec.Command("runc", "--root", runcRoot, "list", "--format", "json").Output()
+	if err != nil {
+		return nil // no state at all
+	}
+	var containers []struct {
+		ID     string `json:"id"`
+		Bundle string `json:"bundle"`
+	}
+	if err := json.Unmarshal(out, &containers); err != nil {
+		return fmt.Errorf("runc list: %w", err)
+	}
+	var errs []error
+	for _, c := range containers {
+		if strings.HasPrefix(c.Bundle, n.dir+string(filepath.Separator)) {
+			if out, err := exec.Command("runc", "--root", runcRoot, "delete", "--force", c.ID).CombinedOutput(); err != nil {
+				errs = append(errs, fmt.Errorf("runc delete %s: %w: %s", c.ID, err, out))
+			}
 		}
 	}
 	return errors.Join(errs...)
