@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"context"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -12,10 +11,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
-
-	"github.com/tower-dev/breakglass/internal/image"
-	"github.com/tower-dev/breakglass/policies"
-	"github.com/tower-dev/breakglass/test/prereq"
 )
 
 // TestRealNodeServices: on the real node, a pod finds a Service by its
@@ -24,25 +19,8 @@ import (
 // Service (the one every in-cluster client dials) at its cluster IP; a
 // name outside the cluster is not answered.
 func TestRealNodeServices(t *testing.T) {
-	prereq.Need(t, append(prereq.ControlPlane, prereq.RealNode...)...)
 	ctx := context.Background()
-	c, err := Start(ctx, Options{Profile: policies.Flight, RealNode: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := c.Stop(); err != nil {
-			t.Error(err)
-		}
-	})
-	img, err := image.BuildDebug("/bin/busybox", runtime.GOARCH, time.Unix(0, 0))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ref, err := c.Registry.PushImage("breakglass/debug", "1", img)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, ref := realNodeWithDebugImage(t)
 	ns := c.Namespace(t, "shop")
 	c.ServingPod(t, ns, "web-1", ref.String())
 	svc := &corev1.Service{

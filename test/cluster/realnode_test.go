@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/name"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -17,15 +18,12 @@ import (
 	"github.com/tower-dev/breakglass/test/prereq"
 )
 
-// TestRealNodeDebugContainer runs the debug image, pulled from the registry
-// by digest, as a debug container on the real kubelet (Flight policies in
-// force) and checks from inside it, through the kubelet's real attach, what
-// runc really applied: uid 65532, a read-only root, no capabilities, no
-// new privileges, and no ServiceAccount token.
-func TestRealNodeDebugContainer(t *testing.T) {
+// realNodeWithDebugImage starts a Flight control plane with the real node,
+// stopped when the test ends, and pushes the debug image to its registry.
+func realNodeWithDebugImage(t *testing.T) (*Cluster, name.Digest) {
+	t.Helper()
 	prereq.Need(t, append(prereq.ControlPlane, prereq.RealNode...)...)
-	ctx := context.Background()
-	c, err := Start(ctx, Options{Profile: policies.Flight, RealNode: true})
+	c, err := Start(context.Background(), Options{Profile: policies.Flight, RealNode: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,6 +40,17 @@ func TestRealNodeDebugContainer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return c, ref
+}
+
+// TestRealNodeDebugContainer runs the debug image, pulled from the registry
+// by digest, as a debug container on the real kubelet (Flight policies in
+// force) and checks from inside it, through the kubelet's real attach, what
+// runc really applied: uid 65532, a read-only root, no capabilities, no
+// new privileges, and no ServiceAccount token.
+func TestRealNodeDebugContainer(t *testing.T) {
+	ctx := context.Background()
+	c, ref := realNodeWithDebugImage(t)
 	debugImage := ref.String()
 	if err := c.SetParams(ctx, policies.DefaultParams(debugImage)); err != nil {
 		t.Fatal(err)
@@ -93,25 +102,8 @@ func TestRealNodeDebugContainer(t *testing.T) {
 // runs without running the app (nothing serves its port), and the debug
 // container beside it is attached to.
 func TestRealNodeHeldCopy(t *testing.T) {
-	prereq.Need(t, append(prereq.ControlPlane, prereq.RealNode...)...)
 	ctx := context.Background()
-	c, err := Start(ctx, Options{Profile: policies.Flight, RealNode: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := c.Stop(); err != nil {
-			t.Error(err)
-		}
-	})
-	img, err := image.BuildDebug("/bin/busybox", runtime.GOARCH, time.Unix(0, 0))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ref, err := c.Registry.PushImage("breakglass/debug", "1", img)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, ref := realNodeWithDebugImage(t)
 	if err := c.SetParams(ctx, policies.DefaultParams(ref.String())); err != nil {
 		t.Fatal(err)
 	}
