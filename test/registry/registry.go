@@ -102,31 +102,26 @@ func (r *Registry) Push(repo, tag string) (name.Digest, error) {
 
 // PushImage pushes img as repo:tag and returns its reference by digest.
 func (r *Registry) PushImage(repo, tag string, img v1.Image) (name.Digest, error) {
-	ref, err := name.NewTag(r.Host+"/"+repo+":"+tag, name.Insecure)
-	if err != nil {
-		return name.Digest{}, err
-	}
-	if err := remote.Write(ref, img, remote.WithAuth(r.Auth())); err != nil {
-		return name.Digest{}, err
-	}
-	h, err := img.Digest()
-	if err != nil {
-		return name.Digest{}, err
-	}
-	return name.NewDigest(ref.Context().Name()+"@"+h.String(), name.Insecure)
+	return r.push(repo, tag, func(ref name.Tag) error { return remote.Write(ref, img, remote.WithAuth(r.Auth())) }, img.Digest)
 }
 
 // PushIndex pushes idx (an image per platform) as repo:tag and returns
 // its reference by digest.
 func (r *Registry) PushIndex(repo, tag string, idx v1.ImageIndex) (name.Digest, error) {
+	return r.push(repo, tag, func(ref name.Tag) error { return remote.WriteIndex(ref, idx, remote.WithAuth(r.Auth())) }, idx.Digest)
+}
+
+// push writes an image or an index as repo:tag with write, and returns
+// its reference by the digest it has.
+func (r *Registry) push(repo, tag string, write func(name.Tag) error, digest func() (v1.Hash, error)) (name.Digest, error) {
 	ref, err := name.NewTag(r.Host+"/"+repo+":"+tag, name.Insecure)
 	if err != nil {
 		return name.Digest{}, err
 	}
-	if err := remote.WriteIndex(ref, idx, remote.WithAuth(r.Auth())); err != nil {
+	if err := write(ref); err != nil {
 		return name.Digest{}, err
 	}
-	h, err := idx.Digest()
+	h, err := digest()
 	if err != nil {
 		return name.Digest{}, err
 	}
