@@ -386,10 +386,24 @@ func (c *Cluster) WaitEnforced(ctx context.Context) error {
 // processWith finds the process of this test run whose command is name
 // and whose arguments include arg (its own certificate directory, say).
 func processWith(name, arg string) (int, error) {
-	entries, err := os.ReadDir("/proc")
+	pids, err := processesWith(name, arg)
 	if err != nil {
 		return 0, err
 	}
+	if len(pids) == 0 {
+		return 0, fmt.Errorf("no %s process with %s", name, arg)
+	}
+	return pids[0], nil
+}
+
+// processesWith lists the processes whose command is name and whose
+// arguments include arg.
+func processesWith(name, arg string) ([]int, error) {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil, err
+	}
+	var pids []int
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil {
@@ -401,8 +415,8 @@ func processWith(name, arg string) (int, error) {
 		}
 		args := strings.Split(strings.TrimRight(string(raw), "\x00"), "\x00")
 		if filepath.Base(args[0]) == name && slices.Contains(args[1:], arg) {
-			return pid, nil
+			pids = append(pids, pid)
 		}
 	}
-	return 0, fmt.Errorf("no %s process with %s", name, arg)
+	return pids, nil
 }

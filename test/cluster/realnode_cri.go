@@ -5,12 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -59,24 +56,12 @@ func (n *realNode) removeSandboxes() error {
 // shims serving this node's socket, and only containers whose bundle is in
 // this node's folder, are touched.
 func (n *realNode) removeLeftovers() error {
-	sock := n.path("containerd.sock")
-	entries, err := os.ReadDir("/proc")
+	shims, err := processesWith("containerd-shim-runc-v2", n.path("containerd.sock"))
 	if err != nil {
 		return err
 	}
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err != nil {
-			continue
-		}
-		args := strings.Split(string(cmdline), "\x00")
-		if len(args) > 0 && filepath.Base(args[0]) == "containerd-shim-runc-v2" && slices.Contains(args, sock) {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-		}
+	for _, pid := range shims {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
 	const runcRoot = "/run/containerd/runc/k8s.io"
 	out, err := exec.Command("runc", "--root", runcRoot, "list", "--format", "json").Output()
