@@ -152,7 +152,7 @@ func (l *Live) Snapshot() *v1alpha1.Session {
 func (l *Live) extensible(now time.Time) error {
 	s := l.Session
 	switch {
-	case l.ending.Load():
+	case l.Ending():
 		return refused("the session is ending")
 	case s.Status.Phase != v1alpha1.PhaseActive || s.Status.Deadline == nil || s.Status.Grant == nil || s.Status.StartedAt == nil:
 		return refused("the session is %s, not running", s.Status.Phase)

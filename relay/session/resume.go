@@ -138,14 +138,11 @@ func heartbeatOf(st v1alpha1.SessionStatus) string {
 // taken up once its heartbeat is stale, with its recording written out
 // all the same.
 func (l *Live) Release(ctx context.Context) error {
-	var err error
-	l.endOnce.Do(func() {
-		l.ending.Store(true)
+	_, err := l.leave(releasing, func() error {
 		l.mu.Lock() // the heartbeat writes l.Session under it
 		name := orNone(l.Session.Status.Relay)
 		l.mu.Unlock()
-		err = l.release(ctx, "relay "+name+" is shutting down: another replica takes the session up", ErrMoved)
-		close(l.ended)
+		return l.release(ctx, "relay "+name+" is shutting down: another replica takes the session up", ErrMoved)
 	})
 	return err
 }

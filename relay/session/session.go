@@ -77,19 +77,21 @@ type Live struct {
 	stdin   *io.PipeWriter
 	out     *fanout
 	// ctx lives as long as the terminal stream; cancel ends it.
-	ctx     context.Context
-	cancel  context.CancelFunc
-	endOnce sync.Once
+	ctx    context.Context
+	cancel context.CancelFunc
+	// exit is how the session leaves this relay (an exit; running until
+	// someone asks), moved once by leave.
+	exit atomic.Int32
 	// mu guards Session's status between the heartbeat and the end.
 	mu sync.Mutex
 	// lastInput is when the person last typed (unix nanoseconds on the runner's clock).
 	lastInput atomic.Int64
 	sizes     *sizeQueue
-	ended     chan struct{}
-	// ending is set once someone ends the session; streamEnded is closed
-	// when the terminal stream ends, whoever or whatever ended it, with
-	// streamErr (written before the close) saying how.
-	ending      atomic.Bool
+	// ended is closed once the session has left: ended, released or lost.
+	ended chan struct{}
+	// streamEnded is closed when the terminal stream ends, whoever or
+	// whatever ended it, with streamErr (written before the close) saying
+	// how.
 	streamEnded chan struct{}
 	streamErr   error
 	// recordingFailed is set when the stream ended because what it carried
@@ -380,7 +382,7 @@ func (r *Runner) attach(s *v1alpha1.Session, pod, container string, rec *recordi
 		close(l.streamEnded)
 		// A stream that ended by itself is streamOver's to tell the
 		// terminals about: ended, or to reconnect.
-		if l.ending.Load() {
+		if l.Ending() {
 			l.out.close()
 		}
 	}()
@@ -464,8 +466,9 @@ func (l *Live) Write(p []byte) (int, error) {
 	return l.stdin.Write(p)
 }
 
-// Ending says someone or something is ending the session, or has.
-func (l *Live) Ending() bool { return l.ending.Load() }
+// Ending says someone or something is ending the session, or has, or it
+// is leaving this relay another way.
+func (l *Live) Ending() bool { return exit(l.exit.Load()) != running }
 
 // Mark records a marker in the session's recording: a moment a reviewer
 // is to find.
@@ -529,15 +532,43 @@ func relayEnding(reason v1alpha1.EndReason, detail string, abnormal bool) ending
 	return ending{by: v1alpha1.PortalUsername, reason: reason, detail: detail, abnormal: abnormal}
 }
 
+// exit is how a session leaves the relay that runs it. It starts running
+// and moves once, to whichever exit is asked for first; whatever asks
+// after that finds the session gone.
+type exit int32
+
+const (
+	// running: the terminal is up and nobody has asked it to leave.
+	running exit = iota
+	// endingHere: it ends here, for good: detached, its recording closed, the
+	// pod recycled, the grant revoked and the Session Ended (end).
+	endingHere
+	// releasing: it is handed over to another relay, which takes it up in a
+	// new debug container: the recording written out, the Session marked
+	// released, nothing ended or revoked (release).
+	releasing
+	// losing: another relay has it, or may have; this one lets go and writes
+	// nothing (letGo).
+	losing
+)
+
+// leave moves the session from running to how and does what that exit
+// takes, once: it reports whether this call did. A later caller waits
+// until the first one is done, so the session has left when any call
+// returns.
+func (l *Live) leave(how exit, do func() error) (bool, error) {
+	if !l.exit.CompareAndSwap(int32(running), int32(how)) {
+		<-l.ended
+		return false, nil
+	}
+	defer close(l.ended)
+	return true, do()
+}
+
 // finish ends the session once, whoever asks first.
 func (l *Live) finish(ctx context.Context, e ending) error {
-	var result error
-	l.endOnce.Do(func() {
-		l.ending.Store(true)
-		result = l.end(ctx, e)
-		close(l.ended)
-	})
-	return result
+	_, err := l.leave(endingHere, func() error { return l.end(ctx, e) })
+	return err
 }
 
 // ErrMoved ends the terminals of a session another relay took up: they
@@ -551,11 +582,7 @@ var ErrMoved = errors.New("another relay took the session up: reconnect")
 // the old debug container's shell ends, and the terminals are sent to
 // reconnect.
 func (l *Live) Lose() {
-	l.endOnce.Do(func() {
-		l.ending.Store(true)
-		l.letGo()
-		close(l.ended)
-	})
+	_, _ = l.leave(losing, func() error { l.letGo(); return nil })
 }
 
 func (l *Live) letGo() {
@@ -615,7 +642,7 @@ func (l *Live) apiServerAnswers(ctx context.Context) bool {
 // revoked now, not at the idle limit. It reports false when someone was
 // already ending the session (closing stdin ends the stream too).
 func (l *Live) streamOver(ctx context.Context) (reason v1alpha1.EndReason, ended bool, err error) {
-	if l.ending.Load() {
+	if l.Ending() {
 		return "", false, nil
 	}
 	// A stream ends without an error both when the shell exits and when
@@ -637,14 +664,10 @@ func (l *Live) streamOver(ctx context.Context) (reason v1alpha1.EndReason, ended
 		// that stream), so the session goes on in a new one: released, for
 		// a relay (this one, at its next look) to take up, as after a
 		// relay that died, but at once.
-		released := false
-		l.endOnce.Do(func() {
-			l.ending.Store(true)
-			released = true
-			err = l.release(ctx, "the terminal stream to the pod broke ("+why+"): the session goes on in a new debug container", ErrReattaching)
-			close(l.ended)
+		left, err := l.leave(releasing, func() error {
+			return l.release(ctx, "the terminal stream to the pod broke ("+why+"): the session goes on in a new debug container", ErrReattaching)
 		})
-		return "", released, err
+		return "", left, err
 	}
 	return v1alpha1.EndDisconnect, true, l.finish(ctx, relayEnding(v1alpha1.EndDisconnect, "the terminal stream failed: "+why, true))
 }
@@ -654,6 +677,7 @@ func (l *Live) end(ctx context.Context, e ending) error {
 	if l.takenUp(ctx) {
 		// Whatever ends it here (its recording refused, its stream
 		// failed, a limit this relay counted), the session runs elsewhere.
+		l.exit.Store(int32(losing))
 		l.letGo()
 		return nil
 	}
