@@ -191,12 +191,13 @@ generate: $(BIN)/controller-gen
 	$(BIN)/controller-gen object:headerFile=hack/boilerplate.go.txt paths=./api/...
 	$(BIN)/controller-gen crd:crdVersions=v1 paths=./api/... output:crd:artifacts:config=charts/breakglass/crds
 	$(GO) run ./hack/apidocs -crds charts/breakglass/crds -o docs/api.md
+	$(GO) run ./hack/policydocs -f docs/policies.md
 	$(GO) run ./cmd/kubectl-breakglass policy generate --chart charts/breakglass
 
 ## verify-generate: fail if a generated file is not what `make generate` writes.
 verify-generate: generate
-	@git diff --exit-code -- api charts docs/api.md || { echo "generated files are stale: run make generate and commit"; exit 1; }
-	@test -z "$$(git status --porcelain --untracked-files=all -- api charts docs/api.md)" || { git status --porcelain -- api charts docs/api.md; echo "generated files are not committed"; exit 1; }
+	@git diff --exit-code -- api charts docs/api.md docs/policies.md || { echo "generated files are stale: run make generate and commit"; exit 1; }
+	@test -z "$$(git status --porcelain --untracked-files=all -- api charts docs/api.md docs/policies.md)" || { git status --porcelain -- api charts docs/api.md docs/policies.md; echo "generated files are not committed"; exit 1; }
 
 ## dev: the whole plane on this machine (bin/breakglass-dev); Ctrl-C stops it.
 ## make dev DEV_FLAGS=--rekor also runs Rekor (make rekor first) and anchors every recording;
