@@ -95,19 +95,10 @@ func startSession(ctx context.Context, t *testing.T, c *cluster.Cluster, asAlice
 	return target
 }
 
-func waitEnded(ctx context.Context, t *testing.T, c *cluster.Cluster, target relayclient.Target) *v1alpha1.Session {
+func waitEnded(t *testing.T, c *cluster.Cluster, target relayclient.Target) *v1alpha1.Session {
 	t.Helper()
-	s := &v1alpha1.Session{}
-	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-		if err := c.Client.Get(ctx, client.ObjectKey{Namespace: target.Namespace, Name: target.Name}, s); err != nil {
-			return false, nil
-		}
-		return s.Status.Phase == v1alpha1.PhaseEnded && s.Status.Evidence != nil, nil
-	})
-	if err != nil {
-		t.Fatalf("session %s did not end with evidence: %v (%+v)", target.Name, err, s.Status)
-	}
-	return s
+	return c.WaitSession(t, target.Namespace, target.Name, 2*time.Minute, "not ended with evidence",
+		func(s *v1alpha1.Session) bool { return cluster.Ended(s) && s.Status.Evidence != nil }, nil)
 }
 
 func requireGrantGone(ctx context.Context, t *testing.T, c *cluster.Cluster, ns, session string) {
@@ -324,15 +315,7 @@ func typeInto(ctx context.Context, t *testing.T, as *relayclient.Client, target 
 // update hands it over) and it runs there, Active.
 func waitResumed(ctx context.Context, t *testing.T, c *cluster.Cluster, target relayclient.Target) *v1alpha1.Session {
 	t.Helper()
-	s := &v1alpha1.Session{}
-	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-		if err := c.Client.Get(ctx, client.ObjectKey{Namespace: target.Namespace, Name: target.Name}, s); err != nil {
-			return false, nil
-		}
-		return s.Status.Phase == v1alpha1.PhaseActive && s.Status.Resumes > 0 && s.Status.Relay != "" && s.Status.Released == nil, nil
-	})
-	if err != nil {
-		t.Fatalf("session %s was not taken up after the upgrade: %v (%+v)\n%s", target.Name, err, s.Status, podReport(ctx, c))
-	}
-	return s
+	return c.WaitSession(t, target.Namespace, target.Name, 2*time.Minute, "not taken up after the upgrade", func(s *v1alpha1.Session) bool {
+		return s.Status.Phase == v1alpha1.PhaseActive && s.Status.Resumes > 0 && s.Status.Relay != "" && s.Status.Released == nil
+	}, func() string { return podReport(ctx, c) })
 }

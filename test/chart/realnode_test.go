@@ -185,7 +185,7 @@ func TestChartOnRealNode(t *testing.T) {
 	if _, err := asBob.End(ctx, target, "done looking"); err != nil {
 		t.Fatal(err)
 	}
-	sess := waitEnded(ctx, t, c, target)
+	sess := waitEnded(t, c, target)
 	step("the session ended")
 	requireGrantGone(ctx, t, c, app, target.Name)
 	requireRecycled(ctx, t, c, app, webPod)
@@ -217,7 +217,7 @@ func TestChartOnRealNode(t *testing.T) {
 	if _, err := holderClient(ctx, t, c, second, token(t, issuer, bob), trust).End(ctx, second, "upgrade done"); err != nil {
 		t.Fatal(err)
 	}
-	sess = waitEnded(ctx, t, c, second)
+	sess = waitEnded(t, c, second)
 	requireGrantGone(ctx, t, c, app, second.Name)
 	requireRecording(ctx, t, store, sess, "before-42")
 	requireRecording(ctx, t, store, sess, "after-48")

@@ -262,7 +262,7 @@ func TestLimitsThroughTheRelay(t *testing.T) {
 	again.waitFor(t, "resumed-42")
 	_ = again.conn.Close()
 	step(first, 2*time.Minute+5*time.Second)
-	waitEnded(t, func() *v1alpha1.Session { return phase(first) }, v1alpha1.EndDisconnect)
+	requireEndedBy(t, ns, first, v1alpha1.EndDisconnect)
 	assertNothingLeft(t, ns, first, "web-1", false)
 
 	// Idle: bob watches (so nobody is disconnected), alice never types.
@@ -272,7 +272,7 @@ func TestLimitsThroughTheRelay(t *testing.T) {
 		t.Fatal(err)
 	}
 	step(second, 10*time.Minute+5*time.Second)
-	waitEnded(t, func() *v1alpha1.Session { return phase(second) }, v1alpha1.EndIdle)
+	requireEndedBy(t, ns, second, v1alpha1.EndIdle)
 	select {
 	case err := <-watcher.closed:
 		if !websocket.IsCloseError(err, terminal.CloseEnded) {
@@ -287,21 +287,12 @@ func TestLimitsThroughTheRelay(t *testing.T) {
 	assertNothingLeft(t, ns, second, "web-2", false)
 }
 
-func waitEnded(t testing.TB, get func() *v1alpha1.Session, want v1alpha1.EndReason) {
+// requireEndedBy waits until session name has ended, for want.
+func requireEndedBy(t testing.TB, ns, name string, want v1alpha1.EndReason) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		s := get()
-		if s.Status.Phase == v1alpha1.PhaseEnded {
-			if s.Status.End.Reason != want {
-				t.Fatalf("ended by %s, want %s", s.Status.End.Reason, want)
-			}
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("not ended by %s: %s", want, s.Status.Phase)
-		}
-		time.Sleep(20 * time.Millisecond)
+	s := cl.WaitSession(t, ns, name, 20*time.Second, "not ended by "+string(want), cluster.Ended, nil)
+	if s.Status.End.Reason != want {
+		t.Fatalf("ended by %s, want %s", s.Status.End.Reason, want)
 	}
 }
 

@@ -64,16 +64,7 @@ func redial(t *testing.T, tr *testRelay, ns, s string) *term {
 // should it not be.
 func waitResumed(t *testing.T, ns, s string, within time.Duration, logs func() string) v1alpha1.Session {
 	t.Helper()
-	var cur v1alpha1.Session
-	for deadline := time.Now().Add(within); cur.Status.Resumes == 0; time.Sleep(100 * time.Millisecond) {
-		if err := cl.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: s}, &cur); err != nil {
-			t.Fatal(err)
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("session %s was not taken up within %s: %+v\n%s", s, within, cur.Status, logs())
-		}
-	}
-	return cur
+	return *cl.WaitSession(t, ns, s, within, "not taken up", func(s *v1alpha1.Session) bool { return s.Status.Resumes > 0 }, logs)
 }
 
 // requireWhole ends the session (bob) and checks what every fault case

@@ -62,17 +62,7 @@ func run(m *testing.M) int {
 	issuer.AddClient(audience, "http://127.0.0.1/callback")
 	issuer.AddPerson("alice", alice)
 	issuer.AddPerson("bob", bob)
-	cl, err = cluster.Start(context.Background(), cluster.Options{Profile: policies.Flight, DebugImages: []string{cluster.DebugImage}, VirtualNode: true})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer func() {
-		if err := cl.Stop(); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-		}
-	}()
-	return m.Run()
+	return cluster.RunSuite(m, cluster.Options{Profile: policies.Flight, DebugImages: []string{cluster.DebugImage}, VirtualNode: true}, &cl)
 }
 
 // testRelay is a relay serving on loopback, with what it wrote.

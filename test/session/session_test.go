@@ -16,7 +16,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -25,7 +24,6 @@ import (
 	"k8s.io/utils/clock"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
 	"github.com/tower-dev/breakglass/evidence/audit"
@@ -51,20 +49,8 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
-	log.SetLogger(logr.Discard())
-	var err error
-	cl, err = cluster.Start(context.Background(), cluster.Options{Profile: policies.Flight, DebugImages: []string{cluster.DebugImage, brokenImage},
-		VirtualNode: true, UnpullableImages: []string{brokenImage}})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer func() {
-		if err := cl.Stop(); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-		}
-	}()
-	return m.Run()
+	return cluster.RunSuite(m, cluster.Options{Profile: policies.Flight, DebugImages: []string{cluster.DebugImage, brokenImage},
+		VirtualNode: true, UnpullableImages: []string{brokenImage}}, &cl)
 }
 
 func runner(t testing.TB, store recording.Store, log *audit.Log) *session.Runner {

@@ -4,13 +4,8 @@
 package sweeper_test
 
 import (
-	"context"
-	"fmt"
 	"os"
 	"testing"
-
-	"github.com/go-logr/logr"
-	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/tower-dev/breakglass/policies"
 	"github.com/tower-dev/breakglass/test/cluster"
@@ -26,17 +21,5 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
-	log.SetLogger(logr.Discard())
-	var err error
-	cl, err = cluster.Start(context.Background(), cluster.Options{Profile: policies.Flight, DebugImages: []string{cluster.DebugImage}})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer func() {
-		if err := cl.Stop(); err != nil {
-			fmt.Fprintln(os.Stderr, "stopping the control plane:", err)
-		}
-	}()
-	return m.Run()
+	return cluster.RunSuite(m, cluster.Options{Profile: policies.Flight, DebugImages: []string{cluster.DebugImage}}, &cl)
 }
