@@ -231,11 +231,11 @@ lint: $(BIN)/golangci-lint
 # Unit tests; -race where goroutines meet (the sweeper's controllers, the webhook's cache).
 ## test-unit: the unit tests (no tool needed but the console), -race on the concurrent packages.
 test-unit: console
-	$(GO) test $$($(GO) list ./... | grep -v /test/) ./test/prereq/ ./test/measure/
+	$(GO) test $$($(GO) list ./... | grep -v /test/) ./test/harness/prereq/ ./test/harness/measure/
 	$(GO) test -race ./sweeper/... ./webhook/... ./relay/...
 
 # Run by hand, a suite whose tools are missing runs nothing and says which
-# target builds them (test/prereq); under these targets, which build them
+# target builds them (test/harness/prereq); under these targets, which build them
 # all, a missing one fails it instead.
 test-unit test-integration test-oldest test-faults fuzz bench bench-load: export BREAKGLASS_REQUIRE_TOOLS := 1
 
@@ -250,7 +250,7 @@ INTEGRATION_DEPS := console image $(BIN)/kube-apiserver $(NODE_BINS) $(OLDEST_BI
 ## test-integration: every suite on the real API server, node, store, log and browser (not the faults).
 test-integration: $(INTEGRATION_DEPS)
 	$(GO) test -count=1 -timeout 20m -skip '^TestFault' ./test/integration/... ./test/evidence/... ./test/tlog/...
-	$(GO) test -count=1 -timeout 20m -race -skip '^TestFault' ./test/sweeper/... ./test/cluster/... ./test/session/... ./test/relay/...
+	$(GO) test -count=1 -timeout 20m -race -skip '^TestFault' ./test/sweeper/... ./test/harness/cluster/... ./test/session/... ./test/relay/...
 	$(GO) test -count=1 -timeout 20m -skip '^TestFault' ./test/webhook/... ./test/kyverno/... ./test/chart/... ./test/dev/... ./test/console/... ./test/backstage/...
 	$(MAKE) test-oldest
 

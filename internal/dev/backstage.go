@@ -17,9 +17,9 @@ import (
 	"time"
 
 	"github.com/tower-dev/breakglass/internal/oidcissuer"
-	"github.com/tower-dev/breakglass/test/cluster"
-	"github.com/tower-dev/breakglass/test/postgres"
-	"github.com/tower-dev/breakglass/test/prereq"
+	"github.com/tower-dev/breakglass/test/harness/cluster"
+	"github.com/tower-dev/breakglass/test/harness/postgres"
+	"github.com/tower-dev/breakglass/test/harness/prereq"
 )
 
 // backstageAudience is Backstage's OIDC client at the local issuer: the ID

@@ -34,9 +34,9 @@ import (
 	devimage "github.com/tower-dev/breakglass/internal/image"
 	"github.com/tower-dev/breakglass/internal/oidcissuer"
 	"github.com/tower-dev/breakglass/policies"
-	"github.com/tower-dev/breakglass/test/cluster"
-	"github.com/tower-dev/breakglass/test/registry"
-	"github.com/tower-dev/breakglass/test/rekor"
+	"github.com/tower-dev/breakglass/test/harness/cluster"
+	"github.com/tower-dev/breakglass/test/harness/registry"
+	"github.com/tower-dev/breakglass/test/harness/rekor"
 )
 
 // Options shape the local plane.

@@ -18,15 +18,16 @@ import (
 	"github.com/tower-dev/breakglass/policies"
 	"github.com/tower-dev/breakglass/relay/client"
 	"github.com/tower-dev/breakglass/relay/wire"
-	"github.com/tower-dev/breakglass/test/cluster"
-	"github.com/tower-dev/breakglass/test/prereq"
+	"github.com/tower-dev/breakglass/test/harness/backstageuser"
+	"github.com/tower-dev/breakglass/test/harness/cluster"
+	"github.com/tower-dev/breakglass/test/harness/prereq"
 )
 
 const shop = "component:default/shop"
 
 // plane is the local plane with Backstage's backend (a real one, started
 // with @backstage/backend-defaults, on PostgreSQL) in front of its relay.
-func plane(t *testing.T, allowAll bool) (dev.Info, map[string]Person) {
+func plane(t *testing.T, allowAll bool) (dev.Info, map[string]backstageuser.Person) {
 	t.Helper()
 	prereq.Need(t, append(append(prereq.ControlPlane, prereq.Postgres), prereq.Backstage...)...)
 	var logs cluster.SyncBuffer
@@ -44,13 +45,13 @@ func plane(t *testing.T, allowAll bool) (dev.Info, map[string]Person) {
 		}
 	})
 	t.Log(r.Report())
-	people := map[string]Person{}
+	people := map[string]backstageuser.Person{}
 	for _, name := range []string{"alice", "bob", "carol", "dave"} {
 		// The catalog takes in the demo people a moment after the backend
 		// is ready; until then Backstage's sign-in finds no such user.
-		p, err := SignIn(r.BackstageURL, name)
+		p, err := backstageuser.SignIn(r.BackstageURL, name)
 		for deadline := time.Now().Add(time.Minute); err != nil && time.Now().Before(deadline); time.Sleep(time.Second) {
-			p, err = SignIn(r.BackstageURL, name)
+			p, err = backstageuser.SignIn(r.BackstageURL, name)
 		}
 		if err != nil {
 			t.Fatal(err)
@@ -93,7 +94,7 @@ func TestBackstageDrivesASession(t *testing.T) {
 	_, err = people["alice"].Client(bs, "component:default/billing").Request(ctx, target, ask)
 	refused(t, "alice asks in shop naming billing", err, http.StatusForbidden, "runs in namespace billing, not shop")
 	mixed := people["alice"].Client(bs, shop)
-	mixed.Header.Set(IdentityHeader, people["bob"].IDToken)
+	mixed.Header.Set(backstageuser.IdentityHeader, people["bob"].IDToken)
 	_, err = mixed.Request(ctx, target, ask)
 	refused(t, "alice's Backstage token with bob's ID token", err, http.StatusForbidden, "names bob@example.com, but user:default/alice")
 	_, err = (&client.Client{BaseURL: bs + "/api/breakglass", Token: people["alice"].BackstageToken}).Request(ctx, target, ask)
@@ -222,12 +223,12 @@ func TestBackstageMisconfiguredStillMeetsTheRelay(t *testing.T) {
 
 // post sends body to url as p, through the backend plugin as a page would
 // (asking about the shop component), and answers the status and body.
-func post(t *testing.T, url string, p Person, body string) (int, string) {
+func post(t *testing.T, url string, p backstageuser.Person, body string) (int, string) {
 	t.Helper()
 	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
 	req.Header.Set("Authorization", "Bearer "+p.BackstageToken)
-	req.Header.Set(IdentityHeader, p.IDToken)
-	req.Header.Set(EntityHeader, shop)
+	req.Header.Set(backstageuser.IdentityHeader, p.IDToken)
+	req.Header.Set(backstageuser.EntityHeader, shop)
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -246,7 +247,7 @@ const (
 
 // dialTerminal opens t's terminal as the plugin's page does; an error says
 // the refusal's status and body.
-func dialTerminal(bs string, p Person, t client.Target) (*websocket.Conn, error) {
+func dialTerminal(bs string, p backstageuser.Person, t client.Target) (*websocket.Conn, error) {
 	d := websocket.Dialer{Subprotocols: []string{wire.TerminalProtocol, backstageTokenPrefix + p.BackstageToken, identityTokenPrefix + p.IDToken}}
 	u := fmt.Sprintf("ws%s/api/breakglass/api/v1/clusters/%s/namespaces/%s/sessions/%s/terminal", strings.TrimPrefix(bs, "http"), t.Cluster, t.Namespace, t.Name)
 	conn, resp, err := d.Dial(u, http.Header{"Origin": {bs}})
@@ -264,7 +265,7 @@ func dialTerminal(bs string, p Person, t client.Target) (*websocket.Conn, error)
 	return conn, err
 }
 
-func watcher(t *testing.T, bs string, p Person, target client.Target) *websocket.Conn {
+func watcher(t *testing.T, bs string, p backstageuser.Person, target client.Target) *websocket.Conn {
 	t.Helper()
 	conn, err := dialTerminal(bs, p, target)
 	if err != nil {
@@ -276,7 +277,7 @@ func watcher(t *testing.T, bs string, p Person, target client.Target) *websocket
 
 // requireNotified: p's Backstage notifications include one whose title has
 // title and whose link is link.
-func requireNotified(t *testing.T, bs string, p Person, title, link string) {
+func requireNotified(t *testing.T, bs string, p backstageuser.Person, title, link string) {
 	t.Helper()
 	var seen []string
 	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {

@@ -15,7 +15,7 @@ import (
 	"testing"
 
 	"github.com/tower-dev/breakglass/relay/client"
-	"github.com/tower-dev/breakglass/test/prereq"
+	"github.com/tower-dev/breakglass/test/harness/prereq"
 )
 
 // TestBackstageWalk: Tower's tab and pages in a Backstage app built with

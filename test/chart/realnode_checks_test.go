@@ -24,8 +24,8 @@ import (
 	"github.com/tower-dev/breakglass/evidence/recording"
 	relayclient "github.com/tower-dev/breakglass/relay/client"
 	"github.com/tower-dev/breakglass/relay/wire"
-	"github.com/tower-dev/breakglass/test/cluster"
-	"github.com/tower-dev/breakglass/test/s3server"
+	"github.com/tower-dev/breakglass/test/harness/cluster"
+	"github.com/tower-dev/breakglass/test/harness/s3server"
 )
 
 // appDeployment runs the app: a Deployment of one web server.

@@ -27,10 +27,10 @@ import (
 	"github.com/tower-dev/breakglass/internal/oidcissuer"
 	"github.com/tower-dev/breakglass/internal/pki"
 	relayclient "github.com/tower-dev/breakglass/relay/client"
-	"github.com/tower-dev/breakglass/test/cluster"
-	"github.com/tower-dev/breakglass/test/prereq"
-	"github.com/tower-dev/breakglass/test/registry"
-	"github.com/tower-dev/breakglass/test/s3server"
+	"github.com/tower-dev/breakglass/test/harness/cluster"
+	"github.com/tower-dev/breakglass/test/harness/prereq"
+	"github.com/tower-dev/breakglass/test/harness/registry"
+	"github.com/tower-dev/breakglass/test/harness/s3server"
 )
 
 // e2eCluster is the cluster's name in the relay's config and the

@@ -32,8 +32,8 @@ import (
 
 	"github.com/tower-dev/breakglass/internal/dev"
 	"github.com/tower-dev/breakglass/policies"
-	"github.com/tower-dev/breakglass/test/cluster"
-	"github.com/tower-dev/breakglass/test/prereq"
+	"github.com/tower-dev/breakglass/test/harness/cluster"
+	"github.com/tower-dev/breakglass/test/harness/prereq"
 )
 
 // walkResult is what walk.js saw.

@@ -21,8 +21,8 @@ import (
 	"github.com/tower-dev/breakglass/policies"
 	"github.com/tower-dev/breakglass/relay/client"
 	"github.com/tower-dev/breakglass/relay/wire"
-	"github.com/tower-dev/breakglass/test/cluster"
-	"github.com/tower-dev/breakglass/test/prereq"
+	"github.com/tower-dev/breakglass/test/harness/cluster"
+	"github.com/tower-dev/breakglass/test/harness/prereq"
 )
 
 // TestDevWalkthrough: make dev, with Rekor, on the virtual node.

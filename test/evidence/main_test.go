@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/tower-dev/breakglass/evidence/recording"
-	"github.com/tower-dev/breakglass/test/prereq"
-	"github.com/tower-dev/breakglass/test/s3server"
+	"github.com/tower-dev/breakglass/test/harness/prereq"
+	"github.com/tower-dev/breakglass/test/harness/s3server"
 )
 
 const (

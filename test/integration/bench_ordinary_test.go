@@ -21,7 +21,7 @@ import (
 	"github.com/tower-dev/breakglass/manifests"
 	"github.com/tower-dev/breakglass/policies"
 	relaysession "github.com/tower-dev/breakglass/relay/session"
-	"github.com/tower-dev/breakglass/test/cluster"
+	"github.com/tower-dev/breakglass/test/harness/cluster"
 	"github.com/tower-dev/breakglass/vap"
 )
 

@@ -13,7 +13,7 @@ import (
 	"github.com/tower-dev/breakglass/api/v1alpha1"
 	"github.com/tower-dev/breakglass/manifests"
 	"github.com/tower-dev/breakglass/policies"
-	"github.com/tower-dev/breakglass/test/cluster"
+	"github.com/tower-dev/breakglass/test/harness/cluster"
 )
 
 // appImage is an app image as a node reports it: pinned by digest.

@@ -13,7 +13,7 @@ import (
 	"github.com/tower-dev/breakglass/api/v1alpha1"
 	"github.com/tower-dev/breakglass/policies"
 	relaysession "github.com/tower-dev/breakglass/relay/session"
-	"github.com/tower-dev/breakglass/test/cluster"
+	"github.com/tower-dev/breakglass/test/harness/cluster"
 )
 
 func session(ns, name, duration string) *v1alpha1.Session {

@@ -16,7 +16,7 @@ import (
 	"github.com/tower-dev/breakglass/api/v1alpha1"
 	"github.com/tower-dev/breakglass/manifests"
 	"github.com/tower-dev/breakglass/policies"
-	"github.com/tower-dev/breakglass/test/cluster"
+	"github.com/tower-dev/breakglass/test/harness/cluster"
 )
 
 // TestPlaneCredentials mints the plane's identities as a cluster admin

@@ -12,7 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	relaysession "github.com/tower-dev/breakglass/relay/session"
-	"github.com/tower-dev/breakglass/test/cluster"
+	"github.com/tower-dev/breakglass/test/harness/cluster"
 )
 
 func testContext(t *testing.T) context.Context {

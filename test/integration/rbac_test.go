@@ -8,7 +8,7 @@ import (
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
 	"github.com/tower-dev/breakglass/policies"
-	"github.com/tower-dev/breakglass/test/cluster"
+	"github.com/tower-dev/breakglass/test/harness/cluster"
 )
 
 // TestPortalHoldsNothingAtRest asks the real authorizer (SubjectAccessReview)

@@ -10,7 +10,7 @@ import (
 
 	"github.com/tower-dev/breakglass/manifests"
 	"github.com/tower-dev/breakglass/policies"
-	"github.com/tower-dev/breakglass/test/cluster"
+	"github.com/tower-dev/breakglass/test/harness/cluster"
 )
 
 // TestRenderAppliesToAnEmptyCluster applies `policy render` output, in its

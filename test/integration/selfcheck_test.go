@@ -11,7 +11,7 @@ import (
 
 	"github.com/tower-dev/breakglass/internal/selfcheck"
 	"github.com/tower-dev/breakglass/policies"
-	"github.com/tower-dev/breakglass/test/cluster"
+	"github.com/tower-dev/breakglass/test/harness/cluster"
 )
 
 // TestSelfCheck: what `helm test` runs, as the portal. It passes on the

@@ -12,7 +12,7 @@ import (
 	"k8s.io/client-go/transport/spdy"
 
 	"github.com/tower-dev/breakglass/policies"
-	"github.com/tower-dev/breakglass/test/cluster"
+	"github.com/tower-dev/breakglass/test/harness/cluster"
 )
 
 // admissionRefusal is how the API server words a policy's refusal.

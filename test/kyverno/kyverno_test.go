@@ -18,8 +18,8 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 
-	"github.com/tower-dev/breakglass/test/prereq"
-	"github.com/tower-dev/breakglass/test/registry"
+	"github.com/tower-dev/breakglass/test/harness/prereq"
+	"github.com/tower-dev/breakglass/test/harness/registry"
 )
 
 // podWith is a copy pod, as the relay makes one, whose breakglass-

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tower-dev/breakglass/test/prereq"
+	"github.com/tower-dev/breakglass/test/harness/prereq"
 
 	"k8s.io/utils/clock"
 )

@@ -20,7 +20,7 @@ import (
 	"github.com/tower-dev/breakglass/cmd/kubectl-breakglass/session"
 	"github.com/tower-dev/breakglass/internal/oidcissuer"
 	"github.com/tower-dev/breakglass/relay/wire"
-	"github.com/tower-dev/breakglass/test/cluster"
+	"github.com/tower-dev/breakglass/test/harness/cluster"
 )
 
 // plugin is kubectl-breakglass's login, logout and session commands.

@@ -26,7 +26,7 @@ import (
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
 	"github.com/tower-dev/breakglass/relay/wire"
-	"github.com/tower-dev/breakglass/test/measure"
+	"github.com/tower-dev/breakglass/test/harness/measure"
 )
 
 // BenchmarkRelayLoad runs LOAD_SESSIONS (200) attached sessions through a

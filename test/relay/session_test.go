@@ -26,7 +26,7 @@ import (
 	"github.com/tower-dev/breakglass/evidence/recording"
 	"github.com/tower-dev/breakglass/relay/terminal"
 	"github.com/tower-dev/breakglass/relay/wire"
-	"github.com/tower-dev/breakglass/test/cluster"
+	"github.com/tower-dev/breakglass/test/harness/cluster"
 )
 
 // TestTwoPersonSession: alice requests, cannot approve herself (neither

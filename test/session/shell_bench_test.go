@@ -19,9 +19,9 @@ import (
 	"github.com/tower-dev/breakglass/evidence/recording"
 	"github.com/tower-dev/breakglass/internal/image"
 	"github.com/tower-dev/breakglass/policies"
-	"github.com/tower-dev/breakglass/test/cluster"
-	"github.com/tower-dev/breakglass/test/measure"
-	"github.com/tower-dev/breakglass/test/prereq"
+	"github.com/tower-dev/breakglass/test/harness/cluster"
+	"github.com/tower-dev/breakglass/test/harness/measure"
+	"github.com/tower-dev/breakglass/test/harness/prereq"
 )
 
 // shellAsks is what the person types first, and shellAnswer what only the

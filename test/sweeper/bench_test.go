@@ -11,8 +11,8 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 
 	"github.com/tower-dev/breakglass/sweeper"
-	"github.com/tower-dev/breakglass/test/cluster"
-	"github.com/tower-dev/breakglass/test/measure"
+	"github.com/tower-dev/breakglass/test/harness/cluster"
+	"github.com/tower-dev/breakglass/test/harness/measure"
 )
 
 // BenchmarkGrantExpiry measures the delay between a grant's TTL running out

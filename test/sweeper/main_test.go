@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/tower-dev/breakglass/policies"
-	"github.com/tower-dev/breakglass/test/cluster"
-	"github.com/tower-dev/breakglass/test/prereq"
+	"github.com/tower-dev/breakglass/test/harness/cluster"
+	"github.com/tower-dev/breakglass/test/harness/prereq"
 )
 
 var (

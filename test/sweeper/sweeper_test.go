@@ -19,7 +19,7 @@ import (
 	"github.com/tower-dev/breakglass/evidence/recording"
 	"github.com/tower-dev/breakglass/notify"
 	"github.com/tower-dev/breakglass/sweeper"
-	"github.com/tower-dev/breakglass/test/cluster"
+	"github.com/tower-dev/breakglass/test/harness/cluster"
 )
 
 // TestGrantDeletedOnTime: the sweeper requeues a grant for exactly its TTL

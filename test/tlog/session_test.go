@@ -23,7 +23,7 @@ import (
 	"github.com/tower-dev/breakglass/policies"
 	"github.com/tower-dev/breakglass/relay/session"
 	"github.com/tower-dev/breakglass/sweeper"
-	"github.com/tower-dev/breakglass/test/cluster"
+	"github.com/tower-dev/breakglass/test/harness/cluster"
 )
 
 // TestFaultSessionAnchoredAfterRekorComesBack: a session ends while the log is

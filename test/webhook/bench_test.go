@@ -20,7 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/tower-dev/breakglass/test/measure"
+	"github.com/tower-dev/breakglass/test/harness/measure"
 	"github.com/tower-dev/breakglass/webhook"
 )
 

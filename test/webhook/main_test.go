@@ -25,10 +25,10 @@ import (
 	"github.com/tower-dev/breakglass/internal/image"
 	"github.com/tower-dev/breakglass/manifests"
 	"github.com/tower-dev/breakglass/policies"
-	"github.com/tower-dev/breakglass/test/cluster"
-	"github.com/tower-dev/breakglass/test/prereq"
-	"github.com/tower-dev/breakglass/test/registry"
-	"github.com/tower-dev/breakglass/test/rekor"
+	"github.com/tower-dev/breakglass/test/harness/cluster"
+	"github.com/tower-dev/breakglass/test/harness/prereq"
+	"github.com/tower-dev/breakglass/test/harness/registry"
+	"github.com/tower-dev/breakglass/test/harness/rekor"
 	"github.com/tower-dev/breakglass/webhook"
 )
 

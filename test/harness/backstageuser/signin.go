@@ -1,7 +1,7 @@
-// Package backstage holds the harness for Tower's Backstage plugins: a
+// Package backstageuser is a harness for Tower's Backstage plugins: a
 // person signing in to Backstage at the local issuer as a browser would,
 // and a relay client that goes through Backstage's backend.
-package backstage
+package backstageuser
 
 import (
 	"encoding/json"

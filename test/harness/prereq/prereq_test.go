@@ -19,7 +19,7 @@ func TestMissingNamesEachProgramAndItsTarget(t *testing.T) {
 	if err == nil || err.Error() != want {
 		t.Fatalf("Missing: %v, want %q", err, want)
 	}
-	if err := Missing(inRepo("this file", "none", "test", "prereq", "prereq.go")); err != nil {
+	if err := Missing(inRepo("this file", "none", "test", "harness", "prereq", "prereq.go")); err != nil {
 		t.Fatalf("a file in the repository: %v", err)
 	}
 }

@@ -29,8 +29,8 @@ import (
 	"github.com/tower-dev/breakglass/api"
 	"github.com/tower-dev/breakglass/manifests"
 	"github.com/tower-dev/breakglass/policies"
-	"github.com/tower-dev/breakglass/test/prereq"
-	"github.com/tower-dev/breakglass/test/registry"
+	"github.com/tower-dev/breakglass/test/harness/prereq"
+	"github.com/tower-dev/breakglass/test/harness/registry"
 )
 
 // Options says what to install.

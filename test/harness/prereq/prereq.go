@@ -36,7 +36,7 @@ type Program struct {
 // root is the repository's root, from this file's place in it.
 var root = func() string {
 	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..")
+	return filepath.Join(filepath.Dir(file), "..", "..", "..")
 }()
 
 // BinDir is where make tools puts the programs it builds:

@@ -15,7 +15,7 @@ import (
 	"github.com/tower-dev/breakglass/internal/image"
 	"github.com/tower-dev/breakglass/manifests"
 	"github.com/tower-dev/breakglass/policies"
-	"github.com/tower-dev/breakglass/test/prereq"
+	"github.com/tower-dev/breakglass/test/harness/prereq"
 )
 
 // realNodeWithDebugImage starts a Flight control plane with the real node,

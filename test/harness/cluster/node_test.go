@@ -17,7 +17,7 @@ import (
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
 	"github.com/tower-dev/breakglass/policies"
-	"github.com/tower-dev/breakglass/test/prereq"
+	"github.com/tower-dev/breakglass/test/harness/prereq"
 )
 
 // TestVirtualNodeAttach attaches, as the portal holding a grant, to a debug

@@ -18,7 +18,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/tower-dev/breakglass/internal/image"
-	"github.com/tower-dev/breakglass/test/registry"
+	"github.com/tower-dev/breakglass/test/harness/registry"
 )
 
 // removeSandboxes stops and removes every pod sandbox through the

@@ -17,8 +17,8 @@ import (
 
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
 
-	"github.com/tower-dev/breakglass/test/cluster"
-	"github.com/tower-dev/breakglass/test/prereq"
+	"github.com/tower-dev/breakglass/test/harness/cluster"
+	"github.com/tower-dev/breakglass/test/harness/prereq"
 )
 
 // V2Binary is Rekor v2's server (rekor-tiles on Tessera's POSIX storage),
