@@ -167,7 +167,7 @@ func sweeperPortalRef(ref string) string {
 // PlaneEvents fences the Events the plane's ServiceAccounts write. Their
 // roles let them record Events in any namespace (RBAC cannot name what an
 // Event is about); the relay records each step of a session as an Event on
-// the Session (relay/session Step), the sweeper's leader election one on its
+// the Session (relay/debugsession Step), the sweeper's leader election one on its
 // Lease. It matches the events.k8s.io API and, through matchPolicy
 // Equivalent, the core one too: the API server shows this policy a core v1
 // Event converted to events.k8s.io/v1 (involvedObject becomes regarding).

@@ -11,7 +11,7 @@ import (
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
 	"github.com/tower-dev/breakglass/notify"
-	"github.com/tower-dev/breakglass/relay/session"
+	"github.com/tower-dev/breakglass/relay/debugsession"
 )
 
 // Adopt takes up, until ctx ends, the Active sessions no relay runs any
@@ -21,7 +21,7 @@ import (
 // three of the relay's heartbeat intervals (a single relay after a
 // restart; a replica whose Lease could not be written). Each goes on in a
 // new debug container under its grant, hard stop and recording
-// (session.Runner.Resume); the person's terminal reconnects to it. Of
+// (debugsession.Runner.Resume); the person's terminal reconnects to it. Of
 // several relays, the API server lets one take each session. Sessions past
 // their hard stop or grant are the sweeper's.
 func (s *Server) Adopt(ctx context.Context, every time.Duration) {
@@ -151,7 +151,7 @@ func (s *Server) adopt(ctx context.Context, name string, t *target, key sessionK
 	if err != nil {
 		s.settle(key, claim, nil)
 		s.mu.Lock()
-		if !errors.Is(err, session.ErrNotResumable) {
+		if !errors.Is(err, debugsession.ErrNotResumable) {
 			// Every try is audited (and refused ones undone): a cluster
 			// refusing them (an API server that just restarted) is tried
 			// less and less often.
@@ -159,7 +159,7 @@ func (s *Server) adopt(ctx context.Context, name string, t *target, key sessionK
 			s.adoptWait[key], s.adoptAfter[key] = wait, s.clock.Now().Add(wait)
 		}
 		s.mu.Unlock()
-		if !errors.Is(err, session.ErrNotResumable) {
+		if !errors.Is(err, debugsession.ErrNotResumable) {
 			s.log.Error(err, "resuming a session", "session", key.String())
 		}
 		return

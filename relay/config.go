@@ -17,7 +17,7 @@ import (
 	"github.com/tower-dev/breakglass/api/v1alpha1"
 	"github.com/tower-dev/breakglass/evidence/recording"
 	"github.com/tower-dev/breakglass/notify"
-	"github.com/tower-dev/breakglass/relay/session"
+	"github.com/tower-dev/breakglass/relay/debugsession"
 )
 
 // Config is the relay's configuration file.
@@ -173,8 +173,8 @@ type Limits struct {
 
 // extensionLimits are the limits' bounds on extensions, their defaults
 // where unset (a Config built in code, not completed).
-func (l Limits) extensionLimits() session.ExtensionLimits {
-	e := session.ExtensionLimits{Max: ptr.Deref(l.Extensions, v1alpha1.DefaultMaxExtensions), MaxTotal: l.MaxTotal.Duration}
+func (l Limits) extensionLimits() debugsession.ExtensionLimits {
+	e := debugsession.ExtensionLimits{Max: ptr.Deref(l.Extensions, v1alpha1.DefaultMaxExtensions), MaxTotal: l.MaxTotal.Duration}
 	if e.MaxTotal == 0 {
 		e.MaxTotal = v1alpha1.DefaultMaxTotal
 	}

@@ -10,7 +10,7 @@ import (
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
 	"github.com/tower-dev/breakglass/notify"
-	"github.com/tower-dev/breakglass/relay/session"
+	"github.com/tower-dev/breakglass/relay/debugsession"
 	"github.com/tower-dev/breakglass/relay/wire"
 )
 
@@ -59,7 +59,7 @@ func (s *Server) askExtension(w http.ResponseWriter, r *http.Request, c Caller) 
 	if !s.cfg.can(c, need, t.Name, sess.Namespace) {
 		return forbidden("%s may no longer %s sessions in %s/%s", c.Name, need, t.Name, sess.Namespace)
 	}
-	return s.onRunning(w, r, t, sess, func(ctx context.Context, live *session.Live) error {
+	return s.onRunning(w, r, t, sess, func(ctx context.Context, live *debugsession.Live) error {
 		if err := live.AskExtension(ctx, c.Name, c.ID, d, q.Reason); err != nil {
 			return err
 		}
@@ -101,7 +101,7 @@ func (s *Server) decideExtension(w http.ResponseWriter, r *http.Request, c Calle
 	if !approve && d.Reason != "" {
 		words = d.Reason
 	}
-	return s.onRunning(w, r, t, sess, func(ctx context.Context, live *session.Live) error {
+	return s.onRunning(w, r, t, sess, func(ctx context.Context, live *debugsession.Live) error {
 		if err := live.DecideExtension(ctx, c.Name, c.ID, approve, words); err != nil {
 			return err
 		}
@@ -116,7 +116,7 @@ func (s *Server) decideExtension(w http.ResponseWriter, r *http.Request, c Calle
 // do runs under the session's own lock (Live's), so it sees and writes the
 // Session the heartbeat writes too.
 func (s *Server) onRunning(w http.ResponseWriter, r *http.Request, t *target, sess *v1alpha1.Session,
-	do func(context.Context, *session.Live) error) error {
+	do func(context.Context, *debugsession.Live) error) error {
 	if sess.Status.Phase != v1alpha1.PhaseActive {
 		return conflict("the session is %s, not Active", sess.Status.Phase)
 	}
@@ -127,7 +127,7 @@ func (s *Server) onRunning(w http.ResponseWriter, r *http.Request, t *target, se
 	// A person hanging up must not cut a grant's replacement in two.
 	ctx := context.WithoutCancel(r.Context())
 	if err := do(ctx, live); err != nil {
-		if errors.Is(err, session.ErrExtension) {
+		if errors.Is(err, debugsession.ErrExtension) {
 			return conflict("%s", err.Error())
 		}
 		return clusterError(err)

@@ -18,7 +18,7 @@ import (
 	"github.com/tower-dev/breakglass/api/v1alpha1"
 	"github.com/tower-dev/breakglass/lifecycle"
 	"github.com/tower-dev/breakglass/notify"
-	"github.com/tower-dev/breakglass/relay/session"
+	"github.com/tower-dev/breakglass/relay/debugsession"
 	"github.com/tower-dev/breakglass/relay/terminal"
 	"github.com/tower-dev/breakglass/relay/wire"
 )
@@ -28,7 +28,7 @@ import (
 type liveSession struct {
 	// live is nil while the session is starting; read it under Server.mu,
 	// or once ready is closed.
-	live *session.Live
+	live *debugsession.Live
 	// ready is closed once the start or take-up has settled: live is set,
 	// or the entry is gone from Server.live.
 	ready chan struct{}
@@ -107,7 +107,7 @@ func (l *liveSession) people() []wire.Attached {
 
 // settle ends a start or take-up of key: held runs live, or (live nil) the
 // session is not this relay's after all. Requests waiting on it go on.
-func (s *Server) settle(key sessionKey, held *liveSession, live *session.Live) {
+func (s *Server) settle(key sessionKey, held *liveSession, live *debugsession.Live) {
 	s.mu.Lock()
 	if live == nil {
 		delete(s.live, key)
@@ -123,7 +123,7 @@ func (s *Server) settle(key sessionKey, held *liveSession, live *session.Live) {
 // cluster a moment before its terminal is attached, and a page that reads
 // it Active connects at once. A session another replica runs is passed on
 // to it (passed); one nobody here runs is NotHeld.
-func (s *Server) running(w http.ResponseWriter, r *http.Request, t *target, sess *v1alpha1.Session) (live *session.Live, held *liveSession, passed bool, err error) {
+func (s *Server) running(w http.ResponseWriter, r *http.Request, t *target, sess *v1alpha1.Session) (live *debugsession.Live, held *liveSession, passed bool, err error) {
 	key := sessionKey{t.Name, sess.Namespace, sess.Name}
 	s.mu.Lock()
 	held = s.live[key]
@@ -217,9 +217,9 @@ func (s *Server) start(w http.ResponseWriter, r *http.Request, c Caller) error {
 }
 
 // watch runs the session's limits until it ends, whoever ends it.
-func (s *Server) watch(key sessionKey, live *session.Live) {
+func (s *Server) watch(key sessionKey, live *debugsession.Live) {
 	ctx, cancel := context.WithCancel(context.Background())
-	limits := session.Limits{Idle: s.cfg.Limits.Idle.Duration, Disconnect: s.cfg.Limits.Disconnect.Duration,
+	limits := debugsession.Limits{Idle: s.cfg.Limits.Idle.Duration, Disconnect: s.cfg.Limits.Disconnect.Duration,
 		Heartbeat: s.cfg.Limits.Heartbeat.Duration}
 	s.watchers.Add(2)
 	go func() {
@@ -291,7 +291,7 @@ func (s *Server) end(w http.ResponseWriter, r *http.Request, c Caller) error {
 		// Never started: nothing to take back but the request itself.
 		end := &v1alpha1.End{By: c.Name, Reason: reason, Note: q.Reason, At: metav1.NewTime(s.clock.Now())}
 		if err := t.runner.Lifecycle().Make(ctx, sess, lifecycle.Move{Step: v1alpha1.StepEnd, To: v1alpha1.PhaseEnded, Actor: c.Name,
-			Reason: "before it started: " + session.EndReasonText(reason, q.Reason), Record: func(st *v1alpha1.SessionStatus) { st.End = end }}); err != nil {
+			Reason: "before it started: " + debugsession.EndReasonText(reason, q.Reason), Record: func(st *v1alpha1.SessionStatus) { st.End = end }}); err != nil {
 			return clusterError(err)
 		}
 		writeJSON(w, http.StatusOK, view(t.Name, sess))
@@ -313,7 +313,7 @@ func (s *Server) end(w http.ResponseWriter, r *http.Request, c Caller) error {
 }
 
 // held is the live session for key, if this relay holds a started one.
-func (s *Server) held(key sessionKey) *session.Live {
+func (s *Server) held(key sessionKey) *debugsession.Live {
 	if l := s.holding(key); l != nil {
 		return l.live
 	}
@@ -434,7 +434,7 @@ func (s *Server) originAllowed(r *http.Request) bool {
 func (s *Server) Close(ctx context.Context) {
 	s.closeOnce.Do(func() { close(s.closing) })
 	s.mu.Lock()
-	var lives []*session.Live
+	var lives []*debugsession.Live
 	for _, l := range s.live {
 		if l.live != nil {
 			lives = append(lives, l.live)

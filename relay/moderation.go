@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
-	"github.com/tower-dev/breakglass/relay/session"
+	"github.com/tower-dev/breakglass/relay/debugsession"
 	"github.com/tower-dev/breakglass/relay/terminal"
 )
 
@@ -22,7 +22,7 @@ import (
 // heldInput is a moderated session's terminal as the requester types in
 // it: keystrokes go through only while a moderator watches.
 type heldInput struct {
-	*session.Live
+	*debugsession.Live
 	held *liveSession
 }
 

@@ -29,7 +29,7 @@ import (
 	"github.com/tower-dev/breakglass/lifecycle"
 	"github.com/tower-dev/breakglass/notify"
 	"github.com/tower-dev/breakglass/relay/console"
-	"github.com/tower-dev/breakglass/relay/session"
+	"github.com/tower-dev/breakglass/relay/debugsession"
 	"github.com/tower-dev/breakglass/relay/wire"
 )
 
@@ -120,7 +120,7 @@ type Server struct {
 type target struct {
 	Cluster
 	Target
-	runner *session.Runner
+	runner *debugsession.Runner
 	// presence is this replica's presence in the cluster, while Adopt runs
 	// among several replicas.
 	presence *presence
@@ -162,7 +162,7 @@ func newServer(o Options, auth *Authenticator, web *console.Console) (*Server, e
 		if !ok {
 			return nil, fmt.Errorf("relay: no credentials for cluster %s", c.Name)
 		}
-		s.clusters[c.Name] = &target{Cluster: c, Target: t, runner: &session.Runner{
+		s.clusters[c.Name] = &target{Cluster: c, Target: t, runner: &debugsession.Runner{
 			Cluster: c.Name, Client: t.Client, Kube: t.Kube, Config: t.Config, Store: o.Store, Audit: o.Audit, Clock: o.Clock,
 			DebugImage: c.DebugImage, Grace: o.Config.Limits.Grace.Duration, Retention: o.Config.Recording.Retention.Duration,
 			MaxTTL: maxDuration, Anchorer: o.Anchorer, Log: o.Log, Replica: replica,

@@ -18,7 +18,7 @@ import (
 	"github.com/tower-dev/breakglass/api/v1alpha1"
 	"github.com/tower-dev/breakglass/lifecycle"
 	"github.com/tower-dev/breakglass/notify"
-	"github.com/tower-dev/breakglass/relay/session"
+	"github.com/tower-dev/breakglass/relay/debugsession"
 	"github.com/tower-dev/breakglass/relay/wire"
 )
 
@@ -149,7 +149,7 @@ func (s *Server) request(w http.ResponseWriter, r *http.Request, c Caller) error
 	}
 	if q.Mode == v1alpha1.ModeHeldCopy {
 		// Said now, not after someone approved what cannot start.
-		if err := session.HeldCopies(t.Kube.Discovery()); errors.Is(err, session.ErrNoHeldCopies) {
+		if err := debugsession.HeldCopies(t.Kube.Discovery()); errors.Is(err, debugsession.ErrNoHeldCopies) {
 			return badRequest("mode: %v", err)
 		} else if err != nil {
 			return clusterError(err)

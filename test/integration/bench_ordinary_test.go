@@ -20,7 +20,7 @@ import (
 
 	"github.com/tower-dev/breakglass/manifests"
 	"github.com/tower-dev/breakglass/policies"
-	relaysession "github.com/tower-dev/breakglass/relay/session"
+	"github.com/tower-dev/breakglass/relay/debugsession"
 	"github.com/tower-dev/breakglass/test/harness/cluster"
 	"github.com/tower-dev/breakglass/vap"
 )
@@ -78,7 +78,7 @@ func newOrdinaryWorker(b *testing.B, c *cluster.Cluster, ns string) *ordinaryWor
 		b.Fatal(err)
 	}
 	// The authorizer learns of her binding a moment after it is written.
-	if err := relaysession.WaitAllowed(ctx, admin.Kube, authorizationv1.ResourceAttributes{Namespace: ns, Verb: "create",
+	if err := debugsession.WaitAllowed(ctx, admin.Kube, authorizationv1.ResourceAttributes{Namespace: ns, Verb: "create",
 		Group: rbacv1.GroupName, Resource: "rolebindings"}, 30*time.Second); err != nil {
 		b.Fatalf("dana may not bind roles in %s: %v", ns, err)
 	}

@@ -12,7 +12,7 @@ import (
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
 	"github.com/tower-dev/breakglass/policies"
-	relaysession "github.com/tower-dev/breakglass/relay/session"
+	"github.com/tower-dev/breakglass/relay/debugsession"
 	"github.com/tower-dev/breakglass/test/harness/cluster"
 )
 
@@ -174,7 +174,7 @@ func appTeam(t *testing.T, c *cluster.Cluster, ns string) *cluster.User {
 	wantAdmitted(t, c.Client.Create(testContext(t), role))
 	wantAdmitted(t, c.Client.Create(testContext(t), binding))
 	u := mustUser(t)(c.As("mallory"))
-	if err := relaysession.WaitAllowed(testContext(t), u.Kube, authorizationv1.ResourceAttributes{Namespace: ns, Verb: "update",
+	if err := debugsession.WaitAllowed(testContext(t), u.Kube, authorizationv1.ResourceAttributes{Namespace: ns, Verb: "update",
 		Group: v1alpha1.GroupVersion.Group, Resource: "sessions", Subresource: "status"}, 30*time.Second); err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	relaysession "github.com/tower-dev/breakglass/relay/session"
+	"github.com/tower-dev/breakglass/relay/debugsession"
 	"github.com/tower-dev/breakglass/test/harness/cluster"
 )
 
@@ -59,7 +59,7 @@ func grant(t *testing.T, c *cluster.Cluster, ns, session, role string) *rbacv1.R
 		t.Fatalf("the portal's well-formed grant to %s was refused: %v", role, err)
 	}
 	t.Cleanup(func() { _ = c.Client.Delete(context.Background(), rb) })
-	if err := relaysession.WaitGranted(testContext(t), portal.Kube, ns, role); err != nil {
+	if err := debugsession.WaitGranted(testContext(t), portal.Kube, ns, role); err != nil {
 		t.Fatal(err)
 	}
 	return rb

@@ -35,7 +35,7 @@ import (
 	"github.com/tower-dev/breakglass/lifecycle"
 	"github.com/tower-dev/breakglass/manifests"
 	"github.com/tower-dev/breakglass/policies"
-	relaysession "github.com/tower-dev/breakglass/relay/session"
+	"github.com/tower-dev/breakglass/relay/debugsession"
 	"github.com/tower-dev/breakglass/test/harness/cluster"
 	"github.com/tower-dev/breakglass/webhook"
 )
@@ -290,7 +290,7 @@ func TestPlaneEventsAboutSessionsOnly(t *testing.T) {
 
 		t.Run("the relay records a step on the Session", func(t *testing.T) {
 			s := &v1alpha1.Session{ObjectMeta: metav1.ObjectMeta{Name: "s-events", Namespace: ns, UID: "11111111-1111-1111-1111-111111111111"}}
-			runner := &relaysession.Runner{Kube: portal.Kube, Clock: clock.RealClock{}}
+			runner := &debugsession.Runner{Kube: portal.Kube, Clock: clock.RealClock{}}
 			if err := runner.Lifecycle().Note(ctx, v1alpha1.StepGrant, v1alpha1.PortalUsername, s, "a grant for 30m"); err != nil {
 				t.Fatal(err)
 			}

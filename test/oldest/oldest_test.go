@@ -24,7 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/tower-dev/breakglass/policies"
-	"github.com/tower-dev/breakglass/relay/session"
+	"github.com/tower-dev/breakglass/relay/debugsession"
 	"github.com/tower-dev/breakglass/test/harness/cluster"
 	"github.com/tower-dev/breakglass/test/harness/prereq"
 )
@@ -210,8 +210,8 @@ func TestTypeCheckedOnOldest(t *testing.T) {
 // TestHeldCopiesRefusedOnOldest: v1.30's API server has no image volumes,
 // so the relay refuses a held copy on it, saying which version it needs.
 func TestHeldCopiesRefusedOnOldest(t *testing.T) {
-	err := session.HeldCopies(clusters[policies.Ground].Kube.Discovery())
-	if !errors.Is(err, session.ErrNoHeldCopies) || !strings.Contains(err.Error(), "v1.30.14") || !strings.Contains(err.Error(), "1.35") {
+	err := debugsession.HeldCopies(clusters[policies.Ground].Kube.Discovery())
+	if !errors.Is(err, debugsession.ErrNoHeldCopies) || !strings.Contains(err.Error(), "v1.30.14") || !strings.Contains(err.Error(), "1.35") {
 		t.Fatalf("a held copy on v1.30: %v, want refused naming v1.30.14 and 1.35", err)
 	}
 }

@@ -21,7 +21,7 @@ import (
 	"github.com/tower-dev/breakglass/evidence/recording"
 	"github.com/tower-dev/breakglass/evidence/tlog"
 	"github.com/tower-dev/breakglass/policies"
-	"github.com/tower-dev/breakglass/relay/session"
+	"github.com/tower-dev/breakglass/relay/debugsession"
 	"github.com/tower-dev/breakglass/sweeper"
 	"github.com/tower-dev/breakglass/test/harness/cluster"
 )
@@ -72,8 +72,8 @@ func newBed(t *testing.T, nsName string) *bed {
 	return &bed{c: c, portal: portal, s: s, ns: ns, debugImage: debugImage, sv: relayKey(t)}
 }
 
-func (b *bed) runner(store recording.Store) *session.Runner {
-	return &session.Runner{Cluster: "test", Client: b.portal.Client, Kube: b.portal.Kube, Config: b.portal.Config, Store: store, Clock: clock.RealClock{},
+func (b *bed) runner(store recording.Store) *debugsession.Runner {
+	return &debugsession.Runner{Cluster: "test", Client: b.portal.Client, Kube: b.portal.Kube, Config: b.portal.Config, Store: store, Clock: clock.RealClock{},
 		DebugImage: b.debugImage, Grace: 2 * time.Minute, MaxTTL: 75 * time.Minute, Retention: time.Hour}
 }
 
@@ -232,7 +232,7 @@ func TestFaultCrashedSessionSweptAndAnchored(t *testing.T) {
 	relayCtx, die := context.WithCancel(ctx)
 	watched := make(chan error, 1)
 	go func() {
-		_, err := live.Watch(relayCtx, session.Limits{Idle: time.Hour, Disconnect: time.Hour, Heartbeat: 200 * time.Millisecond, Flush: 100 * time.Millisecond})
+		_, err := live.Watch(relayCtx, debugsession.Limits{Idle: time.Hour, Disconnect: time.Hour, Heartbeat: 200 * time.Millisecond, Flush: 100 * time.Millisecond})
 		watched <- err
 	}()
 	if _, err := live.Write([]byte("echo before-the-crash\n")); err != nil {

@@ -13,7 +13,7 @@ import (
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
 	"github.com/tower-dev/breakglass/policies"
-	"github.com/tower-dev/breakglass/relay/session"
+	"github.com/tower-dev/breakglass/relay/debugsession"
 )
 
 // User is a client acting as someone else, through impersonation by the
@@ -76,7 +76,7 @@ func (c *Cluster) Sweeper() (*User, error) {
 // WaitAllowed waits until the authorizer lets u do verb on resource (and
 // subresource) in namespace, as the relay does after a grant.
 func (u *User) WaitAllowed(ctx context.Context, namespace, verb, resource, subresource string) error {
-	err := session.WaitAllowed(ctx, u.Kube, authorizationv1.ResourceAttributes{
+	err := debugsession.WaitAllowed(ctx, u.Kube, authorizationv1.ResourceAttributes{
 		Namespace: namespace, Verb: verb, Resource: resource, Subresource: subresource}, 30*time.Second)
 	if err != nil {
 		return fmt.Errorf("%s may still not %s %s/%s in %s after 30s: %w", u.Name, verb, resource, subresource, namespace, err)

@@ -1,4 +1,4 @@
-package session_test
+package debugsession_test
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
 	"github.com/tower-dev/breakglass/evidence/recording"
-	"github.com/tower-dev/breakglass/relay/session"
+	"github.com/tower-dev/breakglass/relay/debugsession"
 	"github.com/tower-dev/breakglass/test/harness/cluster"
 )
 
@@ -48,7 +48,7 @@ func TestStreamClosedAtGrantExpiry(t *testing.T) {
 	live.Session.Status.Deadline = &later // what the Session claims
 	ended := make(chan v1alpha1.EndReason, 1)
 	go func() {
-		reason, err := live.Watch(ctx, session.Limits{Idle: 24 * time.Hour, Disconnect: 24 * time.Hour, Heartbeat: time.Hour, Flush: time.Hour})
+		reason, err := live.Watch(ctx, debugsession.Limits{Idle: 24 * time.Hour, Disconnect: 24 * time.Hour, Heartbeat: time.Hour, Flush: time.Hour})
 		if err != nil {
 			t.Errorf("Watch: %v", err)
 		}

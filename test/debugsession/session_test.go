@@ -1,7 +1,7 @@
-// Package session_test runs whole debug sessions on a real API server with
+// Package debugsession_test runs whole debug sessions on a real API server with
 // the Flight policies and a virtual node: grant, debug container, attach,
 // recording, end.
-package session_test
+package debugsession_test
 
 import (
 	"bufio"
@@ -30,7 +30,7 @@ import (
 	"github.com/tower-dev/breakglass/evidence/recording"
 	"github.com/tower-dev/breakglass/lifecycle"
 	"github.com/tower-dev/breakglass/policies"
-	"github.com/tower-dev/breakglass/relay/session"
+	"github.com/tower-dev/breakglass/relay/debugsession"
 	"github.com/tower-dev/breakglass/test/harness/cluster"
 	"github.com/tower-dev/breakglass/test/harness/prereq"
 )
@@ -53,19 +53,19 @@ func run(m *testing.M) int {
 		VirtualNode: true, UnpullableImages: []string{brokenImage}}, &cl)
 }
 
-func runner(t testing.TB, store recording.Store, log *audit.Log) *session.Runner {
+func runner(t testing.TB, store recording.Store, log *audit.Log) *debugsession.Runner {
 	t.Helper()
 	return runnerOn(t, cl, cluster.DebugImage, store, log)
 }
 
 // runnerOn is runner on cluster c, with debugImage.
-func runnerOn(t testing.TB, c *cluster.Cluster, debugImage string, store recording.Store, log *audit.Log) *session.Runner {
+func runnerOn(t testing.TB, c *cluster.Cluster, debugImage string, store recording.Store, log *audit.Log) *debugsession.Runner {
 	t.Helper()
 	portal, err := c.Portal()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &session.Runner{Cluster: "test", Client: portal.Client, Kube: portal.Kube, Config: portal.Config, Store: store, Audit: log,
+	return &debugsession.Runner{Cluster: "test", Client: portal.Client, Kube: portal.Kube, Config: portal.Config, Store: store, Audit: log,
 		Clock: clock.RealClock{}, DebugImage: debugImage, Grace: 2 * time.Minute, MaxTTL: 75 * time.Minute, Retention: time.Hour}
 }
 
@@ -267,14 +267,14 @@ func TestKeepPodAndNothingLeftOnFailure(t *testing.T) {
 func TestLimits(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
-		limits session.Limits
+		limits debugsession.Limits
 		viewer bool
 		step   time.Duration
 		want   v1alpha1.EndReason
 	}{
-		{"idle", session.Limits{Idle: 10 * time.Minute, Disconnect: time.Hour, Heartbeat: 15 * time.Second}, true, 10 * time.Minute, v1alpha1.EndIdle},
-		{"disconnect", session.Limits{Idle: time.Hour, Disconnect: 2 * time.Minute, Heartbeat: 15 * time.Second}, false, 2 * time.Minute, v1alpha1.EndDisconnect},
-		{"hard stop", session.Limits{Idle: 2 * time.Hour, Disconnect: 2 * time.Hour, Heartbeat: 15 * time.Second}, true, 30 * time.Minute, v1alpha1.EndHardStop},
+		{"idle", debugsession.Limits{Idle: 10 * time.Minute, Disconnect: time.Hour, Heartbeat: 15 * time.Second}, true, 10 * time.Minute, v1alpha1.EndIdle},
+		{"disconnect", debugsession.Limits{Idle: time.Hour, Disconnect: 2 * time.Minute, Heartbeat: 15 * time.Second}, false, 2 * time.Minute, v1alpha1.EndDisconnect},
+		{"hard stop", debugsession.Limits{Idle: 2 * time.Hour, Disconnect: 2 * time.Hour, Heartbeat: 15 * time.Second}, true, 30 * time.Minute, v1alpha1.EndHardStop},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ns := cl.Namespace(t, "limit-"+strings.ReplaceAll(tc.name, " ", "-"))
@@ -350,7 +350,7 @@ func TestShellExitEndsSession(t *testing.T) {
 	ended := make(chan v1alpha1.EndReason, 1)
 	go func() {
 		// Limits far away: only the stream's end can end it in time.
-		reason, err := live.Watch(ctx, session.Limits{Idle: time.Hour, Disconnect: time.Hour, Heartbeat: 15 * time.Second})
+		reason, err := live.Watch(ctx, debugsession.Limits{Idle: time.Hour, Disconnect: time.Hour, Heartbeat: 15 * time.Second})
 		if err != nil {
 			t.Errorf("Watch: %v", err)
 		}

@@ -1,4 +1,4 @@
-package session_test
+package debugsession_test
 
 import (
 	"bytes"

@@ -1,4 +1,4 @@
-package session_test
+package debugsession_test
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
 	"github.com/tower-dev/breakglass/evidence/recording"
-	"github.com/tower-dev/breakglass/relay/session"
+	"github.com/tower-dev/breakglass/relay/debugsession"
 )
 
 // echoer sends one key and waits for the terminal to echo it back. Both
@@ -126,7 +126,7 @@ func BenchmarkIdleSessionAttached(b *testing.B) {
 			sessions[k] = approvedSession(b, ns, true)
 		}
 		before := heapInUse()
-		lives := make([]*session.Live, n)
+		lives := make([]*debugsession.Live, n)
 		for k, s := range sessions {
 			live, err := r.Start(ctx, s)
 			if err != nil {

@@ -1,9 +1,9 @@
-// Package session runs a debug session on the cluster: it grants the portal
+// Package debugsession runs a debug session on the cluster: it grants the portal
 // a RoleBinding with a TTL, adds the debug container, attaches to it through
 // the API server, records every byte, and at the end detaches, recycles the
 // pod, revokes the grant and writes the end to the Session. The cluster
 // holds the truth: every step is in the Session's status.
-package session
+package debugsession
 
 import (
 	"context"
