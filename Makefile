@@ -8,6 +8,10 @@ KUBE_VERSION := v1.37.2
 OLDEST_KUBE_VERSION := v1.30.14
 OLDEST_BINS := $(BIN)/kube-apiserver-1.30 $(BIN)/kube-controller-manager-1.30
 ETCD_VERSION := v3.6.16
+# Every Kubernetes the chart claims, oldest to newest: the policies are
+# type-checked against each one's own OpenAPI documents (bin/openapi).
+CLAIMED_KUBE_VERSIONS := $(OLDEST_KUBE_VERSION) v1.31.14 v1.32.13 v1.33.13 v1.34.4 v1.35.4 v1.36.3 $(KUBE_VERSION)
+OPENAPI_SPECS := $(foreach v,$(CLAIMED_KUBE_VERSIONS),$(BIN)/openapi/$(v)/api__v1_openapi.json)
 # The real node's programs (make node), built from the same module as kube-apiserver.
 KUBE_NODE_BINS := $(BIN)/kubelet $(BIN)/kube-controller-manager $(BIN)/kube-scheduler
 CONTAINERD_BINS := $(BIN)/containerd $(BIN)/containerd-shim-runc-v2
@@ -23,7 +27,7 @@ export TOOLS_CACHE
 # $(call cached,MODULE_DIR,OUTPUTS,COMMAND): COMMAND writes OUTPUTS into $$OUT.
 cached = GO=$(GO) bash hack/tool-cache.sh $(1) $(BIN) '$(2)' '$(3)'
 
-.PHONY: help all build backstage browser test-oldest cross test-cross krew console node dev image rekor debian-packages test test-unit test-integration test-faults fuzz bench bench-load generate verify-generate lint tools clean
+.PHONY: help all build backstage browser openapi-specs test-oldest cross test-cross krew console node dev image rekor debian-packages test test-unit test-integration test-faults fuzz bench bench-load generate verify-generate lint tools clean
 
 all: build
 
@@ -95,6 +99,11 @@ build: console
 	$(GO) build ./...
 	$(GO) build -o $(BIN)/kubectl-breakglass ./cmd/kubectl-breakglass
 	$(GO) build -o $(BIN)/breakglass ./cmd/breakglass
+
+## openapi-specs: the OpenAPI documents of every Kubernetes the chart claims (bin/openapi), from each one's module.
+openapi-specs: $(OPENAPI_SPECS)
+$(OPENAPI_SPECS) &: hack/openapi-specs.sh
+	GO=$(GO) bash hack/openapi-specs.sh $(BIN)/openapi $(CLAIMED_KUBE_VERSIONS)
 
 ## tools: build the external programs the tests and generators use, once, into bin/.
 tools: $(BIN)/kube-apiserver $(NODE_BINS) $(OLDEST_BINS) $(BIN)/etcd $(BIN)/versitygw $(BIN)/controller-gen $(BIN)/golangci-lint $(BIN)/promtool $(BIN)/cosign $(BIN)/rekor-server-v2 $(BIN)/kubectl-kyverno rekor
@@ -245,7 +254,7 @@ browser: test/browser/node_modules/.package-lock.json
 test/browser/node_modules/.package-lock.json: test/browser/package.json test/browser/package-lock.json
 	cd test/browser && npm ci --no-audit --no-fund
 
-INTEGRATION_DEPS := console image $(BIN)/kube-apiserver $(NODE_BINS) $(OLDEST_BINS) $(BIN)/etcd $(BIN)/versitygw $(BIN)/promtool $(BIN)/cosign $(BIN)/rekor-server-v2 $(BIN)/kubectl-kyverno rekor browser backstage
+INTEGRATION_DEPS := console image $(OPENAPI_SPECS) $(BIN)/kube-apiserver $(NODE_BINS) $(OLDEST_BINS) $(BIN)/etcd $(BIN)/versitygw $(BIN)/promtool $(BIN)/cosign $(BIN)/rekor-server-v2 $(BIN)/kubectl-kyverno rekor browser backstage
 
 ## test-integration: every suite on the real API server, node, store, log and browser (not the faults).
 test-integration: $(INTEGRATION_DEPS)
@@ -255,7 +264,7 @@ test-integration: $(INTEGRATION_DEPS)
 	$(MAKE) test-oldest
 
 ## test-oldest: the policies type-checked by v1.30's own controller manager, and the policy-plane suite on v1.30.
-test-oldest: $(OLDEST_BINS) $(BIN)/etcd
+test-oldest: $(OLDEST_BINS) $(BIN)/etcd $(OPENAPI_SPECS)
 	$(GO) test -count=1 -timeout 10m ./test/oldest/
 	BREAKGLASS_APISERVER=$(BIN)/kube-apiserver-1.30 $(GO) test -count=1 -timeout 20m ./test/integration/
 

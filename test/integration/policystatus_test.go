@@ -36,43 +36,65 @@ func TestTypeChecked(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		checker := &validating.TypeChecker{
-			SchemaResolver: &resolver.ClientDiscoveryResolver{Discovery: dc},
-			RestMapper:     restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc)),
-		}
-		pairs, err := vap.BuildAll(p, policies.DefaultParams(cluster.DebugImage))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, pr := range pairs {
-			policy := pr.Policy.DeepCopy()
-			checkable := false
-			for i, r := range policy.Spec.MatchConstraints.ResourceRules {
-				for j, res := range r.Resources {
-					if res == "pods/ephemeralcontainers" {
-						policy.Spec.MatchConstraints.ResourceRules[i].Resources[j] = "pods"
-					}
-					if !strings.Contains(policy.Spec.MatchConstraints.ResourceRules[i].Resources[j], "/") {
-						checkable = true
-					}
-				}
-			}
-			if !checkable {
-				continue
-			}
-			t.Run(pr.Policy.Name, func(t *testing.T) {
-				for _, w := range checker.Check(policy) {
-					t.Errorf("%s: %s", w.FieldRef, w.Warning)
-				}
-				// The check must see the schema: a misspelt field has to warn.
-				canary := policy.DeepCopy()
-				canary.Spec.Validations = append(canary.Spec.Validations, admissionregistrationv1.Validation{Expression: "object.metadata.nmae == 'x'"})
-				if len(checker.Check(canary)) == 0 {
-					t.Error("no warning for object.metadata.nmae: the type checker did not resolve this policy's types")
-				}
-			})
-		}
+		typeCheckAll(t, typeChecker(dc), p)
 	})
+}
+
+// typeChecker is the API server's type checker, with the schemas dc's
+// OpenAPI documents hold and its server's resources.
+func typeChecker(dc discovery.DiscoveryInterface) *validating.TypeChecker {
+	return &validating.TypeChecker{
+		SchemaResolver: &resolver.ClientDiscoveryResolver{Discovery: dc},
+		RestMapper:     restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc)),
+	}
+}
+
+// typeCheckAll fails t for each warning checker gives a policy of profile
+// p, and when it resolves no schema for one (a misspelt field must warn).
+func typeCheckAll(t *testing.T, checker *validating.TypeChecker, p policies.Profile) {
+	t.Helper()
+	for _, policy := range checkable(t, p) {
+		t.Run(policy.Name, func(t *testing.T) {
+			for _, w := range checker.Check(policy) {
+				t.Errorf("%s: %s", w.FieldRef, w.Warning)
+			}
+			canary := policy.DeepCopy()
+			canary.Spec.Validations = append(canary.Spec.Validations, admissionregistrationv1.Validation{Expression: "object.metadata.nmae == 'x'"})
+			if len(checker.Check(canary)) == 0 {
+				t.Error("no warning for object.metadata.nmae: the type checker did not resolve this policy's types")
+			}
+		})
+	}
+}
+
+// checkable is every policy of profile p the type checker can check: it
+// skips subresources, and the object of a pods/ephemeralcontainers update
+// is a Pod, so that one is mapped to pods.
+func checkable(t *testing.T, p policies.Profile) []*admissionregistrationv1.ValidatingAdmissionPolicy {
+	t.Helper()
+	pairs, err := vap.BuildAll(p, policies.DefaultParams(cluster.DebugImage))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []*admissionregistrationv1.ValidatingAdmissionPolicy
+	for _, pr := range pairs {
+		policy := pr.Policy.DeepCopy()
+		ok := false
+		for i, r := range policy.Spec.MatchConstraints.ResourceRules {
+			for j, res := range r.Resources {
+				if res == "pods/ephemeralcontainers" {
+					policy.Spec.MatchConstraints.ResourceRules[i].Resources[j] = "pods"
+				}
+				if !strings.Contains(policy.Spec.MatchConstraints.ResourceRules[i].Resources[j], "/") {
+					ok = true
+				}
+			}
+		}
+		if ok {
+			out = append(out, policy)
+		}
+	}
+	return out
 }
 
 // TestUnrenderedFailsClosed applies the chart's debug-container policy as

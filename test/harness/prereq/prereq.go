@@ -48,6 +48,9 @@ func BinDir() string {
 	return filepath.Join(root, "bin")
 }
 
+// OpenAPIDir is where make openapi-specs puts each version's documents.
+func OpenAPIDir() string { return filepath.Join(BinDir(), "openapi") }
+
 func exists(path string) bool {
 	_, err := os.Stat(path)
 	return err == nil
@@ -98,6 +101,9 @@ var (
 		found, _ := filepath.Glob("/usr/lib/postgresql/*/bin/initdb")
 		return len(found) > 0
 	}}
+	// OpenAPISpecs are the OpenAPI documents of every Kubernetes version
+	// the chart claims, each in its own folder of OpenAPIDir.
+	OpenAPISpecs = inBin("openapi", "openapi-specs")
 	// Images are the server and debug images make image builds, each an
 	// index for linux/amd64 and linux/arm64 with its SBOM, in an OCI layout.
 	Images = inBin("images/index.json", "image")
