@@ -172,25 +172,9 @@ func TestWholeSession(t *testing.T) {
 	}
 	wantConditions(t, got, map[string]metav1.ConditionStatus{v1alpha1.ConditionGranted: metav1.ConditionFalse,
 		v1alpha1.ConditionAttached: metav1.ConditionFalse, v1alpha1.ConditionRecorded: metav1.ConditionTrue, v1alpha1.ConditionAnchored: metav1.ConditionFalse})
-	raw, err := store.Get(ctx, recording.RefOf("test", got).Prefix()+recording.TranscriptFile, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	recs, err := recording.ReadTranscript(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var in, out strings.Builder
-	for _, rec := range recs {
-		switch rec.Kind {
-		case recording.KindInput:
-			in.Write(rec.Data)
-		case recording.KindOutput:
-			out.Write(rec.Data)
-		}
-	}
-	if in.String() != "echo session-$((6*7)) as $(id -u)\n" || !strings.Contains(out.String(), want) {
-		t.Fatalf("the transcript: input %q, output %q", in.String(), out.String())
+	in, out, _ := cluster.Transcript(t, store, recording.RefOf("test", got).Prefix())
+	if in != "echo session-$((6*7)) as $(id -u)\n" || !strings.Contains(out, want) {
+		t.Fatalf("the transcript: input %q, output %q", in, out)
 	}
 	if n, err := audit.Verify(strings.NewReader(auditLog.String())); err != nil || n != 4 || !strings.Contains(auditLog.String(), `"kind":"start"`) {
 		t.Fatalf("audit: %d events, %v\n%s", n, err, auditLog.String())

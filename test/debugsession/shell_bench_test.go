@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -17,11 +16,9 @@ import (
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
 	"github.com/tower-dev/breakglass/evidence/recording"
-	"github.com/tower-dev/breakglass/internal/image"
 	"github.com/tower-dev/breakglass/policies"
 	"github.com/tower-dev/breakglass/test/harness/cluster"
 	"github.com/tower-dev/breakglass/test/harness/measure"
-	"github.com/tower-dev/breakglass/test/harness/prereq"
 )
 
 // shellAsks is what the person types first, and shellAnswer what only the
@@ -50,25 +47,8 @@ func BenchmarkTimeToShell(b *testing.B) {
 // (a kubelet on containerd and runc), with the debug image cached there:
 // the app pods run the same image, pulled once.
 func BenchmarkTimeToShellRealNode(b *testing.B) {
-	prereq.Need(b, prereq.RealNode...)
 	ctx := context.Background()
-	c, err := cluster.Start(ctx, cluster.Options{Profile: policies.Flight, RealNode: true})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() {
-		if err := c.Stop(); err != nil {
-			b.Error(err)
-		}
-	})
-	img, err := image.BuildDebug("/bin/busybox", runtime.GOARCH, time.Unix(0, 0))
-	if err != nil {
-		b.Fatal(err)
-	}
-	ref, err := c.Registry.PushImage("breakglass/debug", "1", img)
-	if err != nil {
-		b.Fatal(err)
-	}
+	c, ref := cluster.StartRealNode(b)
 	if err := c.SetParams(ctx, policies.DefaultParams(ref.String())); err != nil {
 		b.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/tower-dev/breakglass/internal/oidcissuer"
 	"github.com/tower-dev/breakglass/relay"
 	"github.com/tower-dev/breakglass/relay/terminal"
+	"github.com/tower-dev/breakglass/test/harness/cluster"
 )
 
 // TestBadTokens: every token the relay must not trust is refused with 401
@@ -232,7 +233,7 @@ func TestBadTerminalInput(t *testing.T) {
 	again.send(t, "echo back-$((2+2))\n")
 	again.waitFor(t, "back-4")
 	tr.must(t, http.StatusOK, token(t, alice), "POST", path+"/end", "")
-	in, _, _ := transcript(t, tr.store, prefixOf(t, ns, s.Name))
+	in, _, _ := cluster.Transcript(t, tr.store, prefixOf(t, ns, s.Name))
 	if in != "echo still-$((1+1))\necho back-$((2+2))\n" {
 		t.Fatalf("recorded input %q: the oversized frame must not be in it, the rest must", in)
 	}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tower-dev/breakglass/test/harness/cluster"
 	"github.com/tower-dev/breakglass/test/harness/prereq"
 
 	"k8s.io/utils/clock"
@@ -66,7 +67,7 @@ func TestBrowserTerminal(t *testing.T) {
 		t.Fatalf("the browser's terminal size did not reach the pty:\n%s", result.Screen)
 	}
 	tr.must(t, http.StatusOK, token(t, alice), "POST", path+"/end", "")
-	in, _, resizes := transcript(t, tr.store, prefixOf(t, ns, s.Name))
+	in, _, resizes := cluster.Transcript(t, tr.store, prefixOf(t, ns, s.Name))
 	if in != typed+"\r" || len(resizes) == 0 || resizes[0] != "97x31" {
 		t.Fatalf("recorded input %q, resizes %v", in, resizes)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/tower-dev/breakglass/internal/oidcissuer"
 	"github.com/tower-dev/breakglass/relay"
 	"github.com/tower-dev/breakglass/relay/wire"
+	"github.com/tower-dev/breakglass/test/harness/cluster"
 )
 
 // TestModeratedSession: in a moderated namespace the requester's
@@ -93,7 +94,7 @@ func TestModeratedSession(t *testing.T) {
 	if started < 0 || stopped < started || strings.Index(out, "watched-42") < started || strings.Index(out, "watched-42") > stopped {
 		t.Fatalf("the recording does not mark moderation around what ran: %q", out)
 	}
-	in, _, _ := transcript(t, tr.store, prefixOf(t, ns, s.Name))
+	in, _, _ := cluster.Transcript(t, tr.store, prefixOf(t, ns, s.Name))
 	if in != "echo watched-$((40+2))\n" {
 		t.Fatalf("the recorded input %q: only what reached the shell", in)
 	}

@@ -161,7 +161,7 @@ func TestTwoPersonSession(t *testing.T) {
 	if ended.Status.Evidence == nil || ended.Status.Evidence.ManifestSHA256 != hex.EncodeToString(sum[:]) {
 		t.Fatal("the Session's evidence does not name the manifest's hash")
 	}
-	in, out, resizes := transcript(t, tr.store, prefix)
+	in, out, resizes := cluster.Transcript(t, tr.store, prefix)
 	if in != typed {
 		t.Fatalf("recorded input %q, typed %q", in, typed)
 	}
@@ -202,32 +202,6 @@ func prefixOf(t testing.TB, ns, name string) string {
 		t.Fatal(err)
 	}
 	return recording.RefOf("prod", s).Prefix()
-}
-
-// transcript reads the byte-exact transcript: input, output, resizes.
-func transcript(t testing.TB, store recording.Store, prefix string) (string, string, []string) {
-	t.Helper()
-	raw, err := store.Get(context.Background(), prefix+recording.TranscriptFile, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	recs, err := recording.ReadTranscript(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var in, out strings.Builder
-	var resizes []string
-	for _, r := range recs {
-		switch r.Kind {
-		case recording.KindInput:
-			in.Write(r.Data)
-		case recording.KindOutput:
-			out.Write(r.Data)
-		case recording.KindResize:
-			resizes = append(resizes, string(r.Data))
-		}
-	}
-	return in.String(), out.String(), resizes
 }
 
 // assertNothingLeft: no grant for the session, the pod recycled or kept.

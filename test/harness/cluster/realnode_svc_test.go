@@ -20,7 +20,7 @@ import (
 // name outside the cluster is not answered.
 func TestRealNodeServices(t *testing.T) {
 	ctx := context.Background()
-	c, ref := realNodeWithDebugImage(t)
+	c, ref := StartRealNode(t)
 	ns := c.Namespace(t, "shop")
 	c.ServingPod(t, ns, "web-1", ref.String())
 	svc := &corev1.Service{

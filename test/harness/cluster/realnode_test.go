@@ -2,46 +2,17 @@ package cluster
 
 import (
 	"context"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/google/go-containerregistry/pkg/name"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
-	"github.com/tower-dev/breakglass/internal/image"
 	"github.com/tower-dev/breakglass/manifests"
 	"github.com/tower-dev/breakglass/policies"
-	"github.com/tower-dev/breakglass/test/harness/prereq"
 )
-
-// realNodeWithDebugImage starts a Flight control plane with the real node,
-// stopped when the test ends, and pushes the debug image to its registry.
-func realNodeWithDebugImage(t *testing.T) (*Cluster, name.Digest) {
-	t.Helper()
-	prereq.Need(t, append(prereq.ControlPlane, prereq.RealNode...)...)
-	c, err := Start(context.Background(), Options{Profile: policies.Flight, RealNode: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := c.Stop(); err != nil {
-			t.Error(err)
-		}
-	})
-	img, err := image.BuildDebug("/bin/busybox", runtime.GOARCH, time.Unix(0, 0))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ref, err := c.Registry.PushImage("breakglass/debug", "1", img)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c, ref
-}
 
 // TestRealNodeDebugContainer runs the debug image, pulled from the registry
 // by digest, as a debug container on the real kubelet (Flight policies in
@@ -50,7 +21,7 @@ func realNodeWithDebugImage(t *testing.T) (*Cluster, name.Digest) {
 // new privileges, and no ServiceAccount token.
 func TestRealNodeDebugContainer(t *testing.T) {
 	ctx := context.Background()
-	c, ref := realNodeWithDebugImage(t)
+	c, ref := StartRealNode(t)
 	debugImage := ref.String()
 	if err := c.SetParams(ctx, policies.DefaultParams(debugImage)); err != nil {
 		t.Fatal(err)
@@ -103,7 +74,7 @@ func TestRealNodeDebugContainer(t *testing.T) {
 // container beside it is attached to.
 func TestRealNodeHeldCopy(t *testing.T) {
 	ctx := context.Background()
-	c, ref := realNodeWithDebugImage(t)
+	c, ref := StartRealNode(t)
 	if err := c.SetParams(ctx, policies.DefaultParams(ref.String())); err != nil {
 		t.Fatal(err)
 	}
