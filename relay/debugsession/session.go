@@ -79,8 +79,8 @@ type Live struct {
 	// ctx lives as long as the terminal stream; cancel ends it.
 	ctx    context.Context
 	cancel context.CancelFunc
-	// exit is how the session leaves this relay (an exit; running until
-	// someone asks), moved once by leave.
+	// exit is how the session leaves this relay (an exit; stillRunning
+	// until someone asks), moved from stillRunning once, by leave.
 	exit atomic.Int32
 	// mu guards Session's status between the heartbeat and the end.
 	mu sync.Mutex
@@ -468,7 +468,7 @@ func (l *Live) Write(p []byte) (int, error) {
 
 // Ending says someone or something is ending the session, or has, or it
 // is leaving this relay another way.
-func (l *Live) Ending() bool { return exit(l.exit.Load()) != running }
+func (l *Live) Ending() bool { return exit(l.exit.Load()) != stillRunning }
 
 // Mark records a marker in the session's recording: a moment a reviewer
 // is to find.
@@ -487,7 +487,8 @@ func (l *Live) Resize(ctx context.Context, cols, rows uint16) error {
 	return nil
 }
 
-// Ended is closed once the session has ended, whoever ended it.
+// Ended is closed once the session has left this relay: ended, whoever
+// ended it, released to another, or lost to one.
 func (l *Live) Ended() <-chan struct{} { return l.ended }
 
 // Output returns a viewer of the terminal's output from now on; closing it
@@ -532,14 +533,15 @@ func relayEnding(reason v1alpha1.EndReason, detail string, abnormal bool) ending
 	return ending{by: v1alpha1.PortalUsername, reason: reason, detail: detail, abnormal: abnormal}
 }
 
-// exit is how a session leaves the relay that runs it. It starts running
-// and moves once, to whichever exit is asked for first; whatever asks
-// after that finds the session gone.
+// exit is how a session leaves the relay that runs it. It starts
+// stillRunning and moves once, to whichever exit is asked for first;
+// whatever asks after that finds the session gone. (An end that finds the
+// session taken up by another relay marks it losing instead: what it did.)
 type exit int32
 
 const (
-	// running: the terminal is up and nobody has asked it to leave.
-	running exit = iota
+	// stillRunning: the terminal is up and nobody has asked it to leave.
+	stillRunning exit = iota
 	// endingHere: it ends here, for good: detached, its recording closed, the
 	// pod recycled, the grant revoked and the Session Ended (end).
 	endingHere
@@ -552,12 +554,12 @@ const (
 	losing
 )
 
-// leave moves the session from running to how and does what that exit
-// takes, once: it reports whether this call did. A later caller waits
+// leave moves the session from stillRunning to how and does what that
+// exit takes, once: it reports whether this call did. A later caller waits
 // until the first one is done, so the session has left when any call
-// returns.
+// returns. Ended is closed when do returns, or panics.
 func (l *Live) leave(how exit, do func() error) (bool, error) {
-	if !l.exit.CompareAndSwap(int32(running), int32(how)) {
+	if !l.exit.CompareAndSwap(int32(stillRunning), int32(how)) {
 		<-l.ended
 		return false, nil
 	}
@@ -664,7 +666,8 @@ func (l *Live) streamOver(ctx context.Context) (reason v1alpha1.EndReason, ended
 		// that stream), so the session goes on in a new one: released, for
 		// a relay (this one, at its next look) to take up, as after a
 		// relay that died, but at once.
-		left, err := l.leave(releasing, func() error {
+		var left bool
+		left, err = l.leave(releasing, func() error {
 			return l.release(ctx, "the terminal stream to the pod broke ("+why+"): the session goes on in a new debug container", ErrReattaching)
 		})
 		return "", left, err
