@@ -53,8 +53,9 @@ type Move struct {
 	// Actor is who asked: a person, or the plane's identity.
 	Actor  string
 	Reason string
-	// Record writes what the move records in the status besides the phase.
-	Record func(*v1alpha1.SessionStatus)
+	// Status writes what the move puts in the status besides the phase
+	// (the approval, the grant, the end).
+	Status func(*v1alpha1.SessionStatus)
 	// Merge writes a merge patch instead of an update: for moves that race
 	// the relay's own heartbeat, where the resource version moves but no
 	// decision is at stake. Decisions use updates, so two people deciding
@@ -119,8 +120,8 @@ func (m *Machine) Make(ctx context.Context, s *v1alpha1.Session, mv Move) error 
 	}
 	before := s.DeepCopy()
 	s.Status.Phase = to
-	if mv.Record != nil {
-		mv.Record(&s.Status)
+	if mv.Status != nil {
+		mv.Status(&s.Status)
 	}
 	v1alpha1.SetConditions(&s.Status, metav1.NewTime(m.now()))
 	var err error

@@ -291,7 +291,7 @@ func (s *Server) end(w http.ResponseWriter, r *http.Request, c Caller) error {
 		// Never started: nothing to take back but the request itself.
 		end := &v1alpha1.End{By: c.Name, Reason: reason, Note: q.Reason, At: metav1.NewTime(s.clock.Now())}
 		if err := t.runner.Lifecycle().Make(ctx, sess, lifecycle.Move{Step: v1alpha1.StepEnd, To: v1alpha1.PhaseEnded, Actor: c.Name,
-			Reason: "before it started: " + debugsession.EndReasonText(reason, q.Reason), Record: func(st *v1alpha1.SessionStatus) { st.End = end }}); err != nil {
+			Reason: "before it started: " + debugsession.EndReasonText(reason, q.Reason), Status: func(st *v1alpha1.SessionStatus) { st.End = end }}); err != nil {
 			return clusterError(err)
 		}
 		writeJSON(w, http.StatusOK, view(t.Name, sess))

@@ -171,7 +171,7 @@ func (s *Server) request(w http.ResponseWriter, r *http.Request, c Caller) error
 	case q.GlassBroken:
 		// Nobody approved: the relay says so, and a review falls due.
 		move.Step, move.To, note, to = v1alpha1.StepBreakGlass, v1alpha1.PhaseApproved, v1alpha1.NotifyGlassBroken, "everyone"
-		move.Record = func(st *v1alpha1.SessionStatus) {
+		move.Status = func(st *v1alpha1.SessionStatus) {
 			st.Approval = &v1alpha1.Approval{By: "glass broken by " + c.Name, At: now, Mode: q.Mode,
 				ProcessAccess: q.ProcessAccess, KeepPod: q.KeepPod}
 			due := metav1.NewTime(now.Add(s.cfg.Limits.ReviewWithin.Duration))
@@ -179,7 +179,7 @@ func (s *Server) request(w http.ResponseWriter, r *http.Request, c Caller) error
 		}
 	case !t.NeedsApproval():
 		move.To = v1alpha1.PhaseApproved
-		move.Record = func(st *v1alpha1.SessionStatus) {
+		move.Status = func(st *v1alpha1.SessionStatus) {
 			st.Approval = &v1alpha1.Approval{By: "approval not required on " + t.Name, At: now, Mode: q.Mode,
 				ProcessAccess: q.ProcessAccess, KeepPod: q.KeepPod}
 		}
@@ -279,7 +279,7 @@ func (s *Server) approve(w http.ResponseWriter, r *http.Request, c Caller) error
 		ProcessAccess: sess.Spec.ProcessAccess && !d.WithoutProcessAccess, KeepPod: d.KeepPod, Comment: d.Comment}
 	what := fmt.Sprintf("mode %s, process access %t, keep the pod %t", sess.Spec.Mode, approval.ProcessAccess, d.KeepPod)
 	if err := t.runner.Lifecycle().Make(ctx, sess, lifecycle.Move{Step: v1alpha1.StepApprove, To: v1alpha1.PhaseApproved,
-		Actor: c.Name, Reason: what, Record: func(st *v1alpha1.SessionStatus) { st.Approval = approval }}); err != nil {
+		Actor: c.Name, Reason: what, Status: func(st *v1alpha1.SessionStatus) { st.Approval = approval }}); err != nil {
 		return clusterError(err)
 	}
 	s.notify(ctx, notify.Event{Kind: v1alpha1.NotifyRequestApproved, Cluster: t.Name, To: sess.Spec.Requester}, sess)
@@ -295,7 +295,7 @@ func (s *Server) deny(w http.ResponseWriter, r *http.Request, c Caller) error {
 	ctx := r.Context()
 	denial := &v1alpha1.Denial{By: c.Name, ByID: c.ID, At: metav1.NewTime(s.clock.Now()), Reason: d.Reason}
 	if err := t.runner.Lifecycle().Make(ctx, sess, lifecycle.Move{Step: v1alpha1.StepDeny, To: v1alpha1.PhaseDenied,
-		Actor: c.Name, Reason: d.Reason, Record: func(st *v1alpha1.SessionStatus) { st.Denial = denial }}); err != nil {
+		Actor: c.Name, Reason: d.Reason, Status: func(st *v1alpha1.SessionStatus) { st.Denial = denial }}); err != nil {
 		return clusterError(err)
 	}
 	s.notify(ctx, notify.Event{Kind: v1alpha1.NotifyRequestDenied, Cluster: t.Name, To: sess.Spec.Requester}, sess)
@@ -327,7 +327,7 @@ func (s *Server) review(w http.ResponseWriter, r *http.Request, c Caller) error 
 	}
 	at := metav1.NewTime(s.clock.Now())
 	if err := t.runner.Lifecycle().Make(ctx, sess, lifecycle.Move{Step: v1alpha1.StepReview, Actor: c.Name, Reason: q.Comment,
-		Record: func(st *v1alpha1.SessionStatus) {
+		Status: func(st *v1alpha1.SessionStatus) {
 			if st.Review == nil {
 				st.Review = &v1alpha1.Review{}
 			}

@@ -230,7 +230,7 @@ func (s *SessionSweeper) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 			return ctrl.Result{RequeueAfter: 30 * time.Second}, nil
 		}
 		if err := s.lifecycle().Make(ctx, sess, lifecycle.Move{Step: v1alpha1.StepAnchor, Actor: s.Identity, Reason: ev.EntryID,
-			Record: func(st *v1alpha1.SessionStatus) { st.Evidence = ev }}); err != nil {
+			Status: func(st *v1alpha1.SessionStatus) { st.Evidence = ev }}); err != nil {
 			return ctrl.Result{}, err
 		}
 		logger.Info("anchored the recording", "entry", ev.EntryID)
@@ -257,7 +257,7 @@ func (s *SessionSweeper) lifecycle() *lifecycle.Machine {
 func (s *SessionSweeper) end(ctx context.Context, sess *v1alpha1.Session, now time.Time, why string) error {
 	end := &v1alpha1.End{By: s.Identity, Reason: v1alpha1.EndSwept, Detail: v1alpha1.EndDetail(why), At: metav1.NewTime(now), Abnormal: true}
 	if err := s.lifecycle().Make(ctx, sess, lifecycle.Move{Step: v1alpha1.StepEnd, To: v1alpha1.PhaseEnded, Actor: s.Identity, Reason: why,
-		Record: func(st *v1alpha1.SessionStatus) { st.End = end }}); err != nil {
+		Status: func(st *v1alpha1.SessionStatus) { st.End = end }}); err != nil {
 		return fmt.Errorf("recording the end of %s/%s: %w", sess.Namespace, sess.Name, err)
 	}
 	if s.Evidence != nil {
@@ -278,7 +278,7 @@ func (s *SessionSweeper) finalize(ctx context.Context, sess *v1alpha1.Session) e
 		return err
 	}
 	if err := s.lifecycle().Make(ctx, sess, lifecycle.Move{Step: v1alpha1.StepEvidence, Actor: s.Identity, Reason: "finalized from the segments streamed: " + ev.ManifestSHA256,
-		Record: func(st *v1alpha1.SessionStatus) { st.Evidence = ev }}); err != nil {
+		Status: func(st *v1alpha1.SessionStatus) { st.Evidence = ev }}); err != nil {
 		return fmt.Errorf("recording the evidence of %s/%s: %w", sess.Namespace, sess.Name, err)
 	}
 	return nil
@@ -347,7 +347,7 @@ func (s *SessionSweeper) review(ctx context.Context, sess *v1alpha1.Session, a a
 		why = "review overdue: the fallback reviewer was told"
 	}
 	return s.lifecycle().Make(ctx, sess, lifecycle.Move{Step: v1alpha1.StepReviewDue, Actor: s.Identity, Reason: why,
-		Record: func(st *v1alpha1.SessionStatus) {
+		Status: func(st *v1alpha1.SessionStatus) {
 			if st.Review == nil {
 				st.Review = &v1alpha1.Review{}
 			}

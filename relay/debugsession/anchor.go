@@ -33,7 +33,7 @@ func (r *Runner) keepBundle(ctx context.Context, s *v1alpha1.Session, b *tlog.Bu
 		return err
 	}
 	move := lifecycle.Move{Step: v1alpha1.StepAnchor, Actor: v1alpha1.PortalUsername, Reason: b.UUID, Merge: true,
-		Record: func(st *v1alpha1.SessionStatus) {
+		Status: func(st *v1alpha1.SessionStatus) {
 			ev := st.Evidence.DeepCopy()
 			ev.AnchorPending, ev.EntryID, ev.LogIndex = false, b.UUID, b.Entry.LogIndex
 			ev.URIs = append(ev.URIs, key)

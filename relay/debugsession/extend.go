@@ -55,7 +55,7 @@ func (l *Live) AskExtension(ctx context.Context, by, byID string, d time.Duratio
 	ask := &v1alpha1.ExtensionRequest{Duration: metav1.Duration{Duration: d}, Reason: reason, By: by, ByID: byID, At: metav1.NewTime(now)}
 	return l.r.Lifecycle().Make(ctx, s, lifecycle.Move{Step: v1alpha1.StepExtendRequest, Actor: by,
 		Reason: fmt.Sprintf("%s more: %s", d, reason),
-		Record: func(st *v1alpha1.SessionStatus) { st.ExtensionRequest = ask }})
+		Status: func(st *v1alpha1.SessionStatus) { st.ExtensionRequest = ask }})
 }
 
 // DecideExtension approves or denies the extension asked for, as by (never
@@ -95,7 +95,7 @@ func (l *Live) DecideExtension(ctx context.Context, by, byID string, approve boo
 		decided.Decision = v1alpha1.ExtensionDenied
 		return l.r.Lifecycle().Make(ctx, s, lifecycle.Move{Step: v1alpha1.StepExtendDeny, Actor: by,
 			Reason: fmt.Sprintf("%s more, asked by %s: denied: %s", q.Duration.Duration, q.By, comment),
-			Record: func(st *v1alpha1.SessionStatus) {
+			Status: func(st *v1alpha1.SessionStatus) {
 				st.Extensions, st.ExtensionRequest = append(st.Extensions, decided), nil
 			}})
 	}
@@ -115,7 +115,7 @@ func (l *Live) DecideExtension(ctx context.Context, by, byID string, approve boo
 	if err := l.r.Client.Create(ctx, grant); err != nil {
 		return fmt.Errorf("granting the extension: %w", err)
 	}
-	if err := l.r.record(ctx, v1alpha1.StepGrant, s, fmt.Sprintf("%s for %s, replacing %s at an extension", old.Role, ttl, old.RoleBinding)); err != nil {
+	if err := l.r.note(ctx, v1alpha1.StepGrant, s, fmt.Sprintf("%s for %s, replacing %s at an extension", old.Role, ttl, old.RoleBinding)); err != nil {
 		_ = l.r.Client.Delete(context.WithoutCancel(ctx), grant)
 		return fmt.Errorf("auditing the extension's grant: %w", err)
 	}
@@ -124,7 +124,7 @@ func (l *Live) DecideExtension(ctx context.Context, by, byID string, approve boo
 	if err := l.r.Lifecycle().Make(ctx, s, lifecycle.Move{Step: v1alpha1.StepExtend, Actor: by,
 		Reason: fmt.Sprintf("%s more, asked by %s: the hard stop moves to %s; grant %s replaces %s", q.Duration.Duration, q.By,
 			deadline.UTC().Format(time.RFC3339), grant.Name, old.RoleBinding),
-		Record: func(st *v1alpha1.SessionStatus) {
+		Status: func(st *v1alpha1.SessionStatus) {
 			st.Extensions, st.ExtensionRequest = append(st.Extensions, decided), nil
 			st.Grant, st.Deadline = next, &deadline
 		}}); err != nil {

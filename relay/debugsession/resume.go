@@ -67,7 +67,7 @@ func (r *Runner) Resume(ctx context.Context, s *v1alpha1.Session, stale time.Dur
 	}
 	err := r.Lifecycle().Make(ctx, s, lifecycle.Move{Step: v1alpha1.StepResume, Actor: v1alpha1.PortalUsername,
 		Reason: fmt.Sprintf("%s; resumed in debug container %s in pod %s", why, container, pod),
-		Record: func(st *v1alpha1.SessionStatus) {
+		Status: func(st *v1alpha1.SessionStatus) {
 			st.Resumes, st.Heartbeat, st.Relay, st.Released = n, &beat, r.Replica, nil
 		}})
 	if apierrors.IsConflict(err) {
@@ -107,7 +107,7 @@ func (r *Runner) Resume(ctx context.Context, s *v1alpha1.Session, stale time.Dur
 		return nil, err
 	}
 	live.endAtGrantExpiry(st.Grant.ExpiresAt.Time)
-	if err := r.record(ctx, v1alpha1.StepAttach, s, container); err != nil {
+	if err := r.note(ctx, v1alpha1.StepAttach, s, container); err != nil {
 		detail := fmt.Sprintf("the resume failed: the attach could not be audited: %v", err)
 		return nil, errors.Join(fmt.Errorf("auditing the attach: %w", err), live.finish(context.Background(), relayEnding(v1alpha1.EndDisconnect, detail, true)))
 	}
@@ -183,7 +183,7 @@ func (l *Live) release(ctx context.Context, why string, tell error) error {
 		// hang until client-go's health check gives up on it (30 s).
 		try, cancel := context.WithTimeout(ctx, 5*time.Second)
 		err = l.r.Lifecycle().Make(try, s, lifecycle.Move{Step: v1alpha1.StepRelease, Actor: v1alpha1.PortalUsername, Reason: why,
-			Record: func(st *v1alpha1.SessionStatus) { st.Relay, st.Released, st.Heartbeat = "", &now, &now }})
+			Status: func(st *v1alpha1.SessionStatus) { st.Relay, st.Released, st.Heartbeat = "", &now, &now }})
 		cancel()
 		// A refusal is tried again too: an API server just restarted
 		// may refuse Session writes (its policies fail closed) until it

@@ -127,7 +127,7 @@ func (r *Runner) Start(ctx context.Context, s *v1alpha1.Session) (_ *Live, err e
 	rec, err := recording.New(ctx, r.Store, recording.RefOf(r.Cluster, s), recording.Options{
 		RetainUntil: now.Add(r.Retention), Clock: r.Clock})
 	if err != nil {
-		_ = r.record(ctx, v1alpha1.StepRefusal, s, "no recording store: "+err.Error())
+		_ = r.note(ctx, v1alpha1.StepRefusal, s, "no recording store: "+err.Error())
 		return nil, fmt.Errorf("the session cannot be recorded, so it does not start: %w", err)
 	}
 	processAccess := s.Status.Approval != nil && s.Status.Approval.ProcessAccess
@@ -145,7 +145,7 @@ func (r *Runner) Start(ctx context.Context, s *v1alpha1.Session) (_ *Live, err e
 			_ = r.Client.Delete(context.Background(), grant)
 		}
 	}()
-	if err := r.record(ctx, v1alpha1.StepGrant, s, role+" for "+ttl.String()); err != nil {
+	if err := r.note(ctx, v1alpha1.StepGrant, s, role+" for "+ttl.String()); err != nil {
 		return nil, fmt.Errorf("auditing the grant: %w", err)
 	}
 	if err := WaitGranted(ctx, r.Kube, s.Namespace, role); err != nil {
@@ -185,7 +185,7 @@ func (r *Runner) Start(ctx context.Context, s *v1alpha1.Session) (_ *Live, err e
 	start := metav1.NewTime(now)
 	if err := r.Lifecycle().Make(ctx, s, lifecycle.Move{Step: v1alpha1.StepStart, To: v1alpha1.PhaseActive, Actor: v1alpha1.PortalUsername,
 		Reason: fmt.Sprintf("debug container %s in pod %s, grant %s", container, pod, grant.Name),
-		Record: func(st *v1alpha1.SessionStatus) {
+		Status: func(st *v1alpha1.SessionStatus) {
 			st.Grant = &v1alpha1.Grant{RoleBinding: grant.Name, Role: role, ExpiresAt: metav1.NewTime(now.Add(ttl))}
 			st.DebugContainer = &v1alpha1.DebugContainer{Pod: pod, Name: container, Image: r.DebugImage}
 			st.StartedAt, st.Deadline, st.Heartbeat = &start, &deadline, &start
@@ -199,7 +199,7 @@ func (r *Runner) Start(ctx context.Context, s *v1alpha1.Session) (_ *Live, err e
 		return nil, err
 	}
 	live.endAtGrantExpiry(s.Status.Grant.ExpiresAt.Time)
-	if err := r.record(ctx, v1alpha1.StepAttach, s, container); err != nil {
+	if err := r.note(ctx, v1alpha1.StepAttach, s, container); err != nil {
 		// The session's own end cleans up: detach, recycle, revoke, and the
 		// Session ended as a failed start.
 		touched = false
@@ -349,7 +349,7 @@ func (r *Runner) failedStart(s *v1alpha1.Session, pod, container string, cause e
 	why := cause.Error()
 	detail := fmt.Sprintf("the start failed after %s was added to %s, pod recycled: %t: %s", container, pod, recycle, why)
 	errs = append(errs, r.Lifecycle().Make(ctx, s, lifecycle.Move{Step: v1alpha1.StepEnd, To: v1alpha1.PhaseEnded, Actor: v1alpha1.PortalUsername,
-		Reason: EndReasonText(v1alpha1.EndFailedStart, detail), Merge: true, Record: func(st *v1alpha1.SessionStatus) {
+		Reason: EndReasonText(v1alpha1.EndFailedStart, detail), Merge: true, Status: func(st *v1alpha1.SessionStatus) {
 			st.End = &v1alpha1.End{By: v1alpha1.PortalUsername, Reason: v1alpha1.EndFailedStart, Detail: v1alpha1.EndDetail(detail),
 				At: metav1.NewTime(r.Clock.Now()), Abnormal: true}
 		}}))
@@ -714,7 +714,7 @@ func (l *Live) end(ctx context.Context, e ending) error {
 	}
 	// A merge patch: the heartbeat may have moved the resource version.
 	errs = append(errs, r.Lifecycle().Make(ctx, s, lifecycle.Move{Step: v1alpha1.StepEnd, To: v1alpha1.PhaseEnded, Actor: e.by,
-		Reason: EndReasonText(e.reason, e.words()), Merge: true, Record: func(st *v1alpha1.SessionStatus) {
+		Reason: EndReasonText(e.reason, e.words()), Merge: true, Status: func(st *v1alpha1.SessionStatus) {
 			// Without its evidence (the store away past HoldFor) an end is
 			// abnormal whatever ended it: the sweeper finalizes what was streamed.
 			st.End = &v1alpha1.End{By: e.by, Reason: e.reason, Note: e.note, Detail: v1alpha1.EndDetail(e.detail), At: metav1.NewTime(r.Clock.Now()), Abnormal: e.abnormal || done.Body == nil}
@@ -739,8 +739,8 @@ func EndReasonText(reason v1alpha1.EndReason, words string) string {
 	return string(reason) + ": " + words
 }
 
-// record audits a step the relay took as the portal (see Lifecycle).
-func (r *Runner) record(ctx context.Context, kind string, s *v1alpha1.Session, reason string) error {
+// note audits a step the relay took as the portal (see Lifecycle).
+func (r *Runner) note(ctx context.Context, kind string, s *v1alpha1.Session, reason string) error {
 	return r.Lifecycle().Note(ctx, kind, v1alpha1.PortalUsername, s, reason)
 }
 

@@ -55,7 +55,7 @@ func TestLifecycleAuditsBeforeEffect(t *testing.T) {
 		t.Fatal(err)
 	}
 	approve := lifecycle.Move{Step: v1alpha1.StepApprove, To: v1alpha1.PhaseApproved, Actor: "bob",
-		Record: func(st *v1alpha1.SessionStatus) {
+		Status: func(st *v1alpha1.SessionStatus) {
 			st.Approval = &v1alpha1.Approval{By: "bob", At: metav1.Now(), Mode: v1alpha1.ModeLive}
 		}}
 
@@ -75,7 +75,7 @@ func TestLifecycleAuditsBeforeEffect(t *testing.T) {
 	// Someone else changed the Session meanwhile: the update is refused
 	// after the approval was audited, and the log says it did not happen.
 	stale := s.DeepCopy()
-	if err := m.Make(ctx, s, lifecycle.Move{Step: v1alpha1.StepReviewDue, Actor: "sweeper", Record: func(st *v1alpha1.SessionStatus) {
+	if err := m.Make(ctx, s, lifecycle.Move{Step: v1alpha1.StepReviewDue, Actor: "sweeper", Status: func(st *v1alpha1.SessionStatus) {
 		due := metav1.Now()
 		st.Review = &v1alpha1.Review{DueAt: &due}
 	}}); err != nil {
