@@ -90,7 +90,7 @@ func (c *Cluster) WaitContainerRunning(ctx context.Context, ns, pod, container s
 
 // AttachRun attaches to a container's terminal as u (over WebSocket, as the
 // relay does), types input, and returns what the terminal showed once a
-// line of output equals until. The input stays open until then: a shell
+// line of output is until (IsLine). The input stays open until then: a shell
 // whose input ends can exit before its last output is streamed.
 func (u *User) AttachRun(ctx context.Context, ns, pod, container, input, until string) (string, error) {
 	req := u.Kube.CoreV1().RESTClient().Post().Resource("pods").Namespace(ns).Name(pod).SubResource("attach").
@@ -126,8 +126,21 @@ func (u *User) AttachRun(ctx context.Context, ns, pod, container, input, until s
 	}
 }
 
-// lineWatcher keeps a terminal's output and says when a line equals until
-// (a pty echoes the input, so the input must not contain that line).
+// IsLine says whether a line of terminal output is want, after any shell
+// prompt. A shell started moments before the attach may print its first
+// prompt only after the terminal has echoed what was typed, and then the
+// output of that command follows the prompt on the same line. A pty echoes
+// the input too, so the input must not contain want.
+func IsLine(line, want string) bool {
+	l := strings.TrimRight(line, "\r")
+	for strings.HasPrefix(l, "$ ") || strings.HasPrefix(l, "# ") {
+		l = l[2:]
+	}
+	return l == want
+}
+
+// lineWatcher keeps a terminal's output and says when a line is until
+// (IsLine).
 type lineWatcher struct {
 	SyncBuffer
 	until string
@@ -138,7 +151,7 @@ type lineWatcher struct {
 func (w *lineWatcher) Write(p []byte) (int, error) {
 	n, err := w.SyncBuffer.Write(p)
 	for _, l := range strings.Split(w.String(), "\n") {
-		if strings.TrimRight(l, "\r") == w.until {
+		if IsLine(l, w.until) {
 			w.once.Do(func() { close(w.found) })
 		}
 	}

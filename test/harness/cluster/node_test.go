@@ -122,7 +122,7 @@ func TestVirtualNodeAttach(t *testing.T) {
 					if !ok {
 						t.Fatalf("the stream ended before %q: %v", want, <-streamed)
 					}
-					found = l == want
+					found = IsLine(l, want)
 				case <-timeout:
 					t.Fatalf("no line %q within 20s", want)
 				}
