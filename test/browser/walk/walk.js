@@ -190,6 +190,8 @@ async function glass(w, alice, bob, carol) {
   w.facts.overdue = { session: nameOf(late), to: overdue.to, link: overdue.link, reviewed: await carol.locator('#reviewed').innerText() };
   // carol reviews and nothing else: her pages offer only that.
   await w.visit(carol, '/console/');
+  // The page renders its heading and queues at once, after its list comes.
+  await carol.waitForSelector('main h1', { timeout: T });
   w.facts.carolHome = { nav: await carol.locator('#top nav').innerText(), headings: await carol.locator('main h2').allInnerTexts() };
   await w.shot(carol, 'home');
 }
