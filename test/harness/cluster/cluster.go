@@ -7,7 +7,6 @@ package cluster
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -17,12 +16,16 @@ import (
 	"syscall"
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
@@ -358,22 +361,67 @@ func (c *Cluster) Apply(ctx context.Context, obj client.Object) error {
 
 // WaitEnforced waits until the policies, their bindings and the params are
 // all in force: the API server loads them through informers, a moment after
-// they are created. It probes with dry-run requests that only enforced
-// policies refuse.
+// they are created, and may load some in one refresh and the rest in the
+// next. It probes with dry-run requests that only enforced policies refuse:
+// a grant too long (a policy that reads the params), then a sentinel policy
+// and binding made after every other one. The informers deliver objects in
+// the order they were written, so once the sentinel is enforced every
+// policy and binding made before it is loaded too.
 func (c *Cluster) WaitEnforced(ctx context.Context) error {
 	probe := ProbeGrant("shop-probe", "2h")
 	probe.Namespace = "default"
+	if err := c.refused(ctx, probe, "[grant.ttl]"); err != nil {
+		return err
+	}
+	policy, binding := enforcedSentinel()
+	for _, o := range []client.Object{policy, binding} {
+		if err := c.Client.Create(ctx, o); err != nil {
+			return fmt.Errorf("the sentinel policy: %w", err)
+		}
+	}
+	defer func() {
+		_ = c.Client.Delete(context.Background(), binding)
+		_ = c.Client.Delete(context.Background(), policy)
+	}()
+	return c.refused(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: sentinelProbe, Namespace: "default"}}, "[sentinel]")
+}
+
+// sentinelProbe is the one object the sentinel policy refuses.
+const sentinelProbe = "breakglass-enforced-probe"
+
+// enforcedSentinel is a policy that refuses only the ConfigMap
+// sentinelProbe, and its binding.
+func enforcedSentinel() (*admissionregistrationv1.ValidatingAdmissionPolicy, *admissionregistrationv1.ValidatingAdmissionPolicyBinding) {
+	name := "breakglass-test-sentinel"
+	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+			FailurePolicy: ptr.To(admissionregistrationv1.Fail),
+			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+				RuleWithOperations: admissionregistrationv1.RuleWithOperations{Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
+					Rule: admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"configmaps"}}}}}},
+			Validations: []admissionregistrationv1.Validation{{Expression: "object.metadata.name != '" + sentinelProbe + "'",
+				Message: "[sentinel] the test cluster's policies are loaded"}},
+		}}
+	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: name,
+			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}}}
+	return policy, binding
+}
+
+// refused waits up to a minute until a dry-run create of obj is refused
+// with want in its message.
+func (c *Cluster) refused(ctx context.Context, obj client.Object, want string) error {
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		err := c.Client.Create(ctx, probe.DeepCopy(), client.DryRunAll)
-		if err != nil && strings.Contains(err.Error(), "[grant.ttl]") {
+		err := c.Client.Create(ctx, obj.DeepCopyObject().(client.Object), client.DryRunAll)
+		if err != nil && strings.Contains(err.Error(), want) {
 			return nil
 		}
 		if err == nil {
-			err = errors.New("a 2h grant was admitted")
+			err = fmt.Errorf("%s %s was admitted", obj.GetObjectKind().GroupVersionKind().Kind, obj.GetName())
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("the policies were not in force after 60s: %w", err)
+			return fmt.Errorf("the policies were not in force after 60s (no %s): %w", want, err)
 		}
 		select {
 		case <-ctx.Done():
