@@ -411,24 +411,17 @@ func enforcedSentinel() (*admissionregistrationv1.ValidatingAdmissionPolicy, *ad
 // refused waits up to a minute until a dry-run create of obj is refused
 // with want in its message.
 func (c *Cluster) refused(ctx context.Context, obj client.Object, want string) error {
-	deadline := time.Now().Add(60 * time.Second)
-	for {
+	err := Within(60*time.Second, func() (bool, error) {
 		err := c.Client.Create(ctx, obj.DeepCopyObject().(client.Object), client.DryRunAll)
-		if err != nil && strings.Contains(err.Error(), want) {
-			return nil
-		}
 		if err == nil {
-			err = fmt.Errorf("%s %s was admitted", obj.GetObjectKind().GroupVersionKind().Kind, obj.GetName())
+			return false, fmt.Errorf("%s %s was admitted", obj.GetObjectKind().GroupVersionKind().Kind, obj.GetName())
 		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("the policies were not in force after 60s (no %s): %w", want, err)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(100 * time.Millisecond):
-		}
+		return strings.Contains(err.Error(), want), err
+	})
+	if err != nil {
+		return fmt.Errorf("the policies were not in force (no %s): %w", want, err)
 	}
+	return nil
 }
 
 // processWith finds the process of this test run whose command is name
