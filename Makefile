@@ -27,7 +27,7 @@ export TOOLS_CACHE
 # $(call cached,MODULE_DIR,OUTPUTS,COMMAND): COMMAND writes OUTPUTS into $$OUT.
 cached = GO=$(GO) bash hack/tool-cache.sh $(1) $(BIN) '$(2)' '$(3)'
 
-.PHONY: help all build backstage browser openapi-specs test-oldest cross test-cross krew console node dev image rekor debian-packages test test-unit test-integration test-faults fuzz bench bench-load generate verify-generate lint tools clean
+.PHONY: help all build backstage browser openapi-specs test-oldest test-kyverno test-integration-main cross test-cross krew console node dev image rekor debian-packages test test-unit test-integration test-faults fuzz bench bench-load generate verify-generate lint tools clean
 
 all: build
 
@@ -248,7 +248,7 @@ test-unit: console
 # Run by hand, a suite whose tools are missing runs nothing and says which
 # target builds them (test/harness/prereq); under these targets, which build them
 # all, a missing one fails it instead.
-test-unit test-integration test-oldest test-faults fuzz bench bench-load: export BREAKGLASS_REQUIRE_TOOLS := 1
+test-unit test-integration test-integration-main test-kyverno test-oldest test-faults fuzz bench bench-load: export BREAKGLASS_REQUIRE_TOOLS := 1
 
 # On the real kube-apiserver and etcd; the sweeper's with -race.
 ## browser: the browser tests' npm packages (playwright-core, xterm.js); Chromium comes from Debian.
@@ -256,14 +256,19 @@ browser: test/browser/node_modules/.package-lock.json
 test/browser/node_modules/.package-lock.json: test/browser/package.json test/browser/package-lock.json
 	cd test/browser && npm ci --no-audit --no-fund
 
-INTEGRATION_DEPS := console image $(OPENAPI_SPECS) $(BIN)/kube-apiserver $(NODE_BINS) $(OLDEST_BINS) $(BIN)/etcd $(BIN)/versitygw $(BIN)/promtool $(BIN)/cosign $(BIN)/rekor-server-v2 $(BIN)/kubectl-kyverno rekor browser backstage
+INTEGRATION_DEPS := console image $(OPENAPI_SPECS) $(BIN)/kube-apiserver $(NODE_BINS) $(BIN)/etcd $(BIN)/versitygw $(BIN)/promtool $(BIN)/cosign $(BIN)/rekor-server-v2 rekor browser backstage
 
 ## test-integration: every suite on the real API server, node, store, log and browser (not the faults).
-test-integration: $(INTEGRATION_DEPS)
+test-integration: test-integration-main test-kyverno test-oldest
+
+test-integration-main: $(INTEGRATION_DEPS)
 	$(GO) test -count=1 -timeout 20m -skip '^TestFault' ./test/integration/... ./test/evidence/... ./test/tlog/...
 	$(GO) test -count=1 -timeout 20m -race -skip '^TestFault' ./test/sweeper/... ./test/harness/cluster/... ./test/debugsession/... ./test/relay/...
-	$(GO) test -count=1 -timeout 20m -skip '^TestFault' ./test/webhook/... ./test/kyverno/... ./test/chart/... ./test/dev/... ./test/console/... ./test/backstage/...
-	$(MAKE) test-oldest
+	$(GO) test -count=1 -timeout 20m -skip '^TestFault' ./test/webhook/... ./test/chart/... ./test/dev/... ./test/console/... ./test/backstage/...
+
+## test-kyverno: what `policy render --kyverno` emits, run through Kyverno's CLI.
+test-kyverno: $(BIN)/kubectl-kyverno $(BIN)/cosign
+	$(GO) test -count=1 -timeout 10m ./test/kyverno/...
 
 ## test-oldest: the policies type-checked by v1.30's own controller manager, and the policy-plane suite on v1.30.
 test-oldest: $(OLDEST_BINS) $(BIN)/etcd $(OPENAPI_SPECS)
@@ -294,7 +299,33 @@ debian-packages:
 	bash hack/debian-packages.sh
 
 ## test: everything CI runs.
-test: debian-packages tools verify-generate lint test-cross test-unit test-integration test-faults fuzz
+# The generated files are checked first, alone, since generate rewrites
+# sources the rest compile. Then, under make -j2, two chains run side by
+# side: the suites one at a time in TEST_SUITES' order, and the builds one
+# at a time in TEST_BUILDS' order, the tools the earlier suites need first
+# (niced, hack/tool-cache.sh). On a machine's first run the builds so
+# overlap the suites that need none of them, and the two slowest (Kyverno's
+# CLI and kube-apiserver v1.30, last) overlap the integration suites; a
+# later run has nothing to build.
+TEST_SUITES := lint test-cross test-unit fuzz test-integration-main test-faults test-kyverno test-oldest
+TEST_BUILDS := $(BIN)/golangci-lint $(BIN)/kube-apiserver $(BIN)/etcd OPENAPI_SPECS $(BIN)/versitygw \
+	KUBE_NODE_BINS $(BIN)/kube-proxy CONTAINERD_BINS $(BIN)/coredns $(BIN)/promtool $(BIN)/cosign REKOR_BINS \
+	$(BIN)/rekor-server-v2 browser backstage image $(BIN)/kubectl-kyverno OLDEST_BINS
+test: debian-packages
+	$(MAKE) console verify-generate
+	$(MAKE) -j2 IN_ORDER=1 $(TEST_SUITES)
+
+# Under make test, each suite and each build waits for the one before it in
+# its chain: an order-only prerequisite, so it neither starts early nor
+# counts as out of date. (make -j2 alone would fill both slots with builds
+# and leave the next suite waiting.) A chain's word that names a variable
+# stands for the targets built together that it holds.
+ifdef IN_ORDER
+targets_of = $(if $(filter undefined,$(origin $(1))),$(1),$($(1)))
+in_order = $(if $(word 2,$(1)),$(eval $(call targets_of,$(word 2,$(1))): | $(call targets_of,$(word 1,$(1))))$(call in_order,$(wordlist 2,$(words $(1)),$(1))))
+$(call in_order,$(TEST_SUITES))
+$(call in_order,$(TEST_BUILDS))
+endif
 
 test-cross:
 	$(MAKE) cross CROSS_PLATFORMS="darwin/arm64 windows/amd64"
