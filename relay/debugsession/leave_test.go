@@ -1,9 +1,15 @@
 package debugsession
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/tower-dev/breakglass/api/v1alpha1"
 )
 
 // A session leaves its relay once: the first exit asked for is the one it
@@ -54,5 +60,41 @@ func TestLeaveTakesTheFirstExitOnly(t *testing.T) {
 	case <-l.Ended():
 	default:
 		t.Fatal("Ended is not closed after the session left")
+	}
+}
+
+// Watch says why it ended a session only when its own end was the one
+// made: a session a person ended first, as its hard stop came, reports
+// no reason of Watch's, and the audit's one end stays the person's.
+func TestWatchReportsOnlyTheEndItMade(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Now())
+	passed := metav1.NewTime(clk.Now().Add(-time.Minute))
+	l := &Live{Session: &v1alpha1.Session{Status: v1alpha1.SessionStatus{Deadline: &passed}},
+		r: &Runner{Clock: clk}, out: newFanout(clk.Now()),
+		ended: make(chan struct{}), streamEnded: make(chan struct{})}
+	l.lastInput.Store(clk.Now().UnixNano())
+	if did, _ := l.leave(endingHere, func() error { return nil }); !did {
+		t.Fatal("the person's end did not run")
+	}
+
+	type watched struct {
+		reason v1alpha1.EndReason
+		err    error
+	}
+	done := make(chan watched, 1)
+	go func() {
+		reason, err := l.Watch(context.Background(), Limits{Idle: time.Hour, Disconnect: time.Hour, Heartbeat: time.Hour, Flush: time.Hour})
+		done <- watched{reason, err}
+	}()
+	for {
+		select {
+		case got := <-done:
+			if got.reason != "" || got.err != nil {
+				t.Fatalf("Watch returned (%q, %v) for a session a person had ended, want no reason of its own", got.reason, got.err)
+			}
+			return
+		case <-time.After(10 * time.Millisecond):
+			clk.Step(time.Second)
+		}
 	}
 }

@@ -27,8 +27,10 @@ const Relay = "breakglass-relay"
 
 // Watch keeps the heartbeat and ends the session when a limit is reached,
 // or at once when its terminal stream ends by itself (the shell exited, or
-// the stream failed), returning why. It checks every second of the runner's clock, so tests move
-// time instead of sleeping.
+// the stream failed), returning why; "" when something else ended it
+// first (a person, the grant's expiry) or it left this relay. It checks
+// every second of the runner's clock, so tests move time instead of
+// sleeping.
 func (l *Live) Watch(ctx context.Context, limits Limits) (v1alpha1.EndReason, error) {
 	r := l.r
 	// The stop as the Session says it now (an extension moves it again,
@@ -65,7 +67,7 @@ func (l *Live) Watch(ctx context.Context, limits Limits) (v1alpha1.EndReason, er
 			reason = v1alpha1.EndDisconnect
 		}
 		if reason != "" {
-			return reason, l.Stop(ctx, reason, "")
+			return l.endFor(ctx, relayEnding(reason, "", false))
 		}
 		if now.Sub(lastFlush) >= limits.Flush {
 			// A failed segment is written with the next one; a recording that

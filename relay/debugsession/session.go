@@ -569,8 +569,19 @@ func (l *Live) leave(how exit, do func() error) (bool, error) {
 
 // finish ends the session once, whoever asks first.
 func (l *Live) finish(ctx context.Context, e ending) error {
-	_, err := l.leave(endingHere, func() error { return l.end(ctx, e) })
+	_, err := l.endFor(ctx, e)
 	return err
+}
+
+// endFor ends the session as finish does and returns e's reason, or ""
+// when another exit came first: what Watch reports is the end that was
+// made, not one that lost the race to a person's, say.
+func (l *Live) endFor(ctx context.Context, e ending) (v1alpha1.EndReason, error) {
+	ended, err := l.leave(endingHere, func() error { return l.end(ctx, e) })
+	if !ended {
+		return "", err
+	}
+	return e.reason, err
 }
 
 // ErrMoved ends the terminals of a session another relay took up: they
@@ -642,7 +653,8 @@ func (l *Live) apiServerAnswers(ctx context.Context) bool {
 // shell exited (the requester ended it) or the stream failed (abnormally).
 // Either way nobody can type any more, so the pod is recycled and the grant
 // revoked now, not at the idle limit. It reports false when someone was
-// already ending the session (closing stdin ends the stream too).
+// already ending the session (closing stdin ends the stream too), or got
+// there first while it looked at the API server.
 func (l *Live) streamOver(ctx context.Context) (reason v1alpha1.EndReason, ended bool, err error) {
 	if l.Ending() {
 		return "", false, nil
@@ -651,7 +663,8 @@ func (l *Live) streamOver(ctx context.Context) (reason v1alpha1.EndReason, ended
 	// the connection under it drops (the API server killed, say): the API
 	// server not answering now tells the second.
 	if l.streamErr == nil && l.apiServerAnswers(ctx) {
-		return v1alpha1.EndUser, true, l.finish(ctx, ending{by: l.Session.Spec.Requester, reason: v1alpha1.EndUser})
+		reason, err = l.endFor(ctx, ending{by: l.Session.Spec.Requester, reason: v1alpha1.EndUser})
+		return reason, reason != "", err
 	}
 	if l.streamErr == nil {
 		l.streamErr = errors.New("the API server stopped answering")
@@ -672,7 +685,8 @@ func (l *Live) streamOver(ctx context.Context) (reason v1alpha1.EndReason, ended
 		})
 		return "", left, err
 	}
-	return v1alpha1.EndDisconnect, true, l.finish(ctx, relayEnding(v1alpha1.EndDisconnect, "the terminal stream failed: "+why, true))
+	reason, err = l.endFor(ctx, relayEnding(v1alpha1.EndDisconnect, "the terminal stream failed: "+why, true))
+	return reason, reason != "", err
 }
 
 func (l *Live) end(ctx context.Context, e ending) error {
