@@ -49,17 +49,10 @@ func (s *Server) askExtension(w http.ResponseWriter, r *http.Request, c Caller) 
 	if err != nil {
 		return err
 	}
-	if !c.IsRequester(sess) {
-		return forbidden("only the requester, %s, asks for more time on this session", sess.Spec.Requester)
+	if err := s.standingOf(c, t, sess).mayAskExtension(sess); err != nil {
+		return err
 	}
-	need := ActionRequest
-	if sess.Spec.GlassBroken {
-		need = ActionBreakGlass
-	}
-	if !s.cfg.can(c, need, t.Name, sess.Namespace) {
-		return forbidden("%s may no longer %s sessions in %s/%s", c.Name, need, t.Name, sess.Namespace)
-	}
-	return s.onRunning(w, r, t, sess, func(ctx context.Context, live *debugsession.Live) error {
+	return s.onRunning(w, r, c, t, sess, func(ctx context.Context, live *debugsession.Live) error {
 		if err := live.AskExtension(ctx, c.Name, c.ID, d, q.Reason); err != nil {
 			return err
 		}
@@ -94,14 +87,14 @@ func (s *Server) decideExtension(w http.ResponseWriter, r *http.Request, c Calle
 	if err != nil {
 		return err
 	}
-	if c.IsRequester(sess) {
-		return forbidden("%s requested this session: another person decides on its extension", c.Name)
+	if err := s.standingOf(c, t, sess).mayDecideExtension(sess); err != nil {
+		return err
 	}
 	words := d.Comment
 	if !approve && d.Reason != "" {
 		words = d.Reason
 	}
-	return s.onRunning(w, r, t, sess, func(ctx context.Context, live *debugsession.Live) error {
+	return s.onRunning(w, r, c, t, sess, func(ctx context.Context, live *debugsession.Live) error {
 		if err := live.DecideExtension(ctx, c.Name, c.ID, approve, words); err != nil {
 			return err
 		}
@@ -115,7 +108,7 @@ func (s *Server) decideExtension(w http.ResponseWriter, r *http.Request, c Calle
 // the replica that runs it, and answers with the Session as do left it.
 // do runs under the session's own lock (Live's), so it sees and writes the
 // Session the heartbeat writes too.
-func (s *Server) onRunning(w http.ResponseWriter, r *http.Request, t *target, sess *v1alpha1.Session,
+func (s *Server) onRunning(w http.ResponseWriter, r *http.Request, c Caller, t *target, sess *v1alpha1.Session,
 	do func(context.Context, *debugsession.Live) error) error {
 	if sess.Status.Phase != v1alpha1.PhaseActive {
 		return conflict("the session is %s, not Active", sess.Status.Phase)
@@ -132,6 +125,6 @@ func (s *Server) onRunning(w http.ResponseWriter, r *http.Request, t *target, se
 		}
 		return clusterError(err)
 	}
-	writeJSON(w, http.StatusOK, view(t.Name, live.Snapshot()))
+	writeJSON(w, http.StatusOK, s.view(c, t, live.Snapshot()))
 	return nil
 }

@@ -33,7 +33,9 @@ type liveSession struct {
 	// or the entry is gone from Server.live.
 	ready chan struct{}
 	// typing holds the requester's one terminal: one at a time.
-	typing chan struct{}
+	// moveTyping (under mu) closes to move it to another tab or window.
+	typing     chan struct{}
+	moveTyping chan struct{}
 	// attached counts the terminals each person has open here, so that a
 	// session's page can say who is typing and who is watching.
 	mu       sync.Mutex
@@ -49,6 +51,33 @@ type liveSession struct {
 	// whether the last one said someone watches.
 	hookMu       sync.Mutex
 	watchedShown bool
+}
+
+// typingHere marks the terminal that now holds the typing slot: moved closes
+// when another of the requester's terminals takes it (takeTyping).
+func (l *liveSession) typingHere() (moved <-chan struct{}, done func()) {
+	ch := make(chan struct{})
+	l.mu.Lock()
+	l.moveTyping = ch
+	l.mu.Unlock()
+	return ch, func() {
+		l.mu.Lock()
+		if l.moveTyping == ch {
+			l.moveTyping = nil
+		}
+		l.mu.Unlock()
+	}
+}
+
+// takeTyping tells the terminal holding the typing slot that it moved:
+// it closes, and the slot comes free for the one taking it.
+func (l *liveSession) takeTyping() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.moveTyping != nil {
+		close(l.moveTyping)
+		l.moveTyping = nil
+	}
 }
 
 func newLiveSession() *liveSession {
@@ -163,19 +192,8 @@ func (s *Server) start(w http.ResponseWriter, r *http.Request, c Caller) error {
 		return err
 	}
 	ns := sess.Namespace
-	if !c.IsRequester(sess) {
-		return forbidden("only the requester, %s, starts this session", sess.Spec.Requester)
-	}
-	// Permissions taken away since the request take the start away too.
-	need := ActionRequest
-	if sess.Spec.GlassBroken {
-		need = ActionBreakGlass
-	}
-	if !s.cfg.can(c, need, t.Name, ns) {
-		return forbidden("%s may no longer %s sessions in %s/%s", c.Name, need, t.Name, ns)
-	}
-	if sess.Status.Phase != v1alpha1.PhaseApproved {
-		return conflict("the session is %s, not Approved", sess.Status.Phase)
+	if err := s.standingOf(c, t, sess).mayStart(sess); err != nil {
+		return err
 	}
 	key := sessionKey{t.Name, ns, sess.Name}
 	s.mu.Lock()
@@ -212,7 +230,7 @@ func (s *Server) start(w http.ResponseWriter, r *http.Request, c Caller) error {
 	snapshot := live.Session.DeepCopy()
 	s.watch(key, live)
 	s.notify(ctx, notify.Event{Kind: v1alpha1.NotifySessionStarted, Cluster: t.Name, To: "approvers"}, snapshot)
-	writeJSON(w, http.StatusOK, view(t.Name, snapshot))
+	writeJSON(w, http.StatusOK, s.view(c, t, snapshot))
 	return nil
 }
 
@@ -264,27 +282,11 @@ func (s *Server) end(w http.ResponseWriter, r *http.Request, c Caller) error {
 	if err != nil {
 		return err
 	}
-	ns := sess.Namespace
-	reason := v1alpha1.EndUser
-	notStarted := sess.Status.Phase == v1alpha1.PhasePending || sess.Status.Phase == v1alpha1.PhaseApproved
-	if !c.IsRequester(sess) {
-		// An approver cancels a request not yet started that a person
-		// decides on: one they could deny, or a person approved. Never a
-		// broken glass, or one the cluster needs no approval for: the
-		// approver role is no veto there. A running session ends by the
-		// end permission.
-		decided := sess.Status.Phase == v1alpha1.PhasePending ||
-			(sess.Status.Approval != nil && sess.Status.Approval.ByID != "" && !sess.Spec.GlassBroken)
-		mayCancel := notStarted && decided && s.cfg.can(c, ActionApprove, t.Name, ns)
-		// A moderator ends a moderated session at once, as they watch it:
-		// judged where it runs (a replica not holding it passes it on).
-		held := s.holding(sessionKey{t.Name, ns, sess.Name})
-		mayModerate := sess.Status.Phase == v1alpha1.PhaseActive && t.Moderates(ns) && s.cfg.can(c, ActionApprove, t.Name, ns) &&
-			(held == nil || held.watching(c.Name))
-		if !mayCancel && !mayModerate && !s.cfg.can(c, ActionEnd, t.Name, ns) {
-			return forbidden("%s may not end sessions in %s/%s", c.Name, t.Name, ns)
-		}
-		reason = v1alpha1.EndApprover
+	// A moderator's end is judged where the session runs: a replica not
+	// holding it passes it on (standingOf).
+	reason, err := s.standingOf(c, t, sess).mayEnd(sess)
+	if err != nil {
+		return err
 	}
 	switch sess.Status.Phase {
 	case v1alpha1.PhasePending, v1alpha1.PhaseApproved:
@@ -294,11 +296,8 @@ func (s *Server) end(w http.ResponseWriter, r *http.Request, c Caller) error {
 			Reason: "before it started: " + debugsession.EndReasonText(reason, q.Reason), Status: func(st *v1alpha1.SessionStatus) { st.End = end }}); err != nil {
 			return clusterError(err)
 		}
-		writeJSON(w, http.StatusOK, view(t.Name, sess))
+		writeJSON(w, http.StatusOK, s.view(c, t, sess))
 		return nil
-	case v1alpha1.PhaseActive:
-	default:
-		return conflict("the session is %s already", sess.Status.Phase)
 	}
 	held, _, passed, err := s.running(w, r, t, sess)
 	if passed || err != nil {
@@ -308,7 +307,7 @@ func (s *Server) end(w http.ResponseWriter, r *http.Request, c Caller) error {
 		return err
 	}
 	s.notify(ctx, notify.Event{Kind: v1alpha1.NotifySessionEnded, Cluster: t.Name, To: sess.Spec.Requester}, held.Session)
-	writeJSON(w, http.StatusOK, view(t.Name, held.Session))
+	writeJSON(w, http.StatusOK, s.view(c, t, held.Session))
 	return nil
 }
 
@@ -339,9 +338,9 @@ func (s *Server) terminal(w http.ResponseWriter, r *http.Request, c Caller) erro
 		return err
 	}
 	ns := sess.Namespace
-	readOnly := !c.IsRequester(sess)
-	if readOnly && !s.cfg.can(c, ActionApprove, t.Name, ns) {
-		return forbidden("only the requester, or an approver watching, opens this terminal")
+	readOnly, err := s.standingOf(c, t, sess).mayOpenTerminal(sess)
+	if err != nil {
+		return err
 	}
 	// A watcher joining a process-access session is not shown what came
 	// before unless they may view its recording (viewSensitive): from now
@@ -373,14 +372,24 @@ func (s *Server) terminal(w http.ResponseWriter, r *http.Request, c Caller) erro
 		return err
 	}
 	if !readOnly {
+		// ?take=1 moves the requester's terminal here from another tab or
+		// window, which is told so; without it a terminal open elsewhere
+		// keeps the keyboard, and this one is told why.
+		if r.URL.Query().Get("take") == "1" {
+			held.takeTyping()
+		}
 		select {
 		case held.typing <- struct{}{}:
 			defer func() { <-held.typing }()
 		case <-time.After(typeSlotWait):
-			return conflict("the requester's terminal is open elsewhere: close it first")
+			return terminal.Refuse(w, r, opts, terminal.CloseElsewhere,
+				"your terminal is open in another tab or window: move it here to type")
 		case <-r.Context().Done():
 			return r.Context().Err()
 		}
+		moved, done := held.typingHere()
+		defer done()
+		opts.Moved = moved
 	}
 	if err := t.runner.Lifecycle().Note(r.Context(), v1alpha1.StepAttach, c.Name, sess, map[bool]string{true: "watching", false: "typing"}[readOnly]); err != nil {
 		return err

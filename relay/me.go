@@ -20,6 +20,9 @@ type Me struct {
 	// IdleSeconds and DisconnectSeconds are the limits that end a session.
 	IdleSeconds       int `json:"idleSeconds"`
 	DisconnectSeconds int `json:"disconnectSeconds"`
+	// Expires is when the caller's token runs out: a page renews its
+	// sign-in before then, so that its calls and event stream go on.
+	Expires *metav1.Time `json:"expires,omitempty"`
 }
 
 // ClusterView is one cluster and the caller's permissions in it.
@@ -39,6 +42,9 @@ type Allowed struct {
 func (s *Server) me(w http.ResponseWriter, _ *http.Request, c Caller) error {
 	out := Me{Name: c.Name, ID: c.ID, Groups: c.Groups, Clusters: []ClusterView{},
 		IdleSeconds: int(s.cfg.Limits.Idle.Seconds()), DisconnectSeconds: int(s.cfg.Limits.Disconnect.Seconds())}
+	if !c.Expires.IsZero() {
+		out.Expires = &metav1.Time{Time: c.Expires}
+	}
 	if out.Groups == nil {
 		out.Groups = []string{}
 	}

@@ -52,31 +52,10 @@ func (s *Server) playable(r *http.Request, c Caller) (*target, *v1alpha1.Session
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := s.cfg.mayPlay(c, t.Name, sess); err != nil {
+	if err := s.standingOf(c, t, sess).mayPlay(sess); err != nil {
 		return nil, nil, err
 	}
 	return t, sess, nil
-}
-
-// mayPlay says whether c may play the recording of sess, on cluster: its
-// approvers and reviewers, and its requester; a recording of a
-// process-access session is sensitive (it may show the app's memory and
-// environment) and needs viewSensitive, whoever asks, the requester
-// included. Only an ended session's finalized recording is played.
-func (cfg *Config) mayPlay(c Caller, cluster string, sess *v1alpha1.Session) error {
-	ns := sess.Namespace
-	sensitive := sess.Status.Approval != nil && sess.Status.Approval.ProcessAccess
-	switch {
-	case sensitive && !cfg.can(c, ActionViewSensitive, cluster, ns):
-		return forbidden("the recording of a process-access session is sensitive: %s may not view sensitive recordings in %s/%s", c.Name, cluster, ns)
-	case c.IsRequester(sess), cfg.can(c, ActionApprove, cluster, ns), cfg.can(c, ActionReview, cluster, ns):
-	default:
-		return forbidden("only the requester, approvers and reviewers play a session's recording")
-	}
-	if sess.Status.Phase != v1alpha1.PhaseEnded || sess.Status.Evidence == nil {
-		return conflict("the session is %s: its recording is served once it has ended and been finalized", sess.Status.Phase)
-	}
-	return nil
 }
 
 // readRecording reads one file (key) of sess's recording, exactly what the

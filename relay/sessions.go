@@ -22,15 +22,17 @@ import (
 	"github.com/tower-dev/breakglass/relay/wire"
 )
 
-func view(cluster string, s *v1alpha1.Session) wire.SessionView {
-	return wire.SessionView{Cluster: cluster, Namespace: s.Namespace, Name: s.Name, Created: s.CreationTimestamp, Spec: s.Spec, Status: s.Status}
+// view is sess as c sees it on t: with what c may do to it now.
+func (s *Server) view(c Caller, t *target, sess *v1alpha1.Session) wire.SessionView {
+	return wire.SessionView{Cluster: t.Name, Namespace: sess.Namespace, Name: sess.Name, Created: sess.CreationTimestamp,
+		Spec: sess.Spec, Status: sess.Status, May: s.standingOf(c, t, sess).offers(sess)}
 }
 
 // The bounds the chart installs; the cluster checks its own again.
 const (
 	minDuration = 15 * time.Minute
 	maxDuration = 75 * time.Minute
-	maxReason   = 1024
+	maxReason   = wire.MaxReason
 )
 
 var goDuration = regexp.MustCompile(`^([0-9]+h)?([0-9]+m)?([0-9]+s)?$`)
@@ -190,7 +192,7 @@ func (s *Server) request(w http.ResponseWriter, r *http.Request, c Caller) error
 		return clusterError(err)
 	}
 	s.notify(ctx, notify.Event{Kind: note, Cluster: t.Name, To: to}, sess)
-	writeJSON(w, http.StatusCreated, view(t.Name, sess))
+	writeJSON(w, http.StatusCreated, s.view(c, t, sess))
 	return nil
 }
 
@@ -221,7 +223,7 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, c Caller) error {
 		}
 		for i := range list.Items {
 			if s.cfg.sees(c, name, list.Items[i].Namespace) {
-				out = append(out, view(name, &list.Items[i]))
+				out = append(out, s.view(c, t, &list.Items[i]))
 			}
 		}
 	}
@@ -235,7 +237,7 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request, c Caller) error {
 	if err != nil {
 		return err
 	}
-	v := view(t.Name, sess)
+	v := s.view(c, t, sess)
 	if sess.Status.Phase == v1alpha1.PhaseActive {
 		key := sessionKey{t.Name, sess.Namespace, sess.Name}
 		// Its countdowns are counted where it runs.
@@ -260,11 +262,8 @@ func (s *Server) decide(r *http.Request, c Caller) (*target, *v1alpha1.Session, 
 	if err != nil {
 		return nil, nil, d, err
 	}
-	if c.IsRequester(sess) {
-		return nil, nil, d, forbidden("%s requested this session: another person decides on it", c.Name)
-	}
-	if sess.Status.Phase != v1alpha1.PhasePending {
-		return nil, nil, d, conflict("the session is %s, not Pending", sess.Status.Phase)
+	if err := s.standingOf(c, t, sess).mayDecide(sess); err != nil {
+		return nil, nil, d, err
 	}
 	return t, sess, d, nil
 }
@@ -283,7 +282,7 @@ func (s *Server) approve(w http.ResponseWriter, r *http.Request, c Caller) error
 		return clusterError(err)
 	}
 	s.notify(ctx, notify.Event{Kind: v1alpha1.NotifyRequestApproved, Cluster: t.Name, To: sess.Spec.Requester}, sess)
-	writeJSON(w, http.StatusOK, view(t.Name, sess))
+	writeJSON(w, http.StatusOK, s.view(c, t, sess))
 	return nil
 }
 
@@ -299,7 +298,7 @@ func (s *Server) deny(w http.ResponseWriter, r *http.Request, c Caller) error {
 		return clusterError(err)
 	}
 	s.notify(ctx, notify.Event{Kind: v1alpha1.NotifyRequestDenied, Cluster: t.Name, To: sess.Spec.Requester}, sess)
-	writeJSON(w, http.StatusOK, view(t.Name, sess))
+	writeJSON(w, http.StatusOK, s.view(c, t, sess))
 	return nil
 }
 
@@ -316,14 +315,8 @@ func (s *Server) review(w http.ResponseWriter, r *http.Request, c Caller) error 
 	if err != nil {
 		return err
 	}
-	if c.IsRequester(sess) {
-		return forbidden("%s requested this session: another person reviews it", c.Name)
-	}
-	switch {
-	case sess.Status.Phase != v1alpha1.PhaseEnded && sess.Status.Phase != v1alpha1.PhaseDenied:
-		return conflict("the session is %s: it is reviewed once it has ended", sess.Status.Phase)
-	case sess.Status.Review != nil && sess.Status.Review.By != "":
-		return conflict("the session was reviewed by %s already", sess.Status.Review.By)
+	if err := s.standingOf(c, t, sess).mayReview(sess); err != nil {
+		return err
 	}
 	at := metav1.NewTime(s.clock.Now())
 	if err := t.runner.Lifecycle().Make(ctx, sess, lifecycle.Move{Step: v1alpha1.StepReview, Actor: c.Name, Reason: q.Comment,
@@ -335,7 +328,7 @@ func (s *Server) review(w http.ResponseWriter, r *http.Request, c Caller) error 
 		}}); err != nil {
 		return clusterError(err)
 	}
-	writeJSON(w, http.StatusOK, view(t.Name, sess))
+	writeJSON(w, http.StatusOK, s.view(c, t, sess))
 	return nil
 }
 

@@ -174,7 +174,7 @@ func (s *Server) searchRecordings(w http.ResponseWriter, r *http.Request, c Call
 		return fmt.Errorf("listing sessions in %s/%s: %w", t.Name, ns, err)
 	}
 	res := searchSessions(list.Items, s.clock.Now().Add(-q.since), q,
-		func(sess *v1alpha1.Session) error { return s.cfg.mayPlay(c, t.Name, sess) },
+		func(sess *v1alpha1.Session) error { return s.standingOf(c, t, sess).mayPlay(sess) },
 		func(sess *v1alpha1.Session) ([]recording.Record, bool, error) {
 			h := http.Header{}
 			body, err := s.readRecording(ctx, h, t, c, sess, recording.TranscriptFile)

@@ -33,6 +33,12 @@ func endedSession(name string, ended time.Time, processAccess bool) v1alpha1.Ses
 	return s
 }
 
+// mayPlayOn is the relay's rule for c playing sess on cluster, under cfg's permissions.
+func mayPlayOn(cfg *Config, c Caller, cluster string, sess *v1alpha1.Session) error {
+	p := standing{c: c, cluster: cluster, can: func(a Action) bool { return cfg.can(c, a, cluster, sess.Namespace) }}
+	return p.mayPlay(sess)
+}
+
 func TestMayPlay(t *testing.T) {
 	alice := Caller{ID: "idp#alice", Name: "alice", Groups: []string{"shop"}}
 	bob := Caller{ID: "idp#bob", Name: "bob", Groups: []string{"sre"}}
@@ -55,7 +61,7 @@ func TestMayPlay(t *testing.T) {
 		"one not ended":                       {bob, active, http.StatusConflict},
 	} {
 		t.Run(name, func(t *testing.T) {
-			err := recordingsConfig.mayPlay(tc.who, "prod", &tc.sess)
+			err := mayPlayOn(recordingsConfig, tc.who, "prod", &tc.sess)
 			got := 0
 			if ae := (*apiError)(nil); errors.As(err, &ae) {
 				got = ae.Status
@@ -131,7 +137,7 @@ func TestSearchSessions(t *testing.T) {
 		old, active,
 	}
 	bob := Caller{ID: "idp#bob", Name: "bob", Groups: []string{"sre"}}
-	may := func(s *v1alpha1.Session) error { return recordingsConfig.mayPlay(bob, "prod", s) }
+	may := func(s *v1alpha1.Session) error { return mayPlayOn(recordingsConfig, bob, "prod", s) }
 	var read []string
 	reader := func(s *v1alpha1.Session) ([]recording.Record, bool, error) {
 		read = append(read, s.Name)

@@ -45,6 +45,9 @@ type Options struct {
 	// Notices are control messages the relay tells the browser unasked
 	// (a moderated session's input held or let through); optional.
 	Notices <-chan Control
+	// Moved, when it closes, ends the connection with CloseMoved: the
+	// person opened the terminal to type elsewhere and moved it there.
+	Moved <-chan struct{}
 }
 
 // ErrHeld is what a Session's Write answers for keystrokes it does not
@@ -104,6 +107,12 @@ const (
 	CloseEnded = websocket.CloseNormalClosure
 	// CloseTooSlow: the browser fell behind and was cut off; it may reconnect.
 	CloseTooSlow = websocket.CloseTryAgainLater
+	// CloseElsewhere: the requester's terminal is open to type in another
+	// tab or window; a page offers to move it here (and must not retry on
+	// its own, or two tabs would take it from each other for ever).
+	CloseElsewhere = 4001
+	// CloseMoved: the person moved their terminal to another tab or window.
+	CloseMoved = 4002
 )
 
 // Serve upgrades the request and relays until the session ends or the
@@ -140,6 +149,18 @@ func Serve(w http.ResponseWriter, r *http.Request, s Session, o Options) error {
 		go forwardNotices(conn, o.Notices, writes, writerDone, stopNotices)
 	}
 	go keepAlive(conn, writerDone, stopNotices)
+	if o.Moved != nil {
+		go func() {
+			select {
+			case <-o.Moved:
+				// The reader then ends on the close or the read error.
+				_ = conn.WriteControl(websocket.CloseMessage,
+					websocket.FormatCloseMessage(CloseMoved, "moved to another tab or window"), time.Now().Add(time.Second))
+				_ = conn.SetReadDeadline(time.Now().Add(closeWait))
+			case <-stopNotices:
+			}
+		}()
+	}
 	err = readInput(r.Context(), conn, s, o.ReadOnly, writes, writerDone, count)
 	close(stopNotices)
 	_ = out.Close()
@@ -167,12 +188,19 @@ func upgrader(o Options) *websocket.Upgrader {
 // where an HTTP refusal of the handshake would read to it as a network
 // failure to retry.
 func Ended(w http.ResponseWriter, r *http.Request, o Options, why string) error {
+	return Refuse(w, r, o, CloseEnded, why)
+}
+
+// Refuse answers a terminal the relay will not open now as Ended does, with
+// its own close code (CloseElsewhere): the page reads why, where a refused
+// handshake would read to it as a network failure to retry.
+func Refuse(w http.ResponseWriter, r *http.Request, o Options, code int, why string) error {
 	conn, err := upgrader(o).Upgrade(w, r, nil)
 	if err != nil {
 		return err // the upgrader answered the request
 	}
 	defer conn.Close()
-	return conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(CloseEnded, truncate(why, 120)), time.Now().Add(5*time.Second))
+	return conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, truncate(why, 120)), time.Now().Add(5*time.Second))
 }
 
 // writeBuffers are the terminals' WebSocket write buffers, shared.

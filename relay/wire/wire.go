@@ -23,6 +23,9 @@ type SessionView struct {
 	Status    v1alpha1.SessionStatus `json:"status"`
 	// Live is set on a single Active session this relay holds.
 	Live *LiveView `json:"live,omitempty"`
+	// May is what the caller may do to it now (Offers), by the relay's
+	// rules; every call is checked again.
+	May []Offer `json:"may"`
 }
 
 // Request is what a person asks for.
@@ -167,3 +170,68 @@ const (
 	TerminalProtocol     = "breakglass.terminal.v1"
 	BearerProtocolPrefix = "bearer.breakglass.tower.dev."
 )
+
+// Offer is something the caller may do to a session now, by the relay's
+// own rules (relay/may.go): what a portal shows and offers. Every call is
+// checked again, so an offer is never a permission; a portal that also
+// judges (Backstage's permissions) shows the offers it allows too.
+type Offer string
+
+// The offers, in the order a session's page shows them.
+const (
+	// OfferApprove and OfferDeny decide a request: another person, with the
+	// approve permission, on a Pending session.
+	OfferApprove Offer = "approve"
+	OfferDeny    Offer = "deny"
+	// OfferStart starts an approved session: its requester, while still
+	// allowed to ask for it.
+	OfferStart Offer = "start"
+	// OfferWithdraw is the requester ending their session before it starts.
+	OfferWithdraw Offer = "withdraw"
+	// OfferCancel is someone else ending a session before it starts.
+	OfferCancel Offer = "cancel"
+	// OfferEnd ends a running session.
+	OfferEnd Offer = "end"
+	// OfferType opens a running session's terminal to type in (its
+	// requester); OfferWatch opens it read-only (an approver).
+	OfferType  Offer = "type"
+	OfferWatch Offer = "watch"
+	// OfferExtend asks for more time on a running session (its requester);
+	// OfferDecideExtension answers such an ask (another person).
+	OfferExtend          Offer = "extend"
+	OfferDecideExtension Offer = "decideExtension"
+	// OfferReview reviews a session whose review is due (never its requester).
+	OfferReview Offer = "review"
+	// OfferPlay plays an ended session's recording.
+	OfferPlay Offer = "play"
+)
+
+// Offers is every offer: its button's label, and what it does.
+var Offers = []v1alpha1.Term{
+	{Name: string(OfferApprove), Label: "Approve", Means: "let the requester start the session, with what you grant"},
+	{Name: string(OfferDeny), Label: "Deny", Means: "refuse the request; the requester reads your reason"},
+	{Name: string(OfferStart), Label: "Start the session", Means: "grant, add the debug container (or the copy) and attach its terminal"},
+	{Name: string(OfferWithdraw), Label: "Withdraw the request", Means: "end your own session before it starts"},
+	{Name: string(OfferCancel), Label: "Cancel the session", Means: "end someone else's session before it starts"},
+	{Name: string(OfferEnd), Label: "End the session", Means: "end a running session: the pod is recycled and the grant deleted"},
+	{Name: string(OfferType), Label: "Open the terminal", Means: "type in the debug container's terminal (recorded)"},
+	{Name: string(OfferWatch), Label: "Watch the terminal", Means: "watch the terminal read-only: what you type is not sent"},
+	{Name: string(OfferExtend), Label: "Ask for more time", Means: "ask another person to move the hard stop later"},
+	{Name: string(OfferDecideExtension), Label: "Give more time", Means: "answer the requester's ask for more time"},
+	{Name: string(OfferReview), Label: "Submit the review", Means: "say what you found in the session's record"},
+	{Name: string(OfferPlay), Label: "Play the recording", Means: "play the recording and check its hashes"},
+}
+
+// The durations a request form offers, shortest first, and the one it
+// starts at; and what an ask for more time offers. The relay takes any
+// duration within its bounds; these are the choices both portals show.
+var (
+	DurationChoices  = []string{"15m", "30m", "45m", "60m", "75m"}
+	ExtensionChoices = []string{"15m", "30m", "45m"}
+)
+
+// DefaultDuration is the request form's first choice.
+const DefaultDuration = "30m"
+
+// MaxReason bounds a reason, a comment or a review's words.
+const MaxReason = 1024

@@ -248,8 +248,17 @@ type handshake struct {
 
 func (tr *testRelay) dial(t testing.TB, p oidcissuer.Person, ns, name string, header http.Header) (*term, handshake, error) {
 	t.Helper()
+	return tr.dialQuery(t, p, ns, name, "", header)
+}
+
+// dialQuery opens the terminal with a query ("take=1"), as dial does.
+func (tr *testRelay) dialQuery(t testing.TB, p oidcissuer.Person, ns, name, query string, header http.Header) (*term, handshake, error) {
+	t.Helper()
 	d := websocket.Dialer{Subprotocols: []string{wire.TerminalProtocol, wire.BearerProtocolPrefix + token(t, p)}}
 	u := "ws" + strings.TrimPrefix(tr.url, "http") + sessionPath(ns, name) + "/terminal"
+	if query != "" {
+		u += "?" + query
+	}
 	conn, resp, err := d.Dial(u, header)
 	var hs handshake
 	if resp != nil {
