@@ -197,18 +197,20 @@ $(BIN)/golangci-lint: tools/dev/go.mod tools/dev/go.sum
 	@echo ">> golangci-lint"
 	$(call cached,tools/dev,golangci-lint,$(GO) build -o "$$OUT/" github.com/golangci/golangci-lint/v2/cmd/golangci-lint)
 
-## generate: deepcopy, CRDs, docs/api.md, and the chart's generated manifests.
+## generate: deepcopy, CRDs, docs/api.md, the portals' vocabulary and Session schema, and the chart's generated manifests.
 generate: $(BIN)/controller-gen
 	$(BIN)/controller-gen object:headerFile=hack/boilerplate.go.txt paths=./api/...
 	$(BIN)/controller-gen crd:crdVersions=v1 paths=./api/... output:crd:artifacts:config=charts/breakglass/crds
 	$(GO) run ./hack/apidocs -crds charts/breakglass/crds -o docs/api.md
 	$(GO) run ./hack/policydocs -f docs/policies.md
+	$(GO) run ./hack/portalgen
 	$(GO) run ./cmd/kubectl-breakglass policy generate --chart charts/breakglass
 
 ## verify-generate: fail if a generated file is not what `make generate` writes.
+GENERATED := api charts docs/api.md docs/policies.md relay/openapi-session.yaml backstage/packages/portal/src/vocabulary.gen.ts
 verify-generate: generate
-	@git diff --exit-code -- api charts docs/api.md docs/policies.md || { echo "generated files are stale: run make generate and commit"; exit 1; }
-	@test -z "$$(git status --porcelain --untracked-files=all -- api charts docs/api.md docs/policies.md)" || { git status --porcelain -- api charts docs/api.md docs/policies.md; echo "generated files are not committed"; exit 1; }
+	@git diff --exit-code -- $(GENERATED) || { echo "generated files are stale: run make generate and commit"; exit 1; }
+	@test -z "$$(git status --porcelain --untracked-files=all -- $(GENERATED))" || { git status --porcelain -- $(GENERATED); echo "generated files are not committed"; exit 1; }
 
 ## dev: the whole plane on this machine (bin/breakglass-dev); Ctrl-C stops it.
 ## make dev DEV_FLAGS=--rekor also runs Rekor (make rekor first) and anchors every recording;

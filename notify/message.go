@@ -81,13 +81,14 @@ func newNotice(e Event, s *v1alpha1.Session, links Links, at time.Time) Notice {
 
 // Title is the message's headline.
 func (n Notice) Title() string {
-	if t, ok := titles[n.Kind]; ok {
+	if t, ok := Titles[n.Kind]; ok {
 		return t
 	}
 	return n.Kind
 }
 
-var titles = map[string]string{
+// Titles are each notification kind's headline, in every sink and portal.
+var Titles = map[string]string{
 	v1alpha1.NotifyRequestNew:         "Debug access requested",
 	v1alpha1.NotifyRequestApproved:    "Debug request approved",
 	v1alpha1.NotifyRequestDenied:      "Debug request denied",

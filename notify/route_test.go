@@ -53,11 +53,11 @@ func TestSameDestinationSameKey(t *testing.T) {
 // by its kind's spelling.
 func TestEveryKindHasATitle(t *testing.T) {
 	for _, k := range Kinds {
-		if titles[k] == "" {
+		if Titles[k] == "" {
 			t.Errorf("kind %q has no title", k)
 		}
 	}
-	if len(titles) != len(Kinds) {
-		t.Errorf("%d titles for %d kinds: a title for a kind nobody sends", len(titles), len(Kinds))
+	if len(Titles) != len(Kinds) {
+		t.Errorf("%d Titles for %d kinds: a title for a kind nobody sends", len(Titles), len(Kinds))
 	}
 }
