@@ -220,7 +220,7 @@ func emailText(m Message) (string, string) {
 		approvers = "as the portal's permissions say"
 	}
 	fmt.Fprintf(&b, "%s\n\n", n.Title())
-	for _, f := range [][2]string{{"Who", n.Requester}, {"What", n.What()}, {"Why", n.Reason}, {"Until", n.Until()}, {"Approvers", approvers}, {"For", n.To}} {
+	for _, f := range [][2]string{{"Who", n.Requester}, {"What", n.What()}, {"Why", n.Reason}, {"Decided", n.Decided}, {"Until", n.Until()}, {"Approvers", approvers}, {"For", n.To}} {
 		if f[1] != "" {
 			fmt.Fprintf(&b, "%-10s %s\n", f[0]+":", indent(plain(f[1])))
 		}

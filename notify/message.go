@@ -63,6 +63,7 @@ func newNotice(e Event, s *v1alpha1.Session, links Links, at time.Time) Notice {
 	id := make([]byte, 16)
 	_, _ = rand.Read(id)
 	e.Namespace, e.Session, e.Requester, e.Reason = s.Namespace, s.Name, s.Spec.Requester, s.Spec.Reason
+	e.Decided = decided(e.Kind, s)
 	e.Link = links.For(e.Kind, e.Cluster, s.Namespace, s.Name)
 	e.At = at
 	n := Notice{Event: e, ID: hex.EncodeToString(id), Pod: s.Spec.TargetPod, Container: s.Spec.TargetContainer, Mode: s.Spec.Mode,
@@ -77,6 +78,37 @@ func newNotice(e Event, s *v1alpha1.Session, links Links, at time.Time) Notice {
 		n.Deadline = d.UTC()
 	}
 	return n
+}
+
+// decided is what the decider of kind said about s, with who they are.
+func decided(kind string, s *v1alpha1.Session) string {
+	said := func(by, words string) string {
+		if words == "" {
+			return by
+		}
+		return by + ": " + words
+	}
+	st := s.Status
+	switch kind {
+	case v1alpha1.NotifyRequestDenied:
+		if st.Denial != nil {
+			return said("denied by "+st.Denial.By, st.Denial.Reason)
+		}
+	case v1alpha1.NotifyRequestApproved:
+		if st.Approval != nil {
+			return said("approved by "+st.Approval.By, st.Approval.Comment)
+		}
+	case v1alpha1.NotifyExtensionApproved, v1alpha1.NotifyExtensionDenied:
+		if n := len(st.Extensions); n > 0 {
+			x := st.Extensions[n-1]
+			return said(strings.ToLower(string(x.Decision))+" by "+x.DecidedBy, x.Comment)
+		}
+	case v1alpha1.NotifySessionEnded:
+		if st.End != nil {
+			return said("ended by "+st.End.By, st.End.Note)
+		}
+	}
+	return ""
 }
 
 // Title is the message's headline.

@@ -21,13 +21,17 @@ type Event struct {
 	// Kind is what happened, e.g. "review.overdue".
 	Kind string `json:"kind"`
 	// Cluster is the session's cluster, as the relay's config names it.
-	Cluster   string    `json:"cluster"`
-	Namespace string    `json:"namespace"`
-	Session   string    `json:"session"`
-	Requester string    `json:"requester"`
-	Reason    string    `json:"reason"`
-	Link      string    `json:"link"`
-	At        time.Time `json:"at"`
+	Cluster   string `json:"cluster"`
+	Namespace string `json:"namespace"`
+	Session   string `json:"session"`
+	Requester string `json:"requester"`
+	Reason    string `json:"reason"`
+	// Decided is what the person who decided said, where the event is a
+	// decision ("denied by bob: not during the freeze"): the requester's
+	// reason alone would leave the reader guessing why.
+	Decided string    `json:"decided,omitempty"`
+	Link    string    `json:"link"`
+	At      time.Time `json:"at"`
 	// To names who should act: a person or a group, as configured.
 	To string `json:"to,omitempty"`
 }

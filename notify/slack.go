@@ -169,6 +169,9 @@ func slackPayload(m Message) slackMessage {
 		{Type: "section", Fields: fields},
 		{Type: "section", Text: &slackText{Type: "mrkdwn", Text: "*Why*\n" + fit(plain(n.Reason), slackSectionMax-len("*Why*\n"), slackEscape)}},
 	}
+	if n.Decided != "" {
+		blocks = append(blocks, slackBlock{Type: "section", Text: &slackText{Type: "mrkdwn", Text: "*Decided*\n" + fit(plain(n.Decided), slackSectionMax-len("*Decided*\n"), slackEscape)}})
+	}
 	if b := button(n.Button(), n.Link); b != nil {
 		blocks = append(blocks, slackBlock{Type: "actions", Elements: []any{*b}})
 	}

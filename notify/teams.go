@@ -141,6 +141,9 @@ func teamsPayload(m Message) teamsMessage {
 		{"Until", cardText(n.Until(), 100)},
 		{"Approvers", cardText(approvers, 300)},
 	}
+	if n.Decided != "" {
+		facts = append(facts, fact{"Decided", cardText(n.Decided, teamsReasonMax)})
+	}
 	if n.To != "" {
 		facts = append(facts, fact{"For", cardText(n.To, 300)})
 	}
