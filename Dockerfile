@@ -4,15 +4,15 @@
 # binary onto an empty base, for linux/amd64 and linux/arm64 as one index
 # with an SBOM, without a Docker engine (docs/operators.md).
 
-# The console: its npm packages from the lockfile, bundled by esbuild into
-# relay/console/dist, which the binary embeds (as `make console` does).
+# The console: its part of the npm workspace from the workspace's lockfile
+# (npm ci -w installs the console and what it depends on), bundled by
+# esbuild into relay/console/dist, which the binary embeds (as `make
+# console` does).
 FROM node:22-bookworm-slim AS console
 WORKDIR /src
-COPY relay/console/web/package.json relay/console/web/package-lock.json relay/console/web/
-RUN cd relay/console/web && npm ci --no-audit --no-fund
-COPY relay/console/web/ relay/console/web/
-COPY backstage/packages/terminal/src/ backstage/packages/terminal/src/
-RUN mkdir -p relay/console/dist && cd relay/console/web && node build.mjs
+COPY backstage/ backstage/
+RUN cd backstage && npm ci --ignore-scripts --no-audit --no-fund -w packages/console
+RUN mkdir -p relay/console/dist && cd backstage/packages/console && node build.mjs
 
 FROM golang:1.26 AS build
 WORKDIR /src

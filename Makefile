@@ -62,37 +62,55 @@ krew: cross
 	$(GO) run ./hack/krew --version $(VERSION) -o $(BIN)/krew/breakglass.yaml $(BIN)/krew/*.tar.gz
 	@echo ">> $(BIN)/krew/breakglass.yaml"
 
-# The web console: npm packages from the lockfile, bundled by esbuild into
-# relay/console/dist, which the relay's binary embeds (go:embed).
-CONSOLE_WEB := relay/console/web
-CONSOLE_SRC := $(CONSOLE_WEB)/build.mjs $(wildcard $(CONSOLE_WEB)/src/*.js $(CONSOLE_WEB)/src/*/*.js $(CONSOLE_WEB)/src/*.css backstage/packages/terminal/src/*.js)
-## console: the web console (npm packages from the lockfile, bundled by esbuild into relay/console/dist).
-console: relay/console/dist/index.html
-$(CONSOLE_WEB)/node_modules/.package-lock.json: $(CONSOLE_WEB)/package.json $(CONSOLE_WEB)/package-lock.json
-	@command -v npm >/dev/null || { echo "the console is built with Node and npm: make debian-packages (as root) or apt-get install nodejs npm"; exit 1; }
-	cd $(CONSOLE_WEB) && npm ci --no-audit --no-fund
-relay/console/dist/index.html: $(CONSOLE_WEB)/node_modules/.package-lock.json $(CONSOLE_SRC)
-	cd $(CONSOLE_WEB) && node build.mjs
-
-# Tower's Backstage plugins (backstage/): Node.js 22 from the npm registry
-# (Backstage needs 22 or 24; Debian has 20), the workspace's packages from
-# its lockfile (no install scripts: nothing native is built), then a type
-# check of everything, the three plugins built as the npm packages they are
-# published as, and the demo app built with Backstage's CLI (the demo
-# backend serves it).
+# The npm workspace (backstage/): both front ends, the relay's console
+# (packages/console) and Tower's Backstage plugins (plugins/), over one
+# source for what they show (packages/portal) and one terminal and player
+# (packages/terminal), with the demo Backstage app. Node.js 22 from the npm
+# registry (Backstage needs 22 or 24; Debian has 20); the packages from the
+# workspace's lockfile, with no install scripts (nothing native is built).
+WORKSPACE := backstage
 NODE22 := $(BIN)/node22/bin/node
 BACKSTAGE_PATH := PATH=$(BIN)/node22/bin:$$PATH
 $(NODE22): hack/node22.sh
 	bash hack/node22.sh $(BIN)
-backstage/node_modules/.package-lock.json: $(NODE22) backstage/package.json backstage/package-lock.json $(wildcard backstage/*/*/package.json)
-	cd backstage && $(BACKSTAGE_PATH) npm ci --ignore-scripts
-## backstage: Tower's Backstage plugins and the demo app, type-checked and built (Node.js 22 in bin/node22).
-backstage: backstage/node_modules/.package-lock.json
-	cd backstage && $(BACKSTAGE_PATH) node_modules/.bin/tsc -p . --noEmit false --declaration --emitDeclarationOnly --outDir dist-types
-	@set -e; for p in breakglass-common breakglass-backend breakglass; do \
-		(cd backstage/plugins/$$p && $(BACKSTAGE_PATH) ../../node_modules/.bin/backstage-cli package build); \
+WORKSPACE_MANIFESTS := $(WORKSPACE)/package.json $(WORKSPACE)/package-lock.json $(wildcard $(WORKSPACE)/*/*/package.json)
+# The whole workspace, for make backstage.
+$(WORKSPACE)/node_modules/.installed-all: $(NODE22) $(WORKSPACE_MANIFESTS)
+	cd $(WORKSPACE) && $(BACKSTAGE_PATH) npm ci --ignore-scripts --no-audit --no-fund
+	touch $@
+# The console's part alone (npm ci -w installs one workspace and what it
+# depends on), so that building the relay needs no Backstage; where the
+# whole workspace is installed and current, that serves.
+$(WORKSPACE)/node_modules/.installed-console: $(NODE22) $(WORKSPACE_MANIFESTS)
+	@if [ -f $(WORKSPACE)/node_modules/.installed-all ] && [ -z "$$(find $(WORKSPACE_MANIFESTS) -newer $(WORKSPACE)/node_modules/.installed-all)" ]; then \
+		echo ">> the console's packages: the whole workspace is installed"; \
+	else \
+		cd $(WORKSPACE) && $(BACKSTAGE_PATH) npm ci --ignore-scripts --no-audit --no-fund -w packages/console; \
+	fi
+	touch $@
+
+# The web console: bundled by esbuild into relay/console/dist, which the
+# relay's binary embeds (go:embed).
+CONSOLE_SRC := $(WORKSPACE)/packages/console/build.mjs $(wildcard $(WORKSPACE)/packages/console/src/*.ts $(WORKSPACE)/packages/console/src/*/*.ts \
+	$(WORKSPACE)/packages/console/src/*.css $(WORKSPACE)/packages/portal/src/*.ts $(WORKSPACE)/packages/terminal/src/*.js)
+## console: the web console (the workspace's console packages, bundled by esbuild into relay/console/dist).
+console: relay/console/dist/index.html
+relay/console/dist/index.html: $(WORKSPACE)/node_modules/.installed-console $(CONSOLE_SRC)
+	cd $(WORKSPACE)/packages/console && $(BACKSTAGE_PATH) node build.mjs
+
+# Tower's Backstage plugins and both front ends checked: the portal's API
+# types written from relay/openapi.yaml (openapi-typescript), one type check
+# of the whole workspace (the console's code and the plugins' alike), the
+# portal and the three plugins built as the npm packages they are published
+# as, and the demo app built with Backstage's CLI (the demo backend serves it).
+## backstage: both front ends type-checked, Tower's Backstage plugins and the demo app built (Node.js 22 in bin/node22).
+backstage: $(WORKSPACE)/node_modules/.installed-all
+	cd $(WORKSPACE)/packages/portal && $(BACKSTAGE_PATH) npm run --silent generate
+	cd $(WORKSPACE) && $(BACKSTAGE_PATH) node_modules/.bin/tsc -p . --noEmit false --declaration --emitDeclarationOnly --outDir dist-types
+	@set -e; for p in packages/portal plugins/breakglass-common plugins/breakglass-backend plugins/breakglass; do \
+		(cd $(WORKSPACE)/$$p && $(BACKSTAGE_PATH) $(CURDIR)/$(WORKSPACE)/node_modules/.bin/backstage-cli package build); \
 	done
-	cd backstage/packages/app && $(BACKSTAGE_PATH) ../../node_modules/.bin/backstage-cli package build --config ../../app-config.yaml
+	cd $(WORKSPACE)/packages/app && $(BACKSTAGE_PATH) ../../node_modules/.bin/backstage-cli package build --config ../../app-config.yaml
 
 ## build: the server (bin/breakglass) and the plugin (bin/kubectl-breakglass).
 build: console

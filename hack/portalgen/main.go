@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"sort"
 	"strings"
@@ -96,7 +97,9 @@ func vocabulary() []byte {
 	closes := map[string]int{"ended": terminal.CloseEnded, "tooSlow": terminal.CloseTooSlow, "elsewhere": terminal.CloseElsewhere, "moved": terminal.CloseMoved}
 	fmt.Fprintf(&b, "/** The codes the relay closes a terminal with: ended (the session ended), tooSlow (reconnect),\n * elsewhere (the requester's terminal is open in another tab: offer to move it), moved (it moved to another tab). */\n")
 	fmt.Fprintf(&b, "export const terminalClose = %s as const;\n\n", js(closes))
-	fmt.Fprintf(&b, "/** The terminal's subprotocol. */\nexport const terminalProtocol = %s;\n", js(wire.TerminalProtocol))
+	fmt.Fprintf(&b, "/** The terminal's subprotocol. */\nexport const terminalProtocol = %s;\n\n", js(wire.TerminalProtocol))
+	fmt.Fprintf(&b, "/** A request's fields, exactly as the relay's JSON names them: a portal in front of it refuses any other spelling\n * (Go matches JSON keys regardless of case, so \"GlassBroken\" would break the glass there unjudged). */\n")
+	fmt.Fprintf(&b, "export const requestKeys: readonly string[] = %s;\n", js(jsonNames(reflect.TypeFor[wire.Request]())))
 	return b.Bytes()
 }
 
@@ -116,6 +119,18 @@ func finalPhases() []string {
 	for _, p := range v1alpha1.Terms(v1alpha1.PhaseTerms) {
 		if len(v1alpha1.PhaseMoves[v1alpha1.SessionPhase(p)]) == 0 {
 			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// jsonNames are a struct's fields as encoding/json names them.
+func jsonNames(t reflect.Type) []string {
+	var out []string
+	for i := range t.NumField() {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+		if name != "" && name != "-" {
+			out = append(out, name)
 		}
 	}
 	return out

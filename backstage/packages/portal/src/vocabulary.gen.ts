@@ -88,3 +88,7 @@ export const terminalClose = { elsewhere: 4001, ended: 1000, moved: 4002, tooSlo
 
 /** The terminal's subprotocol. */
 export const terminalProtocol = "breakglass.terminal.v1";
+
+/** A request's fields, exactly as the relay's JSON names them: a portal in front of it refuses any other spelling
+ * (Go matches JSON keys regardless of case, so "GlassBroken" would break the glass there unjudged). */
+export const requestKeys: readonly string[] = ["pod", "container", "mode", "processAccess", "duration", "reason", "keepPod", "glassBroken"];

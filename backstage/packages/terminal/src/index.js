@@ -1,4 +1,4 @@
 // The breakglass terminal and recording player: one source for the relay's
-// console (relay/console/web) and Tower's Backstage plugin.
+// console (packages/console) and Tower's Backstage plugin.
 export { openTerminal } from './terminal.js';
-export { play, playerTime, sha256 } from './player.js';
+export { play, playerTime } from './player.js';

@@ -30,8 +30,3 @@ export function playerTime(castText, seconds) {
   }
   return at + Math.min(Math.max(seconds - last, 0), idleTimeLimit);
 }
-
-export async function sha256(bytes) {
-  const d = new Uint8Array(await crypto.subtle.digest('SHA-256', bytes));
-  return Array.from(d, (b) => b.toString(16).padStart(2, '0')).join('');
-}

@@ -1,5 +1,6 @@
 import { FitAddon } from '@xterm/addon-fit';
 import { Terminal } from '@xterm/xterm';
+import { terminalClose, terminalProtocol } from '@tower-dev/breakglass-portal';
 
 const encoder = new TextEncoder();
 
@@ -10,7 +11,9 @@ const encoder = new TextEncoder();
 // tokens, asked again at each connection, as tokens expire). It fits the
 // window, sends each new size, and reconnects after a network blip (the
 // relay keeps the session for the disconnect limit). A watcher's terminal
-// takes no input.
+// takes no input. The requester's terminal open in another tab is not
+// retried (the two would take it from each other): the page is told
+// (elsewhere, moved) and take() moves it here.
 export function openTerminal(el, wsURL, { readOnly, onStatus, credentials = async () => [] }) {
   const term = new Terminal({ disableStdin: readOnly, cursorBlink: !readOnly, scrollback: 5000, fontSize: 14,
     screenReaderMode: false, theme: { background: '#111418', foreground: '#e8eaed' },
@@ -29,7 +32,7 @@ export function openTerminal(el, wsURL, { readOnly, onStatus, credentials = asyn
   const sendSize = () => {
     if (ws && ws.readyState === WebSocket.OPEN) ws.send(JSON.stringify({ type: 'resize', cols: term.cols, rows: term.rows }));
   };
-  const connect = async () => {
+  const connect = async (take = false) => {
     let extra;
     try {
       extra = await credentials();
@@ -38,7 +41,7 @@ export function openTerminal(el, wsURL, { readOnly, onStatus, credentials = asyn
       return;
     }
     if (closed) return;
-    ws = new WebSocket(wsURL, ['breakglass.terminal.v1', ...extra]);
+    ws = new WebSocket(take ? wsURL + (wsURL.includes('?') ? '&' : '?') + 'take=1' : wsURL, [terminalProtocol, ...extra]);
     ws.binaryType = 'arraybuffer';
     ws.onopen = () => {
       failures = 0;
@@ -66,8 +69,12 @@ export function openTerminal(el, wsURL, { readOnly, onStatus, credentials = asyn
     };
     ws.onclose = (e) => {
       if (closed) return;
-      if (e.code === 1000) {
+      if (e.code === terminalClose.ended) {
         onStatus('closed', e.reason);
+        return;
+      }
+      if (e.code === terminalClose.elsewhere || e.code === terminalClose.moved) {
+        onStatus(e.code === terminalClose.elsewhere ? 'elsewhere' : 'moved', e.reason);
         return;
       }
       failures++;
@@ -91,6 +98,13 @@ export function openTerminal(el, wsURL, { readOnly, onStatus, credentials = asyn
   observer.observe(el);
   connect();
   return {
+    // take moves the requester's terminal here from another tab or window.
+    take() {
+      failures = 0;
+      if (ws && ws.readyState === WebSocket.OPEN) return;
+      onStatus('connecting');
+      connect(true);
+    },
     close() {
       closed = true;
       observer.disconnect();

@@ -1,16 +1,22 @@
-import { api } from '../api.js';
-import { h, notice } from '../dom.js';
+import type { Session } from '@tower-dev/breakglass-portal';
 import { playerTime } from '@tower-dev/breakglass-terminal';
+import { api } from '../api';
+import { errorText, h, notice } from '../dom';
 
 // clock says seconds as m:ss.s, the way the player's bar counts.
-const clock = (s) => `${Math.floor(s / 60)}:${(s % 60).toFixed(1).padStart(4, '0')}`;
+const clock = (s: number) => `${Math.floor(s / 60)}:${(s % 60).toFixed(1).padStart(4, '0')}`;
+
+interface Player {
+  seek(t: number): Promise<void>;
+  play(): Promise<void>;
+}
 
 // typedSection is what was typed in an ended session: the commands the
 // relay rebuilt from the recorded keys (marked where the shell may have
 // done what the keys do not show), and a search of the recording's output
 // and input. Each line's time starts the player there.
-export function typedSection(s, castText, player) {
-  const from = (at) => h('button', { type: 'button', class: 'link', onclick: async () => {
+export function typedSection(s: Session, castText: string, player: Player) {
+  const from = (at: number) => h('button', { type: 'button', class: 'link', onclick: async () => {
     await player.seek(playerTime(castText, at));
     await player.play();
   } }, clock(at));
@@ -20,15 +26,16 @@ export function typedSection(s, castText, player) {
   const q = h('input', { type: 'search', id: 'search-q', minlength: 2, maxlength: 200, required: true });
   const stream = h('select', { id: 'search-stream' },
     h('option', { value: 'both' }, 'output and input'), h('option', { value: 'output' }, 'output'), h('option', { value: 'input' }, 'input'));
-  const search = h('form', { class: 'inline', role: 'search', onsubmit: async (e) => {
+  const search = h('form', { class: 'inline', role: 'search', onsubmit: async (e: Event) => {
     e.preventDefault();
     said.replaceChildren();
     try {
-      const r = await api.searchRecording(s.cluster, s.namespace, s.name, q.value, stream.value);
-      results.replaceChildren(...r.matches.map((m, i) => h('li', { id: `match-${i}` }, from(m.at), ` ${m.stream}: `, h('code', {}, m.context))));
-      said.append(notice('info', `${r.matches.length}${r.truncated ? '+' : ''} match${r.matches.length === 1 ? '' : 'es'} for “${r.query}”.`));
+      const r = await api.search(s, q.value, stream.value as 'input' | 'output' | 'both');
+      const matches = r.matches ?? [];
+      results.replaceChildren(...matches.map((m, i) => h('li', { id: `match-${i}` }, from(m.at ?? 0), ` ${m.stream}: `, h('code', {}, m.context ?? ''))));
+      said.append(notice('info', `${matches.length}${r.truncated ? '+' : ''} match${matches.length === 1 ? '' : 'es'} for “${r.query}”.`));
     } catch (err) {
-      said.append(notice('error', err.message));
+      said.append(notice('error', errorText(err)));
     }
   } }, h('label', { for: 'search-q' }, 'Search the recording for'), q, h('label', { for: 'search-stream' }, 'in'), stream,
   h('button', { type: 'submit', id: 'search-button' }, 'Search'));
@@ -38,7 +45,7 @@ export function typedSection(s, castText, player) {
     list, search, said, results);
   (async () => {
     try {
-      const { commands } = await api.commands(s.cluster, s.namespace, s.name);
+      const commands = await api.commands(s);
       if (!commands.length) {
         list.replaceWith(h('p', { id: 'commands' }, 'Nothing was typed.'));
         return;
@@ -47,7 +54,7 @@ export function typedSection(s, castText, player) {
         from(c.at), ' ', h('code', {}, c.line), c.uncertain ? ' ?' : '', c.ended !== 'enter' ? ` (${c.ended})` : '',
         c.why ? h('span', { class: 'help' }, ` ${c.why}`) : null)));
     } catch (err) {
-      list.replaceChildren(notice('error', err.message));
+      list.replaceChildren(notice('error', errorText(err)));
     }
   })();
   return section;

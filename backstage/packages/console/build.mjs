@@ -1,24 +1,20 @@
-// Builds the console into ../dist: one hashed script and one hashed style
-// sheet under assets/, and index.html naming them. The relay's binary
-// embeds ../dist (go:embed), so `make console` runs before `go build`.
+// Builds the console into relay/console/dist: one hashed script and one
+// hashed style sheet under assets/, and index.html naming them. The relay's
+// binary embeds that folder (go:embed), so `make console` runs before
+// `go build`. The portal and terminal packages are this workspace's own,
+// compiled from their sources with the console's.
 import { build } from 'esbuild';
 import { mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
 
-const out = new URL('../dist/', import.meta.url).pathname;
-// The terminal and player are the Backstage plugin's too: one source, in
-// its workspace; their own imports (xterm.js, asciinema) resolve to this
-// console's packages, so the console builds without that workspace installed.
-const terminal = new URL('../../../backstage/packages/terminal/src/index.js', import.meta.url).pathname;
+const out = new URL('../../../relay/console/dist/', import.meta.url).pathname;
 for (const f of readdirSync(out)) {
   if (f !== '.gitkeep') rmSync(join(out, f), { recursive: true, force: true });
 }
 mkdirSync(join(out, 'assets'), { recursive: true });
 const result = await build({
-  entryPoints: ['src/main.js'],
+  entryPoints: ['src/main.ts'],
   bundle: true,
-  alias: { '@tower-dev/breakglass-terminal': terminal },
-  nodePaths: [new URL('node_modules/', import.meta.url).pathname],
   minify: true,
   format: 'esm',
   target: ['es2022'],
