@@ -76,6 +76,7 @@ func printWelcome(w io.Writer, i dev.Info) {
 	fmt.Fprintf(w, "  relay        %s\n", i.RelayURL)
 	if i.BackstageURL != "" {
 		fmt.Fprintf(w, "  backstage    %s   (Tower: the break-glass tab on the shop component; sign in as one of the people below)\n", i.BackstageURL)
+		fmt.Fprintf(w, "  backstage log %s\n", i.BackstageLog)
 	}
 	for _, c := range i.Clusters {
 		fmt.Fprintf(w, "  cluster      %-8s %s plane; kubeconfig %s (cluster admin); demo pod %s/%s (recycled after a session: its replacement has a new name)\n",

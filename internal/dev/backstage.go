@@ -6,7 +6,6 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -17,7 +16,6 @@ import (
 	"time"
 
 	"github.com/tower-dev/breakglass/internal/oidcissuer"
-	"github.com/tower-dev/breakglass/test/harness/cluster"
 	"github.com/tower-dev/breakglass/test/harness/postgres"
 	"github.com/tower-dev/breakglass/test/harness/prereq"
 )
@@ -54,14 +52,16 @@ func BackstageAvailable() error {
 // than Backstage supports); make backstage unpacks it from the npm registry.
 func backstageNode() string { return filepath.Join(prereq.BinDir(), "node22", "bin", "node") }
 
-// startBackstage runs Backstage's backend on PostgreSQL, signing people in
-// at the issuer and forwarding break-glass calls to the relay. It answers the
-// backend's address once it reports ready.
-func startBackstage(ctx context.Context, dir string, issuer *oidcissuer.Issuer, relayURL string, first *plane, allowAll bool, stops *[]func() error, logs io.Writer) (string, error) {
+// startBackstage runs Backstage's backend on PostgreSQL at port, signing
+// people in at the issuer and forwarding break-glass calls to the relay,
+// its Kubernetes plugin reading every plane's pods. Once it reports ready,
+// it answers the file its log goes to: its access log alone is thousands of
+// lines, which would bury the plane's own.
+func startBackstage(ctx context.Context, dir string, port int, issuer *oidcissuer.Issuer, relayURL string, planes []*plane, allowAll bool, stops *[]func() error) (logFile string, err error) {
 	if err := BackstageAvailable(); err != nil {
 		return "", err
 	}
-	kubernetes, err := kubernetesConfig(ctx, first.name, first.c)
+	kubernetes, err := kubernetesConfig(ctx, planes)
 	if err != nil {
 		return "", fmt.Errorf("the Kubernetes plugin's account: %w", err)
 	}
@@ -69,6 +69,12 @@ func startBackstage(ctx context.Context, dir string, issuer *oidcissuer.Issuer, 
 	if err = os.MkdirAll(bsDir, 0o755); err != nil {
 		return "", err
 	}
+	logFile = filepath.Join(bsDir, "backstage.log")
+	logs, err := os.OpenFile(logFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return "", err
+	}
+	*stops = append(*stops, logs.Close)
 	// A folder of its own: PostgreSQL runs as its own user, who cannot
 	// enter the plane's (the person's only).
 	pgDir, err := os.MkdirTemp("", "breakglass-backstage-db-")
@@ -81,10 +87,6 @@ func startBackstage(ctx context.Context, dir string, issuer *oidcissuer.Issuer, 
 		return "", err
 	}
 	*stops = append(*stops, pg.Stop)
-	port, err := cluster.FreePort()
-	if err != nil {
-		return "", err
-	}
 	url := "http://127.0.0.1:" + strconv.Itoa(port)
 	issuer.AddClient(backstageAudience, url+"/api/auth/oidc/handler/frame")
 	devPolicy := "breakglass"
@@ -145,7 +147,7 @@ breakglass:
 	for {
 		select {
 		case <-exited:
-			return "", fmt.Errorf("the Backstage backend exited: %w", waitErr)
+			return "", fmt.Errorf("the Backstage backend exited (its log: %s): %w", logFile, waitErr)
 		case <-ctx.Done():
 			return "", ctx.Err()
 		case <-time.After(500 * time.Millisecond):
@@ -154,7 +156,7 @@ breakglass:
 		if err == nil {
 			_ = resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				return url, nil
+				return logFile, nil
 			}
 		}
 	}

@@ -19,8 +19,24 @@ import (
 const backstageReader = "backstage-reader"
 
 // kubernetesConfig is the Backstage config that points its Kubernetes
-// plugin at c's API server with a read-only token of its own.
-func kubernetesConfig(ctx context.Context, name string, c *cluster.Cluster) (string, error) {
+// plugin at every plane's API server, each with a read-only token of its
+// own, under the plane's name: the relay's name for that cluster, so that
+// the tab offers the pods of the cluster a session is asked on.
+func kubernetesConfig(ctx context.Context, planes []*plane) (string, error) {
+	out := "kubernetes:\n  clusterLocatorMethods:\n    - type: config\n      clusters:\n"
+	for _, p := range planes {
+		entry, err := readerAccount(ctx, p.name, p.c)
+		if err != nil {
+			return "", fmt.Errorf("%s: %w", p.name, err)
+		}
+		out += entry
+	}
+	return out, nil
+}
+
+// readerAccount makes the read-only account on c and answers its cluster
+// entry in the Kubernetes plugin's config.
+func readerAccount(ctx context.Context, name string, c *cluster.Cluster) (string, error) {
 	kube := c.Kube
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "backstage"}}
 	if _, err := kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
@@ -46,11 +62,7 @@ func kubernetesConfig(ctx context.Context, name string, c *cluster.Cluster) (str
 	if err != nil {
 		return "", err
 	}
-	return fmt.Sprintf(`kubernetes:
-  clusterLocatorMethods:
-    - type: config
-      clusters:
-        - name: %s
+	return fmt.Sprintf(`        - name: %s
           url: %s
           authProvider: serviceAccount
           serviceAccountToken: %s

@@ -21,6 +21,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"time"
 
@@ -100,8 +101,9 @@ type Info struct {
 	Started                   time.Duration
 	// Steps are the steps Up took, each with how long it took.
 	Steps []Step
-	// BackstageURL is Backstage's backend (and app), when it runs.
-	BackstageURL string
+	// BackstageURL is Backstage's backend (and app), when it runs;
+	// BackstageLog is the file its log goes to.
+	BackstageURL, BackstageLog string
 	// IssuerURL is the local OIDC issuer people sign in at.
 	IssuerURL string
 	// RekorURL is the transparency log, when it runs; RelayKey and RekorKey
@@ -157,6 +159,18 @@ func Up(ctx context.Context, o Options, logs io.Writer) (err error) {
 	}
 	stops = append(stops, func() error { _ = relayLn.Close(); return nil })
 	relayURL := "http://" + relayLn.Addr().String()
+	// Where notifications link: the console, or Tower's pages in Backstage
+	// when it runs (its address is taken now, before anything links to it).
+	portalURL := relayURL + "/console"
+	var backstageURL, backstageLog string
+	backstagePort := 0
+	if o.Backstage {
+		if backstagePort, err = cluster.FreePort(); err != nil {
+			return err
+		}
+		backstageURL = "http://127.0.0.1:" + strconv.Itoa(backstagePort)
+		portalURL = backstageURL + "/break-glass"
+	}
 
 	var first *cluster.Cluster
 	var reg *registry.Registry
@@ -215,7 +229,7 @@ func Up(ctx context.Context, o Options, logs io.Writer) (err error) {
 			pl.c, pl.realNode = first, o.RealNode
 		}
 		if err := pl.start(ctx, step, &stops, image.String(), reg.Host, keyFile, store, anchorer,
-			notifier(notes.URL, relayURL, pl.name), o.ReviewWithin); err != nil {
+			notifier(notes.URL, portalURL, pl.name), o.ReviewWithin); err != nil {
 			return err
 		}
 		planes = append(planes, pl)
@@ -242,15 +256,14 @@ func Up(ctx context.Context, o Options, logs io.Writer) (err error) {
 		}
 		tokens[p.Person.Email] = file
 	}
-	stopRelay, err := startRelay(ctx, relayLn, relayURL, planes, o, issuer.URL, notes.URL, store, anchorer, logs)
+	stopRelay, err := startRelay(ctx, relayLn, relayURL, portalURL, planes, o, issuer.URL, notes.URL, store, anchorer, logs)
 	if err != nil {
 		return err
 	}
 	stops = append(stops, stopRelay)
-	var backstageURL string
 	if o.Backstage {
 		step("Backstage's backend with Tower's plugins, on PostgreSQL")
-		if backstageURL, err = startBackstage(ctx, o.Dir, issuer, relayURL, planes[0], o.BackstageAllowAll, &stops, logs); err != nil {
+		if backstageLog, err = startBackstage(ctx, o.Dir, backstagePort, issuer, relayURL, planes, o.BackstageAllowAll, &stops); err != nil {
 			return err
 		}
 	}
@@ -259,7 +272,8 @@ func Up(ctx context.Context, o Options, logs io.Writer) (err error) {
 		steps[len(steps)-1].Took = time.Since(begin) - steps[len(steps)-1].At
 		info := Info{Kubeconfig: planes[0].kubeconfig, RelayURL: relayURL, Cluster: planes[0].name, Namespace: demoNamespace, Pod: planes[0].pod,
 			ConsoleURL: relayURL + "/console/", Notifications: filepath.Join(o.Dir, "notifications.jsonl"),
-			DebugImage: image.String(), Tokens: tokens, Started: time.Since(begin), Steps: steps, BackstageURL: backstageURL, IssuerURL: issuer.URL}
+			DebugImage: image.String(), Tokens: tokens, Started: time.Since(begin), Steps: steps, BackstageURL: backstageURL, BackstageLog: backstageLog,
+			IssuerURL: issuer.URL}
 		for _, pl := range planes {
 			info.Clusters = append(info.Clusters, ClusterInfo{Name: pl.name, Profile: pl.profile, Kubeconfig: pl.kubeconfig, Pod: pl.pod})
 		}

@@ -126,6 +126,6 @@ func (p *plane) tier() relay.Tier {
 
 // notifier posts a cluster's notifications to the inbox, linking into the
 // relay's console.
-func notifier(inboxURL, relayURL, cluster string) *notify.Webhook {
-	return &notify.Webhook{URL: inboxURL, PortalURL: relayURL + "/console", Cluster: cluster, FallbackReviewer: FallbackReviewer}
+func notifier(inboxURL, portalURL, cluster string) *notify.Webhook {
+	return &notify.Webhook{URL: inboxURL, PortalURL: portalURL, Cluster: cluster, FallbackReviewer: FallbackReviewer}
 }

@@ -20,7 +20,7 @@ import (
 
 // startRelay serves the relay's API and console on ln for every plane, as
 // the portal's identity on each cluster.
-func startRelay(ctx context.Context, ln net.Listener, relayURL string, planes []*plane, o Options, issuerURL, inboxURL string,
+func startRelay(ctx context.Context, ln net.Listener, relayURL, portalURL string, planes []*plane, o Options, issuerURL, inboxURL string,
 	store recording.Store, anchorer *tlog.Anchorer, logs io.Writer) (func() error, error) {
 	cfg := &relay.Config{
 		Listen:      ln.Addr().String(),
@@ -30,6 +30,7 @@ func startRelay(ctx context.Context, ln net.Listener, relayURL string, planes []
 		Limits:      relay.Limits{},
 		Recording:   relay.Recording{Dir: filepath.Join(o.Dir, "recordings")},
 		NotifyURL:   inboxURL,
+		PortalURL:   portalURL,
 	}
 	cfg.Limits.ReviewWithin.Duration = o.ReviewWithin
 	if o.Backstage {

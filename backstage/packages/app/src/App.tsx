@@ -1,10 +1,11 @@
 import { createApp } from '@backstage/frontend-defaults';
-import { createFrontendModule } from '@backstage/frontend-plugin-api';
+import { createFrontendModule, PageBlueprint } from '@backstage/frontend-plugin-api';
 import { SignInPageBlueprint } from '@backstage/plugin-app-react';
 import { SignInPage } from '@backstage/core-components';
 import catalogPlugin from '@backstage/plugin-catalog/alpha';
 import notificationsPlugin from '@backstage/plugin-notifications/alpha';
 import signalsPlugin from '@backstage/plugin-signals/alpha';
+import userSettingsPlugin from '@backstage/plugin-user-settings/alpha';
 import breakglassPlugin, { breakglassAuthApiRef } from '@tower-dev/backstage-plugin-breakglass';
 
 // People sign in at the organisation's issuer (the demo issuer here),
@@ -13,22 +14,30 @@ import breakglassPlugin, { breakglassAuthApiRef } from '@tower-dev/backstage-plu
 // a browser blocks without a click, and a click on "Sign in" beside it
 // opens the same window again, so the sign-in form it showed is replaced
 // under the person's click.
-const signIn = createFrontendModule({
-  pluginId: 'app',
-  extensions: [
-    SignInPageBlueprint.make({
-      params: {
-        loader: async () => props => (
-          <SignInPage
-            {...props}
-            provider={{ id: 'oidc', title: 'Demo issuer', message: 'Sign in at the organisation\u2019s issuer', apiRef: breakglassAuthApiRef }}
-          />
-        ),
-      },
-    }),
-  ],
+const signIn = SignInPageBlueprint.make({
+  params: {
+    loader: async () => props => (
+      <SignInPage
+        {...props}
+        provider={{ id: 'oidc', title: 'Demo issuer', message: 'Sign in at the organisation\u2019s issuer', apiRef: breakglassAuthApiRef }}
+      />
+    ),
+  },
+});
+
+// The first page after sign-in.
+const home = PageBlueprint.make({
+  name: 'home',
+  params: { path: '/', loader: () => import('./Home').then(m => <m.Home />) },
 });
 
 export default createApp({
-  features: [catalogPlugin, notificationsPlugin, signalsPlugin, breakglassPlugin, signIn],
+  features: [
+    catalogPlugin,
+    notificationsPlugin,
+    signalsPlugin,
+    userSettingsPlugin,
+    breakglassPlugin,
+    createFrontendModule({ pluginId: 'app', extensions: [signIn, home] }),
+  ],
 });

@@ -3,7 +3,7 @@ import { BackstageCredentials, BackstageUserInfo, BackstageUserPrincipal } from 
 import { Entity } from '@backstage/catalog-model';
 import { breakglassIdentityHeader } from '@tower-dev/backstage-plugin-breakglass-common';
 import type { RouterOptions } from './options';
-import type { Session } from './relay';
+import type { Session } from '@tower-dev/breakglass-portal';
 
 /** A refusal, answered as the relay answers: status, reason and message. */
 export class RefusedError extends Error {

@@ -3,15 +3,6 @@ import { Request, Response } from 'express';
 import type { Person } from './person';
 import { RefusedError } from './person';
 
-/** A session as the relay shows it (the fields the routes read). */
-export interface Session {
-  cluster: string;
-  namespace: string;
-  name: string;
-  spec: { requester: string; requesterID?: string; targetPod: string; reason: string; processAccess?: boolean; glassBroken?: boolean };
-  status: { phase?: string };
-}
-
 /**
  * segment is what a cluster, namespace or session name in a path to the
  * relay may be: never "." or "..", which fetch and ws would resolve.

@@ -11,7 +11,9 @@ import {
   breakglassViewSensitivePermission,
 } from '@tower-dev/backstage-plugin-breakglass-common';
 import { Person, People, RefusedError } from './person';
-import { Relay, Session, segment } from './relay';
+import { Relay, segment } from './relay';
+import { requestKeys, type Session } from '@tower-dev/breakglass-portal';
+import { PodFinder } from './pods';
 import { Notifier } from './notify';
 import { terminalUpgrades } from './terminal';
 import type { RouterOptions } from './options';
@@ -35,6 +37,7 @@ export async function createRouter(options: RouterOptions): Promise<express.Rout
   const relay = new Relay(options.config.getString('breakglass.relayURL'));
   const people = new People(options);
   const notifier = new Notifier(options, logger);
+  const pods = new PodFinder(options);
   const router = express.Router();
   router.use(express.text({ type: () => true, limit: '64kb' }));
   router.use(terminalUpgrades(options, people, relay));
@@ -107,6 +110,9 @@ export async function createRouter(options: RouterOptions): Promise<express.Rout
       if (!(await allowed(p, permission, stringifyEntityRef(entity)))) {
         refuse(p, glass ? `break the glass on ${stringifyEntityRef(entity)}` : `ask for a session on ${stringifyEntityRef(entity)}`);
       }
+      // The pod is checked now, where Backstage can read it (its Kubernetes
+      // plugin's account), not at the start after someone approved it.
+      await pods.check(entity, req.params.cluster, typeof body.pod === 'string' ? body.pod : '', p);
       const created = await relay.json<Session>('POST', `/api/v1/clusters/${enc(req.params.cluster)}/namespaces/${enc(req.params.namespace)}/sessions`, p, req.body);
       res.status(201).json(created);
       await notifier.requested(created, stringifyEntityRef(entity));
@@ -136,13 +142,27 @@ export async function createRouter(options: RouterOptions): Promise<express.Rout
       // An approver cancels a request not yet started; a running session
       // of someone else's ends by the end permission.
       if (!p.asked(s)) {
-        const notStarted = s.status.phase === 'Pending' || s.status.phase === 'Approved';
-        const may = (notStarted && (await allowed(p, breakglassApprovePermission))) || (await allowed(p, breakglassEndPermission));
+        // An approver cancels a request not yet started, and a moderator
+        // (an approver, where the relay moderates) ends a running one; the
+        // relay judges which.
+        const may = (await allowed(p, breakglassApprovePermission)) || (await allowed(p, breakglassEndPermission));
         if (!may) refuse(p, "end someone else's session");
       }
       await relay.forward(req, res, p, `${sessionPath(req)}/end`);
     }),
   );
+  // More time: the requester asks (the relay holds asks to their own
+  // sessions), an approver decides.
+  router.post(`${one}/extensions`, route((req, res, p) => relay.forward(req, res, p, `${sessionPath(req)}/extensions`)));
+  for (const decision of ['approve', 'deny'] as const) {
+    router.post(
+      `${one}/extensions/${decision}`,
+      route(async (req, res, p) => {
+        if (!(await allowed(p, breakglassApprovePermission))) refuse(p, `${decision} more time on sessions`);
+        await relay.forward(req, res, p, `${sessionPath(req)}/extensions/${decision}`);
+      }),
+    );
+  }
   router.post(
     `${one}/review`,
     route(async (req, res, p) => {
@@ -150,17 +170,22 @@ export async function createRouter(options: RouterOptions): Promise<express.Rout
       await relay.forward(req, res, p, `${sessionPath(req)}/review`);
     }),
   );
-  router.get(
-    `${one}/recording`,
-    route(async (req, res, p) => {
-      const s = await session(req, p);
-      if (s.spec.processAccess && !(await allowed(p, breakglassViewSensitivePermission))) {
-        refuse(p, 'play the recording of a session with process access');
-      }
-      const file = typeof req.query.file === 'string' ? `?file=${enc(req.query.file)}` : '';
-      await relay.forward(req, res, p, `${sessionPath(req)}/recording${file}`);
-    }),
-  );
+  // A recording, its commands and its search: a sensitive one (granted
+  // process access) only for those Backstage lets view sensitive recordings.
+  for (const [sub, params] of [['recording', ['file']], ['recording/commands', []], ['recording/search', ['q', 'stream']]] as const) {
+    router.get(
+      `${one}/${sub}`,
+      route(async (req, res, p) => {
+        const s = await session(req, p);
+        if ((s.status.approval?.processAccess ?? s.spec.processAccess) && !(await allowed(p, breakglassViewSensitivePermission))) {
+          refuse(p, 'play the recording of a session with process access');
+        }
+        const q = new URLSearchParams();
+        for (const k of params) if (typeof req.query[k] === 'string') q.set(k, req.query[k] as string);
+        await relay.forward(req, res, p, `${sessionPath(req)}/${sub}${q.size ? `?${q}` : ''}`);
+      }),
+    );
+  }
   router.use((_req: Request, res: Response) => {
     res.status(404).json({ error: { reason: 'NotFound', message: 'no such break-glass endpoint' } });
   });
@@ -169,11 +194,11 @@ export async function createRouter(options: RouterOptions): Promise<express.Rout
 
 const enc = encodeURIComponent;
 
-// A request's fields, exactly as the relay's Request names them. The relay
-// (Go) matches JSON keys regardless of case, so "GlassBroken" would break
-// the glass there while this layer checked only the request permission: a
-// key spelled any other way is refused here.
-const requestFields = ['pod', 'container', 'mode', 'processAccess', 'duration', 'reason', 'keepPod', 'glassBroken'];
+// A request's fields as the relay's Request names them (requestKeys, from
+// the Go type): Go matches JSON keys regardless of case, so "GlassBroken"
+// would break the glass there while this layer checked only the request
+// permission. A key spelled any other way is refused here.
+const requestFields = requestKeys;
 
 function checkPath(req: Request) {
   for (const k of ['cluster', 'namespace', 'name'] as const) {

@@ -12,7 +12,8 @@ import {
 import type { RouterOptions } from './options';
 import { People, RefusedError } from './person';
 import { segment } from './relay';
-import type { Relay, Session } from './relay';
+import type { Relay } from './relay';
+import type { Session } from '@tower-dev/breakglass-portal';
 
 
 const terminalPath = /^\/api\/v1\/clusters\/([^/]+)\/namespaces\/([^/]+)\/sessions\/([^/]+)\/terminal$/;
@@ -95,7 +96,9 @@ export function terminalUpgrades(o: RouterOptions, people: People, relay: Relay)
         }
       }
       if (socket.destroyed) return;
-      const up = new WebSocket(`${relay.url.replace(/^http/, 'ws')}${sessionPath}/terminal`, [breakglassTerminalProtocol], {
+      // take=1 moves the requester's terminal here from another tab: passed on as it came.
+      const take = new URLSearchParams((req.url ?? '').split('?')[1] ?? '').get('take') === '1' ? '?take=1' : '';
+      const up = new WebSocket(`${relay.url.replace(/^http/, 'ws')}${sessionPath}/terminal${take}`, [breakglassTerminalProtocol], {
         headers: { authorization: `Bearer ${p.idToken}` },
         handshakeTimeout: 15000,
       });

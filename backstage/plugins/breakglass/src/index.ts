@@ -4,5 +4,6 @@
  * @packageDocumentation
  */
 export { breakglassPlugin as default, breakglassAuthApiRef, rootRouteRef } from './plugin';
-export { breakglassApiRef, BreakglassClient, BreakglassError } from './api';
-export type { Session, SessionRequest, Me } from './api';
+export { breakglassApiRef, BreakglassClient, BackstageTransport } from './api';
+export { RelayError } from '@tower-dev/breakglass-portal';
+export type { Session, SessionRequest, Me } from '@tower-dev/breakglass-portal';

@@ -4,7 +4,6 @@ import {
   configApiRef,
   createApiRef,
   createFrontendPlugin,
-  createRouteRef,
   discoveryApiRef,
   fetchApiRef,
   identityApiRef,
@@ -18,10 +17,11 @@ import {
 } from '@backstage/frontend-plugin-api';
 import { OAuth2 } from '@backstage/core-app-api';
 import { EntityContentBlueprint } from '@backstage/plugin-catalog-react/alpha';
-import { BreakglassClient, breakglassApiRef } from './api';
+import LockOpenIcon from '@material-ui/icons/LockOpen';
+import { BackstageTransport, BreakglassClient, breakglassApiRef } from './api';
+import { rootRouteRef } from './routes';
 
-/** The plugin's pages: the queues at its root, each session below it. */
-export const rootRouteRef = createRouteRef();
+export { rootRouteRef };
 
 /**
  * Sign-in at the organisation's issuer (Backstage's OIDC provider): the
@@ -56,7 +56,7 @@ const clientApi = ApiBlueprint.make({
     defineParams({
       api: breakglassApiRef,
       deps: { discoveryApi: discoveryApiRef, fetchApi: fetchApiRef, identityApi: identityApiRef, authApi: breakglassAuthApiRef },
-      factory: deps => new BreakglassClient(deps),
+      factory: deps => new BreakglassClient(new BackstageTransport(deps)),
     }),
 });
 
@@ -74,6 +74,8 @@ const page = PageBlueprint.make({
   params: {
     path: '/break-glass',
     title: 'Break glass',
+    // With an icon, the page is the sidebar's Break glass entry.
+    icon: <LockOpenIcon />,
     routeRef: rootRouteRef,
     loader: () => import('./components/BreakglassPage').then(m => <m.BreakglassPage />),
   },

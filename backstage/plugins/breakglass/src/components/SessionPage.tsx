@@ -1,112 +1,165 @@
-import { useCallback, useEffect, useState } from 'react';
+import { useEffect, useState } from 'react';
 import { useParams, useSearchParams } from 'react-router-dom';
+import { Content, InfoCard, Progress, WarningPanel } from '@backstage/core-components';
 import { useApi } from '@backstage/frontend-plugin-api';
-import { Content, InfoCard, Progress } from '@backstage/core-components';
-import { breakglassApiRef, Me, Session } from '../api';
-import { Countdown, mine } from './common';
+import Button from '@material-ui/core/Button';
+import TextField from '@material-ui/core/TextField';
+import Typography from '@material-ui/core/Typography';
+import {
+  approvalText, breakGlass, isRequester, maxReason, minutes, modeLabel, offers, outcome, phaseMeans, phaseOf, reviewDue, reviewOverdue,
+  sessionFields, timersText, when, type Session,
+} from '@tower-dev/breakglass-portal';
+import { breakglassApiRef } from '../api';
+import { Decide, EndForm, TakeBack } from './Decide';
+import { Extension } from './Extension';
+import { ErrorNote, Facts, PhaseChip } from './common';
+import { useMe, useNow, useOffers, useSession } from './hooks';
 import { Recording } from './Recording';
 import { Terminal } from './Terminal';
 
+const yes = (b?: boolean) => (b ? 'yes' : 'no');
+
 /**
- * One session: what was asked, the decision (?view=approve, where a
- * notification links), the terminal while it runs, and the recording and
- * review after.
+ * One session, as the console's page of it: what was asked, what happens
+ * next and who may do it (the relay's offers that Backstage's permissions
+ * allow too), the decision (?view=approve, where a notification links),
+ * the terminal and its limits while it runs, and the outcome, recording
+ * and review after. Kept current by the relay's event stream.
  */
 export function SessionPage() {
-  const { cluster = '', namespace = '', name = '' } = useParams();
+  const { cluster = '', namespace = '', name = '', view: linked } = useParams();
   const [params] = useSearchParams();
   const api = useApi(breakglassApiRef);
-  const [me, setMe] = useState<Me>();
-  const [s, setS] = useState<Session>();
-  const [error, setError] = useState<string>();
-  const [note, setNote] = useState('');
-
-  const load = useCallback(
-    () => api.get(cluster, namespace, name).then(setS, e => setError(e.message)),
-    [api, cluster, namespace, name],
-  );
+  const { me } = useMe();
+  const { session: s, error, act, reload } = useSession(cluster, namespace, name);
+  const offer = useOffers(me, s);
+  const [problem, setProblem] = useState<string>();
+  useNow();
+  const view = params.get('view') ?? linked;
   useEffect(() => {
-    api.me().then(setMe, e => setError(e.message));
-    load();
-  }, [api, load]);
-  // Poll while something is still to happen; an ended session stays put.
-  useEffect(() => {
-    if (s?.status.phase === 'Ended' || s?.status.phase === 'Denied') return undefined;
-    const t = setInterval(load, 3000);
-    return () => clearInterval(t);
-  }, [s?.status.phase, load]);
-
-  const act = (f: () => Promise<Session>) => () => {
-    setError(undefined);
-    f().then(setS, e => setError(e.message));
+    if (s && view) document.getElementById(view === 'review' ? 'review' : 'approve')?.scrollIntoView();
+  }, [s?.name, view]); // eslint-disable-line react-hooks/exhaustive-deps
+  if (!s) return error ? <Content><ErrorNote error={error} /></Content> : <Progress />;
+  const phase = phaseOf(s);
+  const doing = (f: () => Promise<Session>) => {
+    setProblem(undefined);
+    return act(f);
   };
-  if (!s) return error ? <Content><p role="alert">{error}</p></Content> : <Progress />;
-  const own = mine(me, s);
-  const phase = s.status.phase ?? 'Pending';
   return (
     <Content>
-      <InfoCard title={`Session ${s.name}: ${phase}${s.spec.glassBroken ? ' (glass broken)' : ''}`}>
-        <dl>
-          <dt>Pod</dt>
-          <dd>{s.cluster}/{s.namespace}/{s.spec.targetPod} ({s.spec.mode}{s.spec.processAccess ? ', with process access' : ''})</dd>
-          <dt>Asked by</dt>
-          <dd>{s.spec.requester}{own ? ' (you)' : ''}</dd>
-          <dt>Reason</dt>
-          <dd>{s.spec.reason}</dd>
-          <dt>Duration</dt>
-          <dd>{s.spec.duration}</dd>
-          {s.status.approval && (<><dt>Approved by</dt><dd>{s.status.approval.by}</dd></>)}
-          {s.status.denial && (<><dt>Denied by</dt><dd>{s.status.denial.by}: {s.status.denial.reason}</dd></>)}
-          {s.status.end && (<><dt>Ended</dt><dd>by {s.status.end.by} ({s.status.end.reason}){s.status.end.note ? `: ${s.status.end.note}` : ''}{s.status.end.detail ? ` (${s.status.end.detail})` : ''}</dd></>)}
-        </dl>
-        {phase === 'Active' && s.status.grant && (
-          <p>
-            <Countdown at={s.status.grant.expiresAt} label="Hard stop in" />
-            {s.live && <>{' · '}<Countdown at={s.live.idleEndsAt} label="Idle limit in" /></>}
-            {s.live?.aloneEndsAt && <>{' · '}<Countdown at={s.live.aloneEndsAt} label="Nobody attached: ends in" /></>}
-          </p>
-        )}
-        {s.live && s.live.attached.length > 0 && (
-          <p>Attached: {s.live.attached.map(a => `${a.name}${a.typing ? ' (typing)' : ' (watching)'}`).join(', ')}</p>
-        )}
-        {error && <p role="alert">{error}</p>}
-        {phase === 'Pending' && !own && (
-          <div aria-label="Decide" data-view={params.get('view') ?? ''}>
-            <button onClick={act(() => api.approve(s))}>Approve</button>{' '}
-            <label htmlFor="bg-deny">Reason to deny</label>{' '}
-            <input id="bg-deny" value={note} onChange={e => setNote(e.target.value)} />{' '}
-            <button onClick={act(() => api.deny(s, note))} disabled={!note}>Deny</button>
-          </div>
-        )}
-        {phase === 'Approved' && own && <button onClick={act(() => api.start(s))}>Start</button>}
-        {(phase === 'Pending' || phase === 'Approved' || phase === 'Active') && (
-          <button onClick={act(() => api.end(s))}>{phase === 'Active' ? 'End the session' : own ? 'Withdraw' : 'Cancel'}</button>
-        )}
-      </InfoCard>
+      <Typography variant="h4" component="h2" id="session-title">
+        Session {s.name} <PhaseChip s={s} />
+      </Typography>
+      <Typography variant="body2" color="textSecondary" id="phase-means">{phaseMeans(s)}</Typography>
+      {s.spec.glassBroken && <Typography id="glass-broken" className="tag glass"><strong>{breakGlass.tag}</strong></Typography>}
+      <Facts
+        rows={[
+          ['Cluster', s.cluster], ['Namespace', s.namespace], ['Pod', s.spec.targetPod],
+          ['App container', s.spec.targetContainer || '—'], ['Mode', modeLabel(s.spec.mode)],
+          ['Process access asked', yes(s.spec.processAccess)], ['Keep the pod asked', yes(s.spec.keepPod)],
+          ['Duration', minutes(s.spec.duration)], ['Requester', s.spec.requester + (isRequester(me, s) ? ' (you)' : '')], ['Reason', s.spec.reason],
+        ]}
+      />
+      <div aria-live="polite" className="out">
+        <ErrorNote error={error} />
+        {problem && <Typography role="alert" className="notice error">{problem}</Typography>}
+      </div>
+      {phase === 'Pending' && (
+        <InfoCard title="Decision">
+          {offer('approve') || offer('deny') ? (
+            <Decide s={s} act={doing} offer={offer} onProblem={setProblem} />
+          ) : (
+            <Typography role="status" className="notice">
+              {isRequester(me, s) ? 'Waiting for another person to approve your request.' : 'Waiting for an approver.'}
+            </Typography>
+          )}
+          {offer('withdraw') && <TakeBack s={s} act={doing} kind="withdraw" />}
+          {offer('cancel') && <TakeBack s={s} act={doing} kind="cancel" />}
+        </InfoCard>
+      )}
+      {phase === 'Approved' && (
+        <InfoCard title="Approved">
+          {s.status.approval && <Typography className="approval">{approvalText(s.status.approval)}</Typography>}
+          {offer('start') ? (
+            <StartButton onStart={() => doing(() => api.start(s))} />
+          ) : (
+            <Typography role="status" className="notice">Approved; waiting for {s.spec.requester} to start it.</Typography>
+          )}
+          {offer('withdraw') && <TakeBack s={s} act={doing} kind="withdraw" />}
+          {offer('cancel') && <TakeBack s={s} act={doing} kind="cancel" />}
+        </InfoCard>
+      )}
       {phase === 'Active' && (
         <InfoCard title="Terminal">
-          <Terminal session={s} readOnly={!own} />
+          <Typography className="timers" id="timers" style={{ fontWeight: 600, fontVariantNumeric: 'tabular-nums' }}>{timersText(s)}</Typography>
+          {offer('type') || offer('watch') ? (
+            <Terminal session={s} readOnly={!offer('type')} onConnected={() => void reload()} />
+          ) : (
+            <Typography className="notice">The session is running; only its requester and approvers open its terminal.</Typography>
+          )}
+          <Extension me={me} s={s} act={doing} offer={offer} />
+          {offer('end') && <EndForm s={s} act={doing} />}
         </InfoCard>
       )}
-      {phase === 'Ended' && s.status.evidence?.manifestSHA256 && (
+      {(phase === 'Ended' || phase === 'Denied' || phase === 'Expired') && (
+        <InfoCard title="Outcome">
+          {s.status.approval && <Typography className="approval">{approvalText(s.status.approval)}</Typography>}
+          {phase === 'Ended' && !s.status.approval && <Typography className="approval">Never approved.</Typography>}
+          <Typography role="status" className="notice" id="outcome">{outcome(s)}</Typography>
+          {phase === 'Ended' && !s.status.startedAt && <Typography id="never-started">It never started: nothing ran, so there is no recording.</Typography>}
+        </InfoCard>
+      )}
+      {phase === 'Ended' && s.status.startedAt && (
         <InfoCard title="Recording">
-          <Recording session={s} />
+          <Recording session={s} mayPlay={offer('play')} />
         </InfoCard>
       )}
-      {phase === 'Ended' && !own && s.status.review && !s.status.review.by && (
-        <InfoCard title="Review">
-          <label htmlFor="bg-review">What you found</label>
-          <br />
-          <textarea id="bg-review" rows={3} cols={60} value={note} onChange={e => setNote(e.target.value)} />
-          <br />
-          <button onClick={act(() => api.review(s, note))} disabled={!note}>Review</button>
-        </InfoCard>
-      )}
-      {s.status.review?.by && (
-        <InfoCard title="Reviewed">
-          <p>by {s.status.review.by}: {s.status.review.comment}</p>
-        </InfoCard>
-      )}
+      {s.status.review && <Review s={s} act={doing} mayReview={offer('review')} mine={isRequester(me, s)} />}
     </Content>
+  );
+}
+
+function StartButton({ onStart }: { onStart: () => Promise<void> }) {
+  const [busy, setBusy] = useState(false);
+  return (
+    <>
+      <Button id="start" variant="contained" color="primary" disabled={busy}
+        onClick={async () => { setBusy(true); await onStart(); setBusy(false); }}>
+        {offers.start.label}
+      </Button>
+      {busy && <Typography role="status">Starting: granting, adding the debug container, attaching…</Typography>}
+    </>
+  );
+}
+
+/** A session's review: due (and when), done, or the form for someone the relay and Backstage let review it. */
+function Review({ s, act, mayReview, mine }: { s: Session; act: (f: () => Promise<Session>) => Promise<void>; mayReview: boolean; mine: boolean }) {
+  const api = useApi(breakglassApiRef);
+  const [comment, setComment] = useState('');
+  const r = s.status.review!;
+  return (
+    <InfoCard title="Review">
+      <section id="review" aria-label="Review">
+        {r.by ? (
+          <Typography id="reviewed">Reviewed by {r.by}: “{r.comment}”</Typography>
+        ) : (
+          <>
+            {reviewDue(s) && r.dueAt && (
+              reviewOverdue(s)
+                ? <WarningPanel severity="error" title={`A review is due by ${when(r.dueAt)}: overdue.`} />
+                : <Typography role="status" className="notice">A review is due by {when(r.dueAt)}.</Typography>
+            )}
+            {mayReview && (
+              <form onSubmit={e => { e.preventDefault(); void act(() => api.review(s, comment)); }}>
+                <TextField id="review-comment" label={sessionFields.review.label} helperText={sessionFields.review.help} value={comment}
+                  onChange={e => setComment(e.target.value)} multiline minRows={3} required fullWidth inputProps={{ maxLength: maxReason }} />
+                <Button id="review-button" type="submit" variant="contained" color="primary" style={{ marginTop: 8 }}>{offers.review.label}</Button>
+              </form>
+            )}
+            {!mayReview && mine && <Typography>You asked for this session: someone else reviews it.</Typography>}
+          </>
+        )}
+      </section>
+    </InfoCard>
   );
 }

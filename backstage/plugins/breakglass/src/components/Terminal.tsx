@@ -1,35 +1,47 @@
 import { useEffect, useRef, useState } from 'react';
 import { useApi } from '@backstage/frontend-plugin-api';
-import { openTerminal, TerminalStatus } from '@tower-dev/breakglass-terminal';
+import Button from '@material-ui/core/Button';
+import { openTerminal, type OpenTerminal } from '@tower-dev/breakglass-terminal';
+import { terminalStatusText, type Session, type TerminalStatus } from '@tower-dev/breakglass-portal';
 import '@xterm/xterm/css/xterm.css';
-import { breakglassApiRef, Session } from '../api';
+import { breakglassApiRef } from '../api';
 
-/** The session's terminal, the console's own code; read-only for a watcher. */
-export function Terminal({ session, readOnly }: { session: Session; readOnly: boolean }) {
+/**
+ * The session's terminal, the console's own code: read-only for a watcher.
+ * Opened to type in a second tab, it says so and offers to move here.
+ */
+export function Terminal({ session, readOnly, onConnected }: { session: Session; readOnly: boolean; onConnected: () => void }) {
   const api = useApi(breakglassApiRef);
   const el = useRef<HTMLDivElement>(null);
-  const [status, setStatus] = useState<string>('connecting');
+  const term = useRef<OpenTerminal>();
+  const [status, setStatus] = useState<{ what: TerminalStatus; detail?: string }>({ what: 'connecting' });
   useEffect(() => {
-    let term: { close(): void } | undefined;
     let live = true;
-    api.terminal(session).then(({ url, credentials }) => {
+    api.terminal(session).then(({ url, protocols }) => {
       if (!live || !el.current) return;
-      term = openTerminal(el.current, url, {
+      term.current = openTerminal(el.current, url, {
         readOnly,
-        credentials,
-        onStatus: (s: TerminalStatus, message?: string) => setStatus(message ? `${s}: ${message}` : s),
+        credentials: protocols,
+        onStatus: (what: TerminalStatus, detail?: string) => {
+          if (what === 'connected') onConnected();
+          setStatus({ what, detail });
+        },
       });
     });
     return () => {
       live = false;
-      term?.close();
+      term.current?.close();
     };
   }, [api, session.cluster, session.namespace, session.name, readOnly]); // eslint-disable-line react-hooks/exhaustive-deps
+  const movable = status.what === 'elsewhere' || status.what === 'moved';
   return (
-    <section aria-label={readOnly ? 'Terminal, watching read-only' : 'Terminal'}>
-      {readOnly && <p><strong>Watching read-only</strong>: what you type goes nowhere.</p>}
-      <p aria-live="polite">Terminal: {status}</p>
-      <div ref={el} data-testid="terminal" style={{ height: 420, background: '#111418' }} />
+    <section aria-label={readOnly ? 'Session terminal (read-only)' : 'Session terminal'}>
+      {readOnly && <p id="watching" className="watching"><strong>Watching (read-only): what you type is not sent</strong></p>}
+      <p className="term-status" role="status">{terminalStatusText(status.what, status.detail, readOnly)}</p>
+      {movable && (
+        <Button id="move-terminal" variant="outlined" onClick={() => term.current?.take()}>Move the terminal here</Button>
+      )}
+      <div ref={el} className="terminal" data-testid="terminal" style={{ height: 420, background: '#111418', padding: 4 }} />
     </section>
   );
 }

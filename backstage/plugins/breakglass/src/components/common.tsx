@@ -1,88 +1,93 @@
-import { useEffect, useState } from 'react';
-import { useApi, useRouteRef } from '@backstage/frontend-plugin-api';
-import { Link } from '@backstage/core-components';
-import { breakglassApiRef, Me, Session } from '../api';
-import { rootRouteRef } from '../plugin';
+import { ReactNode } from 'react';
+import { Link, ResponseErrorPanel } from '@backstage/core-components';
+import { useRouteRef } from '@backstage/frontend-plugin-api';
+import Chip from '@material-ui/core/Chip';
+import Table from '@material-ui/core/Table';
+import TableBody from '@material-ui/core/TableBody';
+import TableCell from '@material-ui/core/TableCell';
+import TableHead from '@material-ui/core/TableHead';
+import TableRow from '@material-ui/core/TableRow';
+import Typography from '@material-ui/core/Typography';
+import { age, modeLabel, phaseOf, reviewOverdue, when, type Session } from '@tower-dev/breakglass-portal';
+import { rootRouteRef } from '../routes';
 
-/** The person as the relay knows them, and the sessions they may see, kept fresh. */
-export function useSessions(every = 5000) {
-  const api = useApi(breakglassApiRef);
-  const [me, setMe] = useState<Me>();
-  const [sessions, setSessions] = useState<Session[]>([]);
-  const [error, setError] = useState<Error>();
-  useEffect(() => {
-    let live = true;
-    const load = () =>
-      Promise.all([api.me(), api.list()]).then(
-        ([m, s]) => live && (setMe(m), setSessions(s), setError(undefined)),
-        e => live && setError(e),
-      );
-    load();
-    const t = setInterval(load, every);
-    return () => {
-      live = false;
-      clearInterval(t);
-    };
-  }, [api, every]);
-  return { me, sessions, error };
-}
-
-/** overdue: a review that fell due unreviewed (the fallback reviewer is told). */
-export const overdue = (s: Session) =>
-  Boolean(s.status.review?.dueAt && !s.status.review.by && Date.parse(s.status.review.dueAt) < Date.now());
-
-/** mine: the relay's identity decides, as it does for "never your own". */
-export const mine = (me: Me | undefined, s: Session) => Boolean(me && s.spec.requesterID === me.id);
-
-export function SessionLink({ s }: { s: Session }) {
+/** The session's page in the plugin. */
+export function useSessionHref() {
   const root = useRouteRef(rootRouteRef);
-  const path = [s.cluster, s.namespace, s.name].map(encodeURIComponent).join('/');
-  return <Link to={`${root?.() ?? '/break-glass'}/sessions/${path}`}>{s.name}</Link>;
+  return (s: Pick<Session, 'cluster' | 'namespace' | 'name'>, view?: 'approve' | 'review') =>
+    `${root?.() ?? '/break-glass'}/sessions/${[s.cluster, s.namespace, s.name].map(encodeURIComponent).join('/')}${view ? `?view=${view}` : ''}`;
 }
 
-export function SessionTable({ sessions, empty }: { sessions: Session[]; empty: string }) {
-  if (sessions.length === 0) return <p>{empty}</p>;
+const phaseColours: Record<string, 'default' | 'primary' | 'secondary'> = { Active: 'primary', Pending: 'secondary', Approved: 'secondary' };
+
+/** The phase badge, the same words as the console's. */
+export function PhaseChip({ s }: { s: Session }) {
+  const p = phaseOf(s);
+  return <Chip size="small" label={p} color={phaseColours[p] ?? 'default'} className="phase" data-phase={p} />;
+}
+
+/** A refusal or failure, styled as Backstage shows errors; its words are the relay's, humanized. */
+export function ErrorNote({ error }: { error?: Error }) {
+  if (!error) return null;
   return (
-    <table>
-      <thead>
-        <tr>
-          <th scope="col">Session</th>
-          <th scope="col">Pod</th>
-          <th scope="col">Requester</th>
-          <th scope="col">Phase</th>
-          <th scope="col">Reason</th>
-        </tr>
-      </thead>
-      <tbody>
-        {sessions.map(s => (
-          <tr key={`${s.cluster}/${s.namespace}/${s.name}`}>
-            <td><SessionLink s={s} /></td>
-            <td>{s.cluster}/{s.namespace}/{s.spec.targetPod}</td>
-            <td>{s.spec.requester}</td>
-            <td>
-              {s.status.phase ?? 'Pending'}
-              {s.spec.glassBroken ? ' (glass broken)' : ''}
-              {overdue(s) ? ', review overdue' : ''}
-            </td>
-            <td>{s.spec.reason}</td>
-          </tr>
-        ))}
-      </tbody>
-    </table>
+    <div role="alert" className="notice error">
+      <ResponseErrorPanel error={error} title={error.message} />
+    </div>
   );
 }
 
-/** A countdown to at, in minutes and seconds. */
-export function Countdown({ at, label }: { at: string; label: string }) {
-  const [now, setNow] = useState(Date.now());
-  useEffect(() => {
-    const t = setInterval(() => setNow(Date.now()), 1000);
-    return () => clearInterval(t);
-  }, []);
-  const left = Math.max(0, Math.round((Date.parse(at) - now) / 1000));
+/** A table of sessions; due puts the review's due time in the last column. */
+export function SessionTable({ sessions, empty, view, due }: { sessions: Session[]; empty: string; view?: 'approve' | 'review'; due?: boolean }) {
+  const href = useSessionHref();
+  if (sessions.length === 0) return <Typography className="empty">{empty}</Typography>;
   return (
-    <span>
-      {label}: {Math.floor(left / 60)}m {String(left % 60).padStart(2, '0')}s
-    </span>
+    <Table size="small">
+      <TableHead>
+        <TableRow>
+          {['Session', 'Where', 'Mode', 'Requester', 'Reason', 'Phase', due ? 'Review due' : 'Asked'].map(c => (
+            <TableCell key={c} scope="col">{c}</TableCell>
+          ))}
+        </TableRow>
+      </TableHead>
+      <TableBody>
+        {sessions.map(s => (
+          <TableRow key={`${s.cluster}/${s.namespace}/${s.name}`}>
+            <TableCell>
+              <Link to={href(s, view)}>{s.name}</Link>
+              {s.spec.glassBroken && <Chip size="small" label="glass broken" style={{ marginLeft: 8 }} />}
+            </TableCell>
+            <TableCell>{s.cluster} / {s.namespace} / {s.spec.targetPod}</TableCell>
+            <TableCell>{modeLabel(s.spec.mode)}{s.spec.processAccess ? ' + processes' : ''}</TableCell>
+            <TableCell>{s.spec.requester}</TableCell>
+            <TableCell style={{ maxWidth: 320, overflowWrap: 'anywhere' }}>{s.spec.reason}</TableCell>
+            <TableCell><PhaseChip s={s} /></TableCell>
+            <TableCell>
+              {due ? (
+                <>
+                  {when(s.status.review?.dueAt)}
+                  {reviewOverdue(s) && <strong> overdue</strong>}
+                </>
+              ) : (
+                age(s.created)
+              )}
+            </TableCell>
+          </TableRow>
+        ))}
+      </TableBody>
+    </Table>
+  );
+}
+
+/** A labelled list of facts. */
+export function Facts({ rows, id }: { rows: [string, ReactNode, string?][]; id?: string }) {
+  return (
+    <dl id={id} style={{ display: 'grid', gridTemplateColumns: 'max-content 1fr max-content 1fr', gap: '2px 16px' }}>
+      {rows.map(([k, v, vid]) => (
+        <div key={k} style={{ display: 'contents' }}>
+          <dt style={{ fontWeight: 600 }}>{k}</dt>
+          <dd id={vid} style={{ margin: 0, overflowWrap: 'anywhere' }}>{v}</dd>
+        </div>
+      ))}
+    </dl>
   );
 }
