@@ -52,7 +52,9 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request, c Caller) error 
 	defer ends.Stop()
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-store")
+	// no-transform: a proxy (Backstage's compression, say) must pass each
+	// event on as it comes, not hold them back to compress them.
+	h.Set("Cache-Control", "no-store, no-transform")
 	h.Set("X-Accel-Buffering", "no") // nginx: pass each event on at once
 	w.WriteHeader(http.StatusOK)
 	keepAlive := time.NewTicker(keepAliveEvery)
