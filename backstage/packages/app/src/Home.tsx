@@ -18,16 +18,16 @@ export function Home() {
         </Typography>
         <ul>
           <li>
-            <Link to="/catalog/default/component/shop/break-glass">The shop component's Break glass tab</Link>: ask for a session on
+            <Link underline="always" to="/catalog/default/component/shop/break-glass">The shop component's Break glass tab</Link>: ask for a session on
             one of its pods, or break the glass.
           </li>
           <li>
-            <Link to="/break-glass">Break glass</Link>: requests waiting for your decision, reviews due, running sessions you may
+            <Link underline="always" to="/break-glass">Break glass</Link>: requests waiting for your decision, reviews due, running sessions you may
             watch, your own sessions, and the recordings.
           </li>
           <li>
-            <Link to="/catalog">The catalog</Link>, <Link to="/notifications">your notifications</Link> and{' '}
-            <Link to="/settings">your settings</Link> (sign out there).
+            <Link underline="always" to="/catalog">The catalog</Link>, <Link underline="always" to="/notifications">your notifications</Link> and{' '}
+            <Link underline="always" to="/settings">your settings</Link> (sign out there).
           </li>
         </ul>
       </InfoCard>

@@ -46,6 +46,19 @@ export const when = (iso: string | undefined) => (iso ? new Date(iso).toLocaleSt
 /** The session's phase, as its badge shows it ("Pending" before the relay wrote one). */
 export const phaseOf = (s: Session): Phase => (s.status.phase ?? 'Pending') as Phase;
 
+/**
+ * The phase badge's colours (text on background, at least 4.5:1): waiting
+ * phases amber, a running one green, a denial red, the rest grey.
+ */
+export const phaseColours: Record<Phase, { color: string; background: string }> = {
+  Pending: { color: '#5c4400', background: '#fff0c2' },
+  Approved: { color: '#5c4400', background: '#fff0c2' },
+  Active: { color: '#0f5323', background: '#d3f0dc' },
+  Denied: { color: '#7a1114', background: '#fbdcdc' },
+  Ended: { color: '#1b1f24', background: '#e7ecf0' },
+  Expired: { color: '#1b1f24', background: '#e7ecf0' },
+};
+
 /** What the phase means to the people of the session. */
 export const phaseMeans = (s: Session) => phases[phaseOf(s)].means;
 

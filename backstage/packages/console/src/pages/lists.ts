@@ -1,5 +1,5 @@
 import {
-  age, granted, may, mayAnywhere, modeLabel, phaseOf, queues, reviewOverdue, watchSessions, when,
+  age, granted, may, phaseColours, mayAnywhere, modeLabel, phaseOf, queues, reviewOverdue, watchSessions, when,
   type Me, type Session,
 } from '@tower-dev/breakglass-portal';
 import { api, events } from '../api';
@@ -10,7 +10,8 @@ export const sessionURL = (s: Session, page?: string) =>
 
 export function phaseBadge(s: Session) {
   const p = phaseOf(s);
-  return h('span', { class: `phase phase-${p.toLowerCase()}` }, p);
+  const c = phaseColours[p];
+  return h('span', { class: 'phase', style: `color: ${c.color}; background: ${c.background}` }, p);
 }
 
 function table(caption: string, rows: Session[], page: string, empty: string, due = false) {

@@ -30,7 +30,7 @@ function Queues() {
     <Content>
       <ErrorNote error={error} />
       <Typography variant="h4" component="h1" gutterBottom>Sessions</Typography>
-      <Typography paragraph><Link to="recordings">Recordings</Link> of every session that ran.</Typography>
+      <Typography paragraph><Link underline="always" to="recordings">Recordings</Link> of every session that ran.</Typography>
       {mayAnywhere(me, 'approve') && (
         <InfoCard title={<span className="queue-title">Waiting for your decision</span>}>
           <SessionTable sessions={q.toDecide} view="approve" empty="No request waits for you." />

@@ -3,13 +3,14 @@ import { useNavigate } from 'react-router-dom';
 import { useApi } from '@backstage/frontend-plugin-api';
 import { useEntity } from '@backstage/plugin-catalog-react';
 import { stringifyEntityRef } from '@backstage/catalog-model';
-import { Content, InfoCard, Progress, WarningPanel } from '@backstage/core-components';
+import { Content, InfoCard, Progress } from '@backstage/core-components';
 import { usePermission } from '@backstage/plugin-permission-react';
 import Button from '@material-ui/core/Button';
 import Checkbox from '@material-ui/core/Checkbox';
 import Dialog from '@material-ui/core/Dialog';
 import DialogActions from '@material-ui/core/DialogActions';
 import DialogContent from '@material-ui/core/DialogContent';
+import DialogContentText from '@material-ui/core/DialogContentText';
 import DialogTitle from '@material-ui/core/DialogTitle';
 import FormControlLabel from '@material-ui/core/FormControlLabel';
 import FormHelperText from '@material-ui/core/FormHelperText';
@@ -182,7 +183,7 @@ export function EntityTab() {
           <Dialog open={glassOpen} onClose={() => setGlassOpen(false)} aria-labelledby="glass-title">
             <DialogTitle id="glass-title">{breakGlass.title}</DialogTitle>
             <DialogContent>
-              <WarningPanel severity="error" title={breakGlass.title} defaultExpanded>{breakGlass.warning}</WarningPanel>
+              <DialogContentText>{breakGlass.warning}</DialogContentText>
               <FormControlLabel control={<Checkbox checked={understood} onChange={e => setUnderstood(e.target.checked)} inputProps={{ id: 'glass-understood' } as any} />}
                 label={breakGlass.understood} />
               {glassOpen && !understood && <FormHelperText>{breakGlass.notConfirmed}</FormHelperText>}

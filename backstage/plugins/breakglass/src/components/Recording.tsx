@@ -5,7 +5,7 @@ import TextField from '@material-ui/core/TextField';
 import Typography from '@material-ui/core/Typography';
 import { play, playerTime } from '@tower-dev/breakglass-terminal';
 import {
-  checkEvidence, evidenceFacts, verifyCommands, withheld, type Check, type Command, type Session, type SessionSearch,
+  anchoring, checkEvidence, evidenceFacts, verifyCommands, withheld, type Check, type Command, type Session, type SessionSearch,
 } from '@tower-dev/breakglass-portal';
 import 'asciinema-player/dist/bundle/asciinema-player.css';
 import { breakglassApiRef } from '../api';
@@ -32,6 +32,9 @@ export function Recording({ session: s, mayPlay }: { session: Session; mayPlay: 
   useEffect(() => {
     if (!mayPlay || !ev?.manifestSHA256) return undefined;
     let live = true;
+    // What was checked before (say, before the log took the manifest) is
+    // not shown as what is checked now.
+    setChecks(undefined);
     checkEvidence(api, s).then(
       got => {
         if (!live) return;
@@ -45,7 +48,8 @@ export function Recording({ session: s, mayPlay }: { session: Session; mayPlay: 
       live = false;
       player.current?.dispose();
     };
-  }, [api, s.cluster, s.namespace, s.name, ev?.manifestSHA256, mayPlay]); // eslint-disable-line react-hooks/exhaustive-deps
+    // Checked again once the log takes the manifest: the check then says so.
+  }, [api, s.cluster, s.namespace, s.name, ev?.manifestSHA256, anchoring(s), mayPlay]); // eslint-disable-line react-hooks/exhaustive-deps
   if (!ev?.manifestSHA256) return <Typography role="status">The recording is being finalized: it shows here in a moment.</Typography>;
   const download = async (file: 'manifest' | 'cast' | 'transcript', as: string) => {
     const bytes = await api.recording(s, file);
@@ -57,8 +61,7 @@ export function Recording({ session: s, mayPlay }: { session: Session; mayPlay: 
   };
   const hint = verifyCommands(s);
   return (
-    <section id="recording" aria-labelledby="recording-title">
-      <Typography variant="h6" component="h3" id="recording-title">Recording</Typography>
+    <section id="recording" aria-label="Recording">
       {s.status.approval?.processAccess && <Typography className="tag sensitive"><strong>Sensitive: the session had process access</strong></Typography>}
       <Facts rows={evidenceFacts(s).map(f => [f.label, <code key={f.id}>{f.value}</code>, f.id])} />
       {!mayPlay && <Typography role="alert" className="notice error">{withheld(s)}</Typography>}

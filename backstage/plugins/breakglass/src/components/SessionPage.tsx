@@ -50,7 +50,7 @@ export function SessionPage() {
       <Typography variant="h4" component="h2" id="session-title">
         Session {s.name} <PhaseChip s={s} />
       </Typography>
-      <Typography variant="body2" color="textSecondary" id="phase-means">{phaseMeans(s)}</Typography>
+      <Typography variant="body2" id="phase-means">{phaseMeans(s)}</Typography>
       {s.spec.glassBroken && <Typography id="glass-broken" className="tag glass"><strong>{breakGlass.tag}</strong></Typography>}
       <Facts
         rows={[

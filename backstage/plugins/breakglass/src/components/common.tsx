@@ -8,7 +8,7 @@ import TableCell from '@material-ui/core/TableCell';
 import TableHead from '@material-ui/core/TableHead';
 import TableRow from '@material-ui/core/TableRow';
 import Typography from '@material-ui/core/Typography';
-import { age, modeLabel, phaseOf, reviewOverdue, when, type Session } from '@tower-dev/breakglass-portal';
+import { age, modeLabel, phaseColours, phaseOf, reviewOverdue, when, type Session } from '@tower-dev/breakglass-portal';
 import { rootRouteRef } from '../routes';
 
 /** The session's page in the plugin. */
@@ -18,12 +18,10 @@ export function useSessionHref() {
     `${root?.() ?? '/break-glass'}/sessions/${[s.cluster, s.namespace, s.name].map(encodeURIComponent).join('/')}${view ? `?view=${view}` : ''}`;
 }
 
-const phaseColours: Record<string, 'default' | 'primary' | 'secondary'> = { Active: 'primary', Pending: 'secondary', Approved: 'secondary' };
-
-/** The phase badge, the same words as the console's. */
+/** The phase badge, the console's words and colours. */
 export function PhaseChip({ s }: { s: Session }) {
   const p = phaseOf(s);
-  return <Chip size="small" label={p} color={phaseColours[p] ?? 'default'} className="phase" data-phase={p} />;
+  return <Chip size="small" label={p} className="phase" data-phase={p} style={{ ...phaseColours[p], fontWeight: 600 }} />;
 }
 
 /** A refusal or failure, styled as Backstage shows errors; its words are the relay's, humanized. */
