@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -25,23 +26,29 @@ import (
 
 const shop = "component:default/shop"
 
-// plane is the local plane with Backstage's backend (a real one, started
-// with @backstage/backend-defaults, on PostgreSQL) in front of its relay.
-func plane(t *testing.T, allowAll bool) (dev.Info, map[string]backstageuser.Person) {
+// plane is the local plane of o with Backstage's backend (a real one,
+// started with @backstage/backend-defaults, on PostgreSQL) in front of its
+// relay, the demo people signed in to it, and the plane's log so far.
+func plane(t *testing.T, o dev.Options) (dev.Info, map[string]backstageuser.Person, func() string) {
 	t.Helper()
 	prereq.Need(t, append(append(prereq.ControlPlane, prereq.Postgres), prereq.Backstage...)...)
 	var logs cluster.SyncBuffer
-	r, err := dev.Background(context.Background(), dev.Options{Profile: policies.Ground, RelayAddr: "127.0.0.1:0", Dir: t.TempDir(),
-		Backstage: true, BackstageAllowAll: allowAll}, &logs)
+	o.RelayAddr, o.Backstage = "127.0.0.1:0", true
+	if o.Dir == "" {
+		o.Dir = t.TempDir()
+	}
+	r, err := dev.Background(context.Background(), o, &logs)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, logs.String())
 	}
 	t.Cleanup(func() {
+		if t.Failed() {
+			// Read before the stop removes the plane's folder.
+			bs, _ := os.ReadFile(r.BackstageLog)
+			t.Logf("the plane's log:\n%s\nBackstage's log, its end:\n%s", logs.String(), tail(string(bs), 200))
+		}
 		if err := r.Stop(); err != nil {
 			t.Errorf("stopping the plane: %v", err)
-		}
-		if t.Failed() {
-			t.Logf("the plane's log:\n%s", logs.String())
 		}
 	})
 	t.Log(r.Report())
@@ -61,7 +68,13 @@ func plane(t *testing.T, allowAll bool) (dev.Info, map[string]backstageuser.Pers
 		}
 		people[name] = p
 	}
-	return r.Info, people
+	return r.Info, people, logs.String
+}
+
+// tail is the last n lines of s.
+func tail(s string, n int) string {
+	lines := strings.Split(s, "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
 
 // refused asserts err is a refusal with status and a message naming what.
@@ -83,7 +96,7 @@ func refused(t *testing.T, what string, err error, status int, message string) {
 // to the approval page.
 func TestBackstageDrivesASession(t *testing.T) {
 	ctx := context.Background()
-	info, people := plane(t, false)
+	info, people, _ := plane(t, dev.Options{Profile: policies.Flight})
 	bs := info.BackstageURL
 	alice, bob, carol := people["alice"].Client(bs, shop), people["bob"].Client(bs, ""), people["carol"].Client(bs, shop)
 	target := client.Target{Cluster: info.Cluster, Namespace: info.Namespace}
@@ -101,12 +114,12 @@ func TestBackstageDrivesASession(t *testing.T) {
 	refused(t, "no ID token", err, http.StatusUnauthorized, "x-breakglass-identity")
 	// Go's JSON takes "GlassBroken" for glassBroken: the first layer must
 	// not judge a request the relay reads differently.
-	status, body := post(t, bs+"/api/breakglass/api/v1/clusters/ground/namespaces/shop/sessions", people["alice"],
+	status, body := post(t, bs+"/api/breakglass/api/v1/clusters/"+info.Cluster+"/namespaces/shop/sessions", people["alice"],
 		`{"pod":"`+info.Pod+`","mode":"live","duration":"20m","reason":"r","GlassBroken":true}`)
 	if status != http.StatusBadRequest || !strings.Contains(body, `no field \"GlassBroken\"`) {
 		t.Fatalf("a request spelling glassBroken otherwise: %d %s", status, body)
 	}
-	if status, body := post(t, bs+"/api/breakglass/api/v1/clusters/ground/namespaces/shop/sessions/../../../me/approve", people["bob"], `{}`); status != http.StatusNotFound && status != http.StatusBadRequest {
+	if status, body := post(t, bs+"/api/breakglass/api/v1/clusters/"+info.Cluster+"/namespaces/shop/sessions/../../../me/approve", people["bob"], `{}`); status != http.StatusNotFound && status != http.StatusBadRequest {
 		t.Fatalf("a path that climbs: %d %s", status, body)
 	}
 
@@ -121,6 +134,13 @@ func TestBackstageDrivesASession(t *testing.T) {
 		_ = resp.Body.Close()
 	}
 
+	// Backstage reads the component's pods: one that is not there is
+	// refused now, not found at the start after someone approved it.
+	gone := ask
+	gone.Pod = "gone-since"
+	_, err = alice.Request(ctx, target, gone)
+	refused(t, "alice asks for a pod that is not there", err, http.StatusNotFound, "no pod gone-since of shop runs on "+info.Cluster+" now: pick one that does ("+info.Pod)
+
 	s, err := alice.Request(ctx, target, ask)
 	if err != nil {
 		t.Fatal(err)
@@ -131,12 +151,14 @@ func TestBackstageDrivesASession(t *testing.T) {
 	}
 	_, err = alice.Approve(ctx, target, wire.Decision{})
 	refused(t, "alice approves her own", err, http.StatusForbidden, "Backstage's permissions do not let user:default/alice approve")
-	requireNotified(t, bs, people["bob"], "asks for a debug session", fmt.Sprintf("/break-glass/sessions/%s/%s/%s?view=approve", info.Cluster, info.Namespace, s.Name))
+	requireNotified(t, bs, people["bob"], "Debug access requested: alice@example.com, live on shop/"+info.Pod, "Why: checkout returns 500s",
+		fmt.Sprintf("/break-glass/sessions/%s/%s/%s?view=approve", info.Cluster, info.Namespace, s.Name))
 
-	if _, err := bob.Approve(ctx, target, wire.Decision{}); err != nil {
+	if _, err := bob.Approve(ctx, target, wire.Decision{Comment: "go ahead"}); err != nil {
 		t.Fatal(err)
 	}
-	requireNotified(t, bs, people["alice"], "was approved", fmt.Sprintf("/break-glass/sessions/%s/%s/%s", info.Cluster, info.Namespace, s.Name))
+	requireNotified(t, bs, people["alice"], "Debug request approved: bob@example.com approved", "“go ahead”",
+		fmt.Sprintf("/break-glass/sessions/%s/%s/%s", info.Cluster, info.Namespace, s.Name))
 	if _, err := alice.Start(ctx, target); err != nil {
 		t.Fatal(err)
 	}
@@ -204,7 +226,7 @@ func TestBackstageDrivesASession(t *testing.T) {
 // someone the relay does not let ask, and an approval of one's own.
 func TestBackstageMisconfiguredStillMeetsTheRelay(t *testing.T) {
 	ctx := context.Background()
-	info, people := plane(t, true)
+	info, people, _ := plane(t, dev.Options{Profile: policies.Flight, BackstageAllowAll: true})
 	bs := info.BackstageURL
 	target := client.Target{Cluster: info.Cluster, Namespace: info.Namespace}
 	ask := wire.Request{Pod: info.Pod, Mode: v1alpha1.ModeLive, Duration: "20m", Reason: "checkout returns 500s"}
@@ -276,8 +298,8 @@ func watcher(t *testing.T, bs string, p backstageuser.Person, target client.Targ
 }
 
 // requireNotified: p's Backstage notifications include one whose title has
-// title and whose link is link.
-func requireNotified(t *testing.T, bs string, p backstageuser.Person, title, link string) {
+// title, whose words have words, and whose link is link.
+func requireNotified(t *testing.T, bs string, p backstageuser.Person, title, words, link string) {
 	t.Helper()
 	var seen []string
 	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
@@ -289,7 +311,7 @@ func requireNotified(t *testing.T, bs string, p backstageuser.Person, title, lin
 		}
 		var got struct {
 			Notifications []struct {
-				Payload struct{ Title, Link string } `json:"payload"`
+				Payload struct{ Title, Description, Link string } `json:"payload"`
 			} `json:"notifications"`
 		}
 		err = json.NewDecoder(resp.Body).Decode(&got)
@@ -299,10 +321,10 @@ func requireNotified(t *testing.T, bs string, p backstageuser.Person, title, lin
 		}
 		seen = seen[:0]
 		for _, n := range got.Notifications {
-			if strings.Contains(n.Payload.Title, title) && n.Payload.Link == link {
+			if strings.Contains(n.Payload.Title, title) && strings.Contains(n.Payload.Description, words) && n.Payload.Link == link {
 				return
 			}
-			seen = append(seen, n.Payload.Title+" -> "+n.Payload.Link)
+			seen = append(seen, n.Payload.Title+" ("+n.Payload.Description+") -> "+n.Payload.Link)
 		}
 	}
 	t.Fatalf("%s was not notified %q linking to %s; saw %q", p.UserEntityRef, title, link, seen)

@@ -1,186 +1,174 @@
-// The Backstage walk: Tower's break-glass tab in a Backstage app built
-// with Backstage's CLI, two people in two browser contexts signing in at
-// the demo issuer through Backstage's OIDC popup. alice asks from the shop
-// component's tab, bob approves from his notification's link, alice's
-// terminal shows she is uid 65532 and cannot write, bob watches read-only,
-// alice ends, and the recording plays with its hashes. Prints one JSON
-// line: what it saw.
-const { chromium } = require('playwright-core');
-const { Walk, T, launch } = require('../walk/lib.js');
+// The Backstage walk: the plan (../walk/plan.js) in Tower, Backstage's app
+// built with Backstage's CLI, with the people of `make dev` signing in at the
+// demo issuer through Backstage's OIDC popup. This file is Backstage's way
+// in (sign-in, the component's Break glass tab, Backstage's notifications,
+// the API through the backend plugin as the page calls it); the plan is the
+// same as the console's.
+const fs = require('fs');
+const path = require('path');
+const { T, main, triple } = require('../walk/lib.js');
 
 const cfg = JSON.parse(process.argv[2]);
+cfg.scripts = '/static/';
 
-// signIn signs page's person in through the sign-in page's popup.
-async function signIn(w, page) {
-  await page.goto(cfg.backstage + '/');
-  const popup = page.waitForEvent('popup', { timeout: T });
-  await page.getByRole('button', { name: /sign in/i }).click({ timeout: T });
-  const p = await popup;
-  p.who = `${page.who}-popup`;
-  // Waited on from before the click: the popup may close as soon as the
-  // issuer's answer reaches Backstage's handler.
-  const closed = p.waitForEvent('close', { timeout: T });
-  closed.catch(() => {});
-  await p.click(`button[value=${page.who}]`, { timeout: T });
-  await closed.catch(async (e) => {
-    await w.shot(p, 'sign-in-stuck').catch(() => {});
-    const shows = await p.innerText('body').catch(() => '(nothing)');
-    throw new Error(`${page.who}'s sign-in popup stayed open at ${p.url()}, showing: ${shows.slice(0, 300)} (${e.message})`);
-  });
-  await page.waitForURL((u) => u.href.startsWith(cfg.backstage) && !/sign-in/.test(u.href), { timeout: T });
-  await w.shot(page, 'signed-in');
-}
+// The notification kinds' titles, from the portal's vocabulary (generated
+// from the Go side): a Backstage notification is found by its title.
+const vocabulary = fs.readFileSync(path.join(__dirname, '..', '..', '..', 'backstage', 'packages', 'portal', 'src', 'vocabulary.gen.ts'), 'utf8');
+const title = (kind) => {
+  const m = new RegExp(`"${kind.replace('.', '\\.')}": \\{ label: "([^"]+)"`).exec(vocabulary);
+  if (!m) throw new Error(`no notification kind ${kind} in the vocabulary`);
+  return m[1];
+};
+const shopTab = '/catalog/default/component/shop/break-glass';
 
-// phase waits until the session page's title says want.
-async function phase(page, want) {
-  await page.getByText(new RegExp(`^Session s-[a-z0-9]+: ${want}`)).first().waitFor({ timeout: T });
-}
+main(cfg, (w) => {
+  const url = (where) => (where.startsWith('http') ? where : cfg.backstage + where);
+  // What each person's page last sent the backend plugin: its Backstage
+  // token and the ID token, replayed for the plan's API calls.
+  const credentials = new Map();
+  const watch = (page) => {
+    if (page.watched) return;
+    page.watched = true;
+    page.on('request', (r) => {
+      if (!r.url().startsWith(cfg.backstage + '/api/')) return;
+      const h = r.headers();
+      const c = credentials.get(page.who) ?? {};
+      if (h.authorization) c.authorization = h.authorization;
+      if (h['x-breakglass-identity']) c['x-breakglass-identity'] = h['x-breakglass-identity'];
+      credentials.set(page.who, c);
+    });
+  };
 
-// notificationLink waits for page's person's notification about session
-// on Backstage's notifications page and answers its link.
-async function notificationLink(w, page, session) {
-  for (const deadline = Date.now() + T; Date.now() < deadline; await page.waitForTimeout(1000)) {
-    await page.goto(cfg.backstage + '/notifications');
-    const a = page.locator(`a[href*="/${session}"]`).first();
-    if (await a.waitFor({ timeout: 3000 }).then(() => true, () => false)) {
+  // signIn signs page's person in through the sign-in page's popup.
+  async function signIn(page) {
+    watch(page);
+    await page.goto(cfg.backstage + '/');
+    const popup = page.waitForEvent('popup', { timeout: T });
+    await page.getByRole('button', { name: /sign in/i }).click({ timeout: T });
+    const p = await popup;
+    p.who = `${page.who}-popup`;
+    // Waited on from before the click: the popup may close as soon as the
+    // issuer's answer reaches Backstage's handler.
+    const closed = p.waitForEvent('close', { timeout: T });
+    closed.catch(() => {});
+    await p.click(`button[value=${page.who}]`, { timeout: T });
+    await closed.catch(async (e) => {
+      await w.shot(p, 'sign-in-stuck').catch(() => {});
+      const shows = await p.innerText('body').catch(() => '(nothing)');
+      throw new Error(`${page.who}'s sign-in popup stayed open at ${p.url()}, showing: ${shows.slice(0, 300)} (${e.message})`);
+    });
+    await page.getByText('Tower: break-glass debug access').waitFor({ timeout: T });
+  }
+
+  const fe = {
+    home: '/break-glass',
+    recordings: '/break-glass/recordings',
+    url,
+    sessionPage: (pathOrTriple, view) => `/break-glass/sessions/${triple(pathOrTriple).join('/')}${view ? `?view=${view}` : ''}`,
+    signIn,
+
+    // visit opens a page of the app (or a full link); Backstage restores a
+    // signed-in person's session by itself, as it did for the link's reader.
+    async visit(page, where) {
+      watch(page);
+      await page.goto(url(where));
+      if (!new URL(page.url()).href.startsWith(cfg.backstage)) throw new Error(`${page.who} left Backstage for ${page.url()}`);
+    },
+
+    // request asks from the shop component's tab, picking the pod from the
+    // ones Backstage's Kubernetes view lists, and answers the session's page.
+    async request(page, { cluster, pod, mode = 'live', container, processAccess, keepPod, reason, glass }) {
+      await fe.visit(page, shopTab);
+      await page.locator('#cluster').waitFor({ timeout: T });
+      await page.selectOption('#cluster', cluster);
+      await page.waitForSelector(`select#pod option[value="${pod}"]`, { state: 'attached', timeout: T });
+      w.facts.podChoices ??= await page.locator('select#pod option').allInnerTexts();
+      await page.selectOption('#pod', pod);
+      await page.check(`#mode-${mode}`);
+      if (processAccess) await page.check('#process-access');
+      if (container) {
+        if ((await page.locator('#container').evaluate((e) => e.tagName)) === 'SELECT') await page.selectOption('#container', container);
+        else await page.fill('#container', container);
+      }
+      if (keepPod) await page.check('#keep-pod');
+      await page.fill('#reason', reason);
+      if (glass) {
+        await page.click('#break-glass');
+        await page.waitForSelector('#glass-understood', { timeout: T });
+        // The dialog fades in: its picture is taken once it has.
+        await page.waitForFunction(() => getComputedStyle(document.querySelector('.MuiDialog-container')).opacity === '1', null, { timeout: T });
+        await w.shot(page, 'break-glass-warning');
+        await w.accessible(page, 'request, breaking the glass');
+        await page.check('#glass-understood');
+        await page.click('#glass-confirm');
+      } else {
+        await page.click('#request-button');
+      }
+      await page.waitForURL(/\/break-glass\/sessions\//, { timeout: T });
+      return new URL(page.url()).pathname;
+    },
+
+    // Backstage's notifications of page's person about session, of kind
+    // (by its title), as its notifications API answers the person.
+    async notification(page, kind, session) {
+      const want = title(kind);
+      if (!credentials.get(page.who)?.authorization) await fe.visit(page, '/notifications');
+      for (const deadline = Date.now() + 2 * T; Date.now() < deadline; await page.waitForTimeout(500)) {
+        const r = await page.request.get(cfg.backstage + '/api/notifications/notifications', { headers: { authorization: credentials.get(page.who)?.authorization ?? '' } });
+        const found = ((await r.json().catch(() => ({}))).notifications ?? [])
+          .find((n) => n.payload?.title?.startsWith(want) && (n.payload?.link ?? '').includes(`/${session}`));
+        if (found) return found.payload;
+      }
+      throw new Error(`${page.who} was not notified ${want} about ${session}`);
+    },
+    notificationLink: async (page, kind, session) => {
+      const n = await fe.notification(page, kind, session);
+      // As a person would: the notifications page lists it, with its link.
+      await page.goto(cfg.backstage + '/notifications');
+      await page.locator(`a[href*="/${session}"]`).first().waitFor({ timeout: T });
       await w.shot(page, 'notification');
-      return a.getAttribute('href');
-    }
-  }
-  throw new Error(`${page.who} was not notified about ${session}`);
-}
+      return n.link;
+    },
+    notificationText: async (page, kind, session) => {
+      const n = await fe.notification(page, kind, session);
+      return `${n.title}: ${n.description}`;
+    },
 
-// glass: alice breaks the glass on a copy of the pod with process access
-// (so the pod itself stays for the walk), bob reviews it from his queue,
-// and its sensitive recording is refused to alice and played for bob.
-async function glass(w, alice, bob) {
-  await alice.goto(cfg.backstage + '/catalog/default/component/shop/break-glass');
-  await pickPod(w, alice);
-  await alice.getByLabel(/A copy of the pod/).check();
-  await alice.getByLabel(/Process access/).check();
-  await alice.locator('#bg-container').fill('web');
-  await alice.getByLabel(/Break the glass/).check();
-  await alice.getByText('The session starts without anyone approving it').waitFor({ timeout: T });
-  await alice.locator('#bg-reason').fill('site down, nobody answers');
-  await w.shot(alice, 'break-glass-warning');
-  await w.accessible(alice, 'the break-glass tab, breaking the glass');
-  await alice.getByRole('button', { name: 'Break the glass' }).click();
-  await phase(alice, 'Approved');
-  const session = alice.url().split('/').pop();
-  w.facts.glass = { session };
-  await alice.getByRole('button', { name: 'Start' }).click();
-  await phase(alice, 'Active');
-  await alice.getByRole('button', { name: 'End the session' }).click();
-  await phase(alice, 'Ended');
-  await alice.reload();
-  w.facts.glass.aliceRecording = await alice.getByRole('alert').innerText({ timeout: T });
-  await w.shot(alice, 'sensitive-refused');
+    // api calls the relay through the backend plugin with the tokens the
+    // person's page sends it: what the layers answer when a button is absent.
+    async api(page, method, apiPath, body) {
+      let creds = credentials.get(page.who);
+      if (!creds?.['x-breakglass-identity']) {
+        await fe.visit(page, fe.home);
+        await page.waitForSelector('.queue-title', { timeout: T });
+        creds = credentials.get(page.who);
+      }
+      const r = await page.request.fetch(cfg.backstage + '/api/breakglass' + apiPath, {
+        method,
+        headers: { ...creds, 'content-type': 'application/json', 'x-breakglass-entity': 'component:default/shop' },
+        data: body === undefined ? undefined : JSON.stringify(body),
+      });
+      return { status: r.status(), body: await r.text() };
+    },
 
-  await bob.goto(cfg.backstage + '/break-glass');
-  await bob.getByRole('link', { name: session }).click({ timeout: T });
-  await phase(bob, 'Ended');
-  await bob.locator('[data-testid=player] .ap-player').waitFor({ timeout: T });
-  await bob.locator('#bg-review').fill('checked: a copy, nothing changed');
-  await w.accessible(bob, 'the review');
-  await bob.getByRole('button', { name: 'Review' }).click();
-  await bob.getByText(/^by bob@example.com: checked/).waitFor({ timeout: T });
-  w.facts.glass.reviewed = true;
-  await w.shot(bob, 'reviewed');
-}
+    async offersRequest(page) {
+      await fe.visit(page, shopTab);
+      await page.waitForSelector('#request-button, [role=status].notice', { timeout: T });
+      return (await page.locator('#request-button').count()) > 0;
+    },
 
-// pickPod picks the walk's pod from the list Backstage's Kubernetes plugin
-// found for the component (a select, not a typed name).
-async function pickPod(w, page) {
-  await page.locator('select#bg-pod').waitFor({ timeout: T });
-  w.facts.podChoices = await page.locator('select#bg-pod option').allInnerTexts();
-  await page.locator('select#bg-pod').selectOption(cfg.pod);
-}
-
-async function walk(w, alice, bob) {
-  await signIn(w, alice);
-  await signIn(w, bob);
-  await glass(w, alice, bob);
-
-  await alice.goto(cfg.backstage + '/catalog/default/component/shop/break-glass');
-  await pickPod(w, alice);
-  await alice.locator('#bg-reason').fill('checkout returns 500s');
-  await w.accessible(alice, 'the break-glass tab');
-  await w.shot(alice, 'request');
-  await alice.getByRole('button', { name: 'Ask for approval' }).click();
-  await phase(alice, 'Pending');
-  const session = alice.url().split('/').pop();
-  w.facts.session = session;
-  await w.accessible(alice, 'the session, pending');
-
-  // bob opens the link his notification carries.
-  const link = await notificationLink(w, bob, session);
-  w.facts.approvalLink = link;
-  await bob.goto(new URL(link, cfg.backstage).href);
-  await phase(bob, 'Pending');
-  await w.accessible(bob, 'the approval');
-  await w.shot(bob, 'approve');
-  await bob.getByRole('button', { name: 'Approve' }).click();
-  await phase(bob, 'Approved');
-
-  await phase(alice, 'Approved');
-  await alice.getByRole('button', { name: 'Start' }).click();
-  await phase(alice, 'Active');
-  await alice.getByText(/^Terminal: connected/).waitFor({ timeout: T });
-  await alice.locator('[data-testid=terminal]').click();
-  // The marker is computed, so the echo of what she typed never matches it.
-  await alice.keyboard.type('echo uid=$(id -u); touch /written-by-alice || echo write-refused-$((6*7))');
-  await alice.keyboard.press('Enter');
-  w.facts.aliceScreen = await w.waitScreen(alice, 'write-refused-42');
-  w.facts.uid = /uid=(\d+)/.exec(w.facts.aliceScreen.replace(/echo uid=\$\(id -u\)/, ''))?.[1];
-  await w.shot(alice, 'terminal');
-  await w.accessible(alice, 'the session, active');
-
-  await bob.reload();
-  await phase(bob, 'Active');
-  await bob.getByText('Watching read-only').waitFor({ timeout: T });
-  await bob.getByText(/^Terminal: connected/).waitFor({ timeout: T });
-  await alice.keyboard.type('echo seen-by-$((6*7))');
-  await alice.keyboard.press('Enter');
-  await w.waitScreen(bob, 'seen-by-42');
-  // bob's keys go nowhere: alice's screen never shows them.
-  await bob.locator('[data-testid=terminal]').click();
-  await bob.keyboard.type('echo typed-by-bob');
-  await bob.keyboard.press('Enter');
-  await alice.waitForTimeout(1000);
-  w.facts.bobsTypingReached = (await w.screen(alice)).includes('typed-by-bob');
-  // alice's page says who is attached, and the limits count down.
-  await alice.getByText(/^Attached: .*bob@example.com \(watching\)/).waitFor({ timeout: T });
-  w.facts.timers = await alice.getByText(/^Hard stop in/).locator('xpath=..').innerText();
-  await w.shot(bob, 'watching');
-  await w.accessible(bob, 'the session, watching');
-
-  await alice.getByRole('button', { name: 'End the session' }).click();
-  await phase(alice, 'Ended');
-  await alice.reload();
-  await alice.locator('[data-testid=player] .ap-player').waitFor({ timeout: T });
-  await alice.getByText(/^[0-9a-f]{64}$/).first().waitFor({ timeout: T });
-  w.facts.hashes = await alice.locator('section[aria-label=Recording] code').allInnerTexts();
-  await w.shot(alice, 'recording');
-  await w.accessible(alice, 'the recording');
-}
-
-(async () => {
-  const browser = await launch(chromium);
-  const w = new Walk(browser, cfg);
-  const [alice, bob] = await Promise.all(['alice', 'bob'].map((p) => w.person(p)));
-  const out = { ok: false };
-  try {
-    await walk(w, alice, bob);
-    out.ok = true;
-  } catch (e) {
-    out.error = e.stack || String(e);
-    await Promise.all([alice, bob].map((p) => w.shot(p, 'failed').catch(() => {})));
-  } finally {
-    out.facts = w.facts;
-    out.a11y = w.a11y;
-    out.checked = w.checked;
-    out.pageErrors = { alice: alice.errors, bob: bob.errors };
-    await browser.close();
-    console.log(JSON.stringify(out));
-  }
-})();
+    // signOut: the settings page's menu signs the person out; Backstage
+    // then asks them to sign in again.
+    async signOut(person) {
+      await fe.visit(person, '/settings');
+      await person.getByRole('button', { name: /more/i }).first().click({ timeout: T });
+      await person.getByRole('menuitem', { name: /sign out/i }).click({ timeout: T });
+      await person.getByRole('button', { name: /sign in/i }).waitFor({ timeout: T });
+      await w.shot(person, 'signed-out');
+      await person.goto(cfg.backstage + '/break-glass');
+      const signedOut = await person.getByRole('button', { name: /sign in/i }).waitFor({ timeout: T }).then(() => true, () => false);
+      return { path: new URL(person.url()).pathname, text: await person.locator('body').innerText(), signedOut, after: person.url() };
+    },
+  };
+  return fe;
+});

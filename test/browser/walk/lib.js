@@ -1,5 +1,7 @@
-// Helpers for the console walk: people signing in through the issuer's
-// page, sessions' pages, terminals, notifications, screenshots.
+// Helpers for the walks of both front ends (plan.js): people in browser
+// contexts of their own, sessions' pages, terminals, the relay's
+// notifications, screenshots and axe-core. Nothing here knows a front end's
+// way in: that is its adapter's (console.js, ../backstage/walk.js).
 const fs = require('fs');
 const path = require('path');
 
@@ -29,26 +31,13 @@ class Walk {
       // A terminal socket routed through the test (cuttable) is
       // Playwright's own in the page: a message the page sent as the relay
       // or the test closed the socket is passed on by Playwright's script,
-      // which logs this. The console's scripts guard every send; only
-      // their own files (/console/assets/) count here.
-      if (/WebSocket is already in CLOSING or CLOSED state/.test(m.text()) && !(m.location().url || '').includes('/console/assets/')) return;
+      // which logs this. The front end's scripts guard every send; only
+      // their own files (cfg.scripts) count here.
+      if (/WebSocket is already in CLOSING or CLOSED state/.test(m.text()) && !(m.location().url || '').includes(this.cfg.scripts)) return;
       page.errors.push(`${m.text()} (${m.location().url || 'no script'})`);
     });
     page.who = name;
     return page;
-  }
-
-  // visit opens a console path (or a full link); a signed-out person goes
-  // through the issuer's sign-in page and must land back on it.
-  async visit(page, where) {
-    const url = where.startsWith('http') ? where : this.cfg.relay + where;
-    await page.goto(url);
-    if (!page.url().startsWith(this.cfg.relay)) {
-      await page.click(`button[value=${page.who}]`, { timeout: T });
-      await page.waitForURL((u) => u.href.startsWith(this.cfg.relay), { timeout: T });
-    }
-    if (page.url() !== url) throw new Error(`${page.who} landed on ${page.url()}, not ${url}`);
-    await page.waitForSelector('#signed-in-as', { timeout: T });
   }
 
   async shot(page, name) {
@@ -68,32 +57,9 @@ class Walk {
     }
   }
 
+  // phase waits until the session's page says its phase is want.
   async phase(page, want) {
-    await page.waitForFunction((w) => document.querySelector('h1 .phase')?.textContent === w, want, { timeout: T });
-  }
-
-  // request fills the request form and returns the session's page path.
-  async request(page, { cluster, pod, mode = 'live', container, processAccess, keepPod, reason, glass }) {
-    await this.visit(page, '/console/request');
-    await page.selectOption('#cluster', cluster);
-    await page.fill('#namespace', 'shop');
-    await page.fill('#pod', pod);
-    if (container) await page.fill('#container', container);
-    await page.check(`#mode-${mode}`);
-    if (processAccess) await page.check('#process-access');
-    if (keepPod) await page.check('#keep-pod');
-    await page.fill('#reason', reason);
-    if (glass) {
-      await page.click('#break-glass');
-      await this.shot(page, 'break-glass-warning');
-      await this.accessible(page, 'request, breaking the glass');
-      await page.check('#glass-understood');
-      await page.click('#glass-confirm');
-    } else {
-      await page.click('form button[type=submit].primary');
-    }
-    await page.waitForURL(/\/console\/sessions\//, { timeout: T });
-    return new URL(page.url()).pathname;
+    await page.waitForFunction((w) => document.querySelector('#session-title .phase')?.textContent === w, want, { timeout: T });
   }
 
   // cuttable routes page's terminal WebSockets through the test, so that
@@ -145,18 +111,15 @@ class Walk {
     throw new Error(`no ${kind} notification about ${session}`);
   }
 
-  // api calls the relay from the page, as its own script would (cookie,
-  // same origin): what the relay answers when a button is absent.
-  async api(page, method, apiPath, body) {
-    return page.evaluate(async ([m, p, b]) => {
-      const r = await fetch(p, { method: m, headers: { 'Content-Type': 'application/json' }, body: b === undefined ? undefined : JSON.stringify(b) });
-      return { status: r.status, body: await r.text() };
-    }, [method, apiPath, body]);
-  }
 }
 
-const apiPath = (pagePath) => pagePath.replace(/^\/console\/sessions\/([^/]+)\/([^/]+)\/([^/]+).*$/, '/api/v1/clusters/$1/namespaces/$2/sessions/$3');
-const nameOf = (pagePath) => pagePath.split('/')[5];
+// A session's page in either front end ends .../sessions/CLUSTER/NAMESPACE/NAME.
+const triple = (pagePath) => /(?:^|\/sessions\/)([^/?]+)\/([^/?]+)\/([^/?]+)/.exec(pagePath).slice(1);
+const apiPath = (pagePath) => {
+  const [c, ns, n] = triple(pagePath);
+  return `/api/v1/clusters/${c}/namespaces/${ns}/sessions/${n}`;
+};
+const nameOf = (pagePath) => triple(pagePath)[2];
 
 // launch starts Debian's Chromium headless, without the background
 // connections this machine's closed network refuses.
@@ -168,4 +131,28 @@ function launch(chromium) {
   });
 }
 
-module.exports = { Walk, apiPath, nameOf, T, launch };
+// main runs the plan with a front end's adapter and prints what it saw as
+// JSON on its last line, for the Go test to check.
+async function main(cfg, makeAdapter) {
+  const { chromium } = require('playwright-core');
+  const { run } = require('./plan.js');
+  const browser = await launch(chromium);
+  const w = new Walk(browser, cfg);
+  const out = { ok: false };
+  try {
+    await run(w, makeAdapter(w));
+    out.ok = true;
+  } catch (e) {
+    out.error = String(e.stack || e);
+    for (const p of w.people || []) await w.shot(p, 'failure').catch(() => {});
+  } finally {
+    out.facts = w.facts;
+    out.a11y = w.a11y;
+    out.checked = w.checked;
+    out.pageErrors = Object.fromEntries((w.people || []).map((p) => [p.who, p.errors]));
+    await browser.close();
+  }
+  console.log(JSON.stringify(out));
+}
+
+module.exports = { Walk, apiPath, nameOf, triple, T, launch, main };
