@@ -69,6 +69,14 @@ func (l *liveSession) typingHere() (moved <-chan struct{}, done func()) {
 	}
 }
 
+// typingElsewhere says whether a terminal of the requester's holds the
+// typing slot now.
+func (l *liveSession) typingElsewhere() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.moveTyping != nil
+}
+
 // takeTyping tells the terminal holding the typing slot that it moved:
 // it closes, and the slot comes free for the one taking it.
 func (l *liveSession) takeTyping() {
@@ -374,8 +382,18 @@ func (s *Server) terminal(w http.ResponseWriter, r *http.Request, c Caller) erro
 	if !readOnly {
 		// ?take=1 moves the requester's terminal here from another tab or
 		// window, which is told so; without it a terminal open elsewhere
-		// keeps the keyboard, and this one is told why.
-		if r.URL.Query().Get("take") == "1" {
+		// keeps the keyboard, and this one is told why. A move is audited
+		// and marked in the recording before the other terminal is cut, so
+		// that a keyboard taken by someone holding the requester's token
+		// shows as taken, not as a closed tab.
+		if r.URL.Query().Get("take") == "1" && held.typingElsewhere() {
+			const moved = "the requester's keyboard moved to a new terminal; the one before was closed"
+			if err := t.runner.Lifecycle().Note(r.Context(), v1alpha1.StepAttach, c.Name, sess, moved); err != nil {
+				return err
+			}
+			if err := live.Mark(context.WithoutCancel(r.Context()), moved); err != nil {
+				s.log.Error(err, "marking a moved keyboard in the recording", "session", key.String())
+			}
 			held.takeTyping()
 		}
 		select {

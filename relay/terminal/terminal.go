@@ -50,6 +50,9 @@ type Options struct {
 	Moved <-chan struct{}
 }
 
+// errMoved ends a terminal whose keyboard moved to another (Options.Moved).
+var errMoved = errors.New("the terminal moved to another tab or window")
+
 // ErrHeld is what a Session's Write answers for keystrokes it does not
 // pass on now (a moderated session with no moderator watching): the
 // browser is told why, and the connection goes on.
@@ -153,15 +156,16 @@ func Serve(w http.ResponseWriter, r *http.Request, s Session, o Options) error {
 		go func() {
 			select {
 			case <-o.Moved:
-				// The reader then ends on the close or the read error.
+				// Told, then cut after closeWait whatever the browser does:
+				// the reader takes no input from here on (readInput).
 				_ = conn.WriteControl(websocket.CloseMessage,
 					websocket.FormatCloseMessage(CloseMoved, "moved to another tab or window"), time.Now().Add(time.Second))
-				_ = conn.SetReadDeadline(time.Now().Add(closeWait))
+				time.AfterFunc(closeWait, func() { _ = conn.Close() })
 			case <-stopNotices:
 			}
 		}()
 	}
-	err = readInput(r.Context(), conn, s, o.ReadOnly, writes, writerDone, count)
+	err = readInput(r.Context(), conn, s, o.ReadOnly, o.Moved, writes, writerDone, count)
 	close(stopNotices)
 	_ = out.Close()
 	<-writerDone
@@ -327,7 +331,7 @@ func truncate(s string, n int) string {
 	return s[:n]
 }
 
-func readInput(ctx context.Context, conn *websocket.Conn, s Session, readOnly bool, writes chan<- func() error, writerDone <-chan struct{}, count func(string, int)) error {
+func readInput(ctx context.Context, conn *websocket.Conn, s Session, readOnly bool, moved <-chan struct{}, writes chan<- func() error, writerDone <-chan struct{}, count func(string, int)) error {
 	reply := func(c Control) {
 		select {
 		case writes <- textFrame(conn, c):
@@ -336,6 +340,13 @@ func readInput(ctx context.Context, conn *websocket.Conn, s Session, readOnly bo
 	}
 	for {
 		kind, p, err := conn.ReadMessage()
+		select {
+		case <-moved:
+			// The keyboard moved to another terminal: nothing more from
+			// this one reaches the shell, and it is not kept open.
+			return errMoved
+		default:
+		}
 		select {
 		case <-writerDone: // the output ended: closeWait stands
 		default:

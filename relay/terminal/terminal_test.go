@@ -63,3 +63,59 @@ func TestSilentWatcherIsGone(t *testing.T) {
 	_ = live.Close()
 	<-served
 }
+
+// TestMovedTerminalTypesNoMore: once the keyboard moves to another
+// terminal, this one is told (CloseMoved), nothing it sends after reaches
+// the shell, and it is closed within closeWait even if it ignores the close
+// and keeps sending (a client that does not cooperate keeps nothing).
+func TestMovedTerminalTypesNoMore(t *testing.T) {
+	sess := &fakeSession{}
+	moved := make(chan struct{})
+	served := make(chan time.Duration, 1)
+	var at time.Time
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_ = Serve(w, r, sess, Options{Moved: moved})
+		served <- time.Since(at)
+	}))
+	defer srv.Close()
+	conn, resp, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(srv.URL, "http"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	defer conn.Close()
+	send := func(s string) error { return conn.WriteMessage(websocket.BinaryMessage, []byte(s)) }
+	if err := send("before"); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		sess.mu.Lock()
+		got := sess.in.String()
+		sess.mu.Unlock()
+		if got == "before" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the terminal got %q before the move", got)
+		}
+	}
+	at = time.Now()
+	close(moved)
+	// The client ignores the close (it does not read) and keeps typing.
+	for i := 0; i < 20 && send("after") == nil; i++ {
+		time.Sleep(100 * time.Millisecond)
+	}
+	select {
+	case took := <-served:
+		if took > closeWait+time.Second {
+			t.Fatalf("a moved terminal stayed open %s", took)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a moved terminal that keeps sending stayed open")
+	}
+	sess.mu.Lock()
+	defer sess.mu.Unlock()
+	if got := sess.in.String(); got != "before" {
+		t.Fatalf("after the move the shell got %q", got)
+	}
+}

@@ -88,9 +88,11 @@ func TestTwoPersonSession(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, hs, err := tr.dial(t, alice, ns, s.Name, nil); err == nil || hs.status != http.StatusConflict {
-		t.Fatalf("a second terminal for alice: %d %v", hs.status, err)
+	second, _, err := tr.dial(t, alice, ns, s.Name, nil)
+	if err != nil {
+		t.Fatalf("a second terminal for alice: %v", err)
 	}
+	closedWith(t, second, terminal.CloseElsewhere, "open in another tab or window")
 	// The resize and the keystrokes travel on separate streams to the
 	// node: ask for the size until the new one has arrived.
 	aliceTerm.control(t, `{"type":"resize","cols":101,"rows":33}`)

@@ -48,9 +48,16 @@ func TestSecondTabMovesTheTerminal(t *testing.T) {
 		t.Fatal(err)
 	}
 	closedWith(t, first, terminal.CloseMoved, "moved to another tab or window")
+	// The move is audited (a keyboard taken with a stolen token shows).
+	tr.audit.WaitFor(t, 10*time.Second, "the requester's keyboard moved to a new terminal")
+	// The first terminal, told, takes no more input even if it goes on.
+	_ = first.conn.WriteMessage(websocket.BinaryMessage, []byte("echo from-the-old-$((40+3))\n"))
 	third.send(t, "echo moved-$((40+2))\n")
 	third.waitFor(t, "moved-42")
 	watcher.waitFor(t, "moved-42")
+	if strings.Contains(watcher.output(), "from-the-old-43") {
+		t.Fatalf("the moved terminal's keys reached the shell: %q", watcher.output())
+	}
 	select {
 	case err := <-watcher.closed:
 		t.Fatalf("the watcher's terminal closed: %v", err)
