@@ -58,6 +58,13 @@ func TestBackstageWalk(t *testing.T) {
 	r := walkplan.Run(t, "backstage/walk.js", map[string]any{"backstage": info.BackstageURL, "notifications": info.Notifications,
 		"artifacts": artifacts, "pods": pods}, logs)
 	walkplan.Check(t, Tower, r, info, state)
+	// The demo as documented: a landing page after sign-in, the sidebar's
+	// Break glass and Settings (sign-out), a component's Overview whose cards
+	// all render.
+	if tour := r.Facts.Tour; tour.Landing != "Tower: break-glass debug access" || !slices.Contains(tour.Nav, "Break glass") ||
+		!slices.Contains(tour.Nav, "Settings") || tour.Problems != "" {
+		t.Errorf("the app around Tower: %+v", tour)
+	}
 	// The pods offered are the component's on the cluster asked on, as
 	// Backstage's Kubernetes view found them: the walk's pod among them,
 	// and nothing else.

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -74,6 +75,9 @@ func TestConsoleWalk(t *testing.T) {
 		logs.String)
 	walkplan.Check(t, Console, r, info, state)
 	t.Run("the console's own", func(t *testing.T) {
+		if tour := r.Facts.Tour; tour.Landing != "Sessions" || !slices.Equal(tour.Nav, []string{"Sessions", "Request a session", "Recordings"}) {
+			t.Errorf("alice's console: %+v", tour)
+		}
 		s := r.Facts.SignOut
 		if s.Path != "/auth/signed-out" || !strings.Contains(s.Text, "You are signed out") || strings.HasPrefix(s.After, info.RelayURL) {
 			t.Errorf("dave signed out and landed on %s (%q); the console next sent him to %s, not the issuer", s.Path, s.Text, s.After)

@@ -67,6 +67,20 @@ main(cfg, (w) => {
     sessionPage: (pathOrTriple, view) => `/break-glass/sessions/${triple(pathOrTriple).join('/')}${view ? `?view=${view}` : ''}`,
     signIn,
 
+    // tour: the landing page a person is shown after signing in, the
+    // sidebar's entries, and the component's Overview (no card in error).
+    async tour(page) {
+      await fe.visit(page, '/');
+      const landing = await page.locator('main h1, h1').first().innerText({ timeout: T });
+      const nav = await page.locator('nav a').allInnerTexts();
+      await fe.visit(page, '/catalog/default/component/shop');
+      await page.getByText('About').first().waitFor({ timeout: T });
+      await w.shot(page, 'overview');
+      await w.accessible(page, 'overview');
+      const problems = (await page.locator('main').innerText()).match(/Error[^\n]*|App context is not available/g)?.join('; ') ?? '';
+      return { landing, nav, problems };
+    },
+
     // visit opens a page of the app (or a full link); Backstage restores a
     // signed-in person's session by itself, as it did for the link's reader.
     async visit(page, where) {

@@ -30,6 +30,12 @@ main(cfg, (w) => {
 
     signIn: (page) => fe.visit(page, '/console/'),
 
+    async tour(page) {
+      await fe.visit(page, '/console/');
+      await page.waitForSelector('main h1', { timeout: T });
+      return { landing: await page.locator('main h1').innerText(), nav: await page.locator('#top nav a').allInnerTexts(), problems: '' };
+    },
+
     // request fills the request form and answers the session's page path.
     async request(page, { cluster, pod, mode = 'live', container, processAccess, keepPod, reason, glass }) {
       await fe.visit(page, '/console/request');

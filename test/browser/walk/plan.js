@@ -322,6 +322,9 @@ async function run(w, fe) {
   const [alice, bob, carol, dave] = await Promise.all(['alice', 'bob', 'carol', 'dave'].map((p) => w.person(p)));
   w.people = [alice, bob, carol, dave];
   for (const p of w.people) await fe.signIn(p);
+  // The front end's own pages around the plan: where a person lands, what
+  // its navigation offers.
+  w.facts.tour = await fe.tour(alice);
   await flight(w, fe, alice, bob);
   await ground(w, fe, alice, bob);
   await glass(w, fe, alice, bob, carol);

@@ -31,6 +31,12 @@ type Result struct {
 
 // Facts are what the plan's steps read off the pages.
 type Facts struct {
+	// Tour is the front end's own pages: its landing page's heading, its
+	// navigation's entries, and any card in error on a component's page.
+	Tour struct {
+		Landing, Problems string
+		Nav               []string
+	}
 	ApprovalLink  string
 	ApprovalPage  struct{ Offers, Decided string }
 	StartToHeldMs int

@@ -28,7 +28,7 @@ const signIn = SignInPageBlueprint.make({
 // The first page after sign-in.
 const home = PageBlueprint.make({
   name: 'home',
-  params: { path: '/', loader: () => import('./Home').then(m => <m.Home />) },
+  params: { path: '/', title: 'Home', noHeader: true, loader: () => import('./Home').then(m => <m.Home />) },
 });
 
 export default createApp({
