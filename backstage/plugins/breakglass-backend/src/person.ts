@@ -19,6 +19,8 @@ export interface Person {
   idToken: string;
   /** The relay's name for them: the token's issuer and subject. */
   id: string;
+  /** The name the relay shows for them (the token's email). */
+  name: string;
   /** Whether they asked for s (the relay decides again). */
   asked(s: Session): boolean;
 }
@@ -54,7 +56,7 @@ export class People {
     }
     const id = `${claims.iss}#${claims.sub}`;
     return {
-      credentials, user, idToken, id,
+      credentials, user, idToken, id, name: claims.email,
       asked: s => (s.spec.requesterID ? s.spec.requesterID === id : s.spec.requester === claims.email),
     };
   }

@@ -142,10 +142,13 @@ export async function createRouter(options: RouterOptions): Promise<express.Rout
       // An approver cancels a request not yet started; a running session
       // of someone else's ends by the end permission.
       if (!p.asked(s)) {
-        // An approver cancels a request not yet started, and a moderator
-        // (an approver, where the relay moderates) ends a running one; the
-        // relay judges which.
-        const may = (await allowed(p, breakglassApprovePermission)) || (await allowed(p, breakglassEndPermission));
+        // Someone else's session ends by the end permission. An approver
+        // cancels one not yet started, and ends a moderated running one
+        // they watch (the relay judges both again).
+        const notStarted = s.status.phase === 'Pending' || s.status.phase === 'Approved';
+        const moderating = s.status.phase === 'Active' && s.live?.moderated === true &&
+          (s.live.attached ?? []).some(a => !a.typing && a.name === p.name);
+        const may = ((notStarted || moderating) && (await allowed(p, breakglassApprovePermission))) || (await allowed(p, breakglassEndPermission));
         if (!may) refuse(p, "end someone else's session");
       }
       await relay.forward(req, res, p, `${sessionPath(req)}/end`);

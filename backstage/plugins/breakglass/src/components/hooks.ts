@@ -135,7 +135,7 @@ export function useOffers(me: Me | undefined, s: Session | undefined): (o: Offer
       case 'end':
         // A moderator (approve) ends a moderated session they watch: the
         // relay offers it only then.
-        return mine || end || approve;
+        return mine || end || (approve && Boolean(s.live?.moderated));
       case 'review':
         return review;
       case 'play':
