@@ -76,7 +76,7 @@ func printWelcome(w io.Writer, i dev.Info) {
 	fmt.Fprintf(w, "  relay        %s\n", i.RelayURL)
 	if i.BackstageURL != "" {
 		fmt.Fprintf(w, "  backstage    %s   (Tower: the break-glass tab on the shop component; sign in as one of the people below)\n", i.BackstageURL)
-		fmt.Fprintf(w, "  backstage log %s\n", i.BackstageLog)
+		fmt.Fprintf(w, "               its log: %s\n", i.BackstageLog)
 	}
 	for _, c := range i.Clusters {
 		fmt.Fprintf(w, "  cluster      %-8s %s plane; kubeconfig %s (cluster admin); demo pod %s/%s (recycled after a session: its replacement has a new name)\n",
@@ -84,7 +84,7 @@ func printWelcome(w io.Writer, i dev.Info) {
 	}
 	fmt.Fprintf(w, "  debug image  %s   (signed; the webhook checks it)\n", i.DebugImage)
 	fmt.Fprintf(w, "  recordings   %s/recordings   (write-once; kubectl breakglass recording verify DIR --integrity-only)%s\n", dir, rekorLine(i))
-	fmt.Fprintf(w, "  notifications %s   (also printed below, with their deep links into the console)\n\n", i.Notifications)
+	fmt.Fprintf(w, "  notifications %s   (also printed below, with their deep links into %s)\n\n", i.Notifications, portal(i))
 	fmt.Fprintln(w, "People (the demo issuer's sign-in page lists them; no password, it is a demo):")
 	for _, p := range dev.People {
 		fmt.Fprintf(w, "  %-6s %-68s token in %s\n", p.Username, p.Role, i.Tokens[p.Person.Email])
@@ -110,6 +110,15 @@ Token files for scripts: %[5]s (alice), %[6]s (bob), with --token-file.
 
 Ctrl-C stops everything.
 `, i.Kubeconfig, dir, i.RelayURL, i.Pod, alice, bob)
+}
+
+// portal is where notifications link: Tower's pages in Backstage when it
+// runs, else the console.
+func portal(i dev.Info) string {
+	if i.BackstageURL != "" {
+		return "Tower's pages in Backstage"
+	}
+	return "the console"
 }
 
 func rekorLine(i dev.Info) string {

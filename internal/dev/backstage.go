@@ -6,12 +6,12 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"strconv"
 	"syscall"
 	"time"
 
@@ -52,12 +52,12 @@ func BackstageAvailable() error {
 // than Backstage supports); make backstage unpacks it from the npm registry.
 func backstageNode() string { return filepath.Join(prereq.BinDir(), "node22", "bin", "node") }
 
-// startBackstage runs Backstage's backend on PostgreSQL at port, signing
+// startBackstage runs Backstage's backend on PostgreSQL at ln's address, signing
 // people in at the issuer and forwarding break-glass calls to the relay,
 // its Kubernetes plugin reading every plane's pods. Once it reports ready,
 // it answers the file its log goes to: its access log alone is thousands of
 // lines, which would bury the plane's own.
-func startBackstage(ctx context.Context, dir string, port int, issuer *oidcissuer.Issuer, relayURL string, planes []*plane, allowAll bool, stops *[]func() error) (logFile string, err error) {
+func startBackstage(ctx context.Context, dir string, ln net.Listener, issuer *oidcissuer.Issuer, relayURL string, planes []*plane, allowAll bool, stops *[]func() error) (logFile string, err error) {
 	if err := BackstageAvailable(); err != nil {
 		return "", err
 	}
@@ -87,7 +87,8 @@ func startBackstage(ctx context.Context, dir string, port int, issuer *oidcissue
 		return "", err
 	}
 	*stops = append(*stops, pg.Stop)
-	url := "http://127.0.0.1:" + strconv.Itoa(port)
+	url := "http://" + ln.Addr().String()
+	port := ln.Addr().(*net.TCPAddr).Port
 	issuer.AddClient(backstageAudience, url+"/api/auth/oidc/handler/frame")
 	devPolicy := "breakglass"
 	if allowAll {
@@ -124,6 +125,8 @@ breakglass:
 	cmd.Env = append(os.Environ(), "NODE_ENV=development", "PATH="+filepath.Dir(backstageNode())+":"+os.Getenv("PATH"))
 	cmd.Stdout, cmd.Stderr = logs, logs
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Let go of the address just before Backstage takes it.
+	_ = ln.Close()
 	if err := cmd.Start(); err != nil {
 		return "", err
 	}

@@ -21,7 +21,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"strconv"
 	"strings"
 	"time"
 
@@ -163,12 +162,15 @@ func Up(ctx context.Context, o Options, logs io.Writer) (err error) {
 	// when it runs (its address is taken now, before anything links to it).
 	portalURL := relayURL + "/console"
 	var backstageURL, backstageLog string
-	backstagePort := 0
+	var backstageLn net.Listener
 	if o.Backstage {
-		if backstagePort, err = cluster.FreePort(); err != nil {
+		// Held until Backstage starts, so that nobody else on this machine
+		// takes the address sign-in redirects and links name meanwhile.
+		if backstageLn, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
 			return err
 		}
-		backstageURL = "http://127.0.0.1:" + strconv.Itoa(backstagePort)
+		stops = append(stops, func() error { _ = backstageLn.Close(); return nil })
+		backstageURL = "http://" + backstageLn.Addr().String()
 		portalURL = backstageURL + "/break-glass"
 	}
 
@@ -263,7 +265,7 @@ func Up(ctx context.Context, o Options, logs io.Writer) (err error) {
 	stops = append(stops, stopRelay)
 	if o.Backstage {
 		step("Backstage's backend with Tower's plugins, on PostgreSQL")
-		if backstageLog, err = startBackstage(ctx, o.Dir, backstagePort, issuer, relayURL, planes, o.BackstageAllowAll, &stops); err != nil {
+		if backstageLog, err = startBackstage(ctx, o.Dir, backstageLn, issuer, relayURL, planes, o.BackstageAllowAll, &stops); err != nil {
 			return err
 		}
 	}
