@@ -71,6 +71,9 @@ type Options struct {
 	// Moderated are the first cluster's namespaces whose sessions need a
 	// moderator watching (the relay's clusters[].moderated).
 	Moderated []string
+	// TokenTTL is how long the issuer's ID tokens last when people sign
+	// in (default 10 minutes).
+	TokenTTL time.Duration
 	// Progress, if set, is told each step as it begins: a caller waiting
 	// for Ready knows the plane is still coming up, and which step it is at.
 	Progress func(Step)
@@ -243,6 +246,7 @@ func Up(ctx context.Context, o Options, logs io.Writer) (err error) {
 		return err
 	}
 	stops = append(stops, issuer.Close)
+	issuer.TokenTTL = o.TokenTTL
 	// The console's redirect, and kubectl breakglass login's loopback port.
 	issuer.AddClient(relayAudience, relayURL+"/auth/callback", "http://127.0.0.1/callback")
 	tokens := map[string]string{}

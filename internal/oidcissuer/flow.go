@@ -245,7 +245,11 @@ func (f *flows) token(i *Issuer, w http.ResponseWriter, r *http.Request) {
 	}
 	f.refresh[refresh] = &grant{client: g.client, person: g.person, expires: time.Now().Add(refreshTTL)}
 	f.mu.Unlock()
-	claims := i.claims(g.person, g.client, idTokenTTL)
+	ttl := i.TokenTTL
+	if ttl <= 0 {
+		ttl = idTokenTTL
+	}
+	claims := i.claims(g.person, g.client, ttl)
 	if g.nonce != "" {
 		claims["nonce"] = g.nonce
 	}
@@ -256,7 +260,7 @@ func (f *flows) token(i *Issuer, w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Cache-Control", "no-store")
 	writeJSON(w, map[string]any{"id_token": idToken, "access_token": idToken, "token_type": "Bearer",
-		"expires_in": int(idTokenTTL.Seconds()), "refresh_token": refresh})
+		"expires_in": int(ttl.Seconds()), "refresh_token": refresh})
 }
 
 func tokenError(w http.ResponseWriter, code, description string) {

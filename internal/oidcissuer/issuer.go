@@ -20,11 +20,14 @@ import (
 
 // Issuer serves discovery and keys at URL and signs tokens.
 type Issuer struct {
-	URL    string
-	key    *rsa.PrivateKey
-	keyID  string
-	signer jose.Signer
-	srv    *http.Server
+	URL string
+	// TokenTTL is how long the ID tokens its sign-ins issue last (default
+	// 10 minutes): a test shortens it to see a page renew its sign-in.
+	TokenTTL time.Duration
+	key      *rsa.PrivateKey
+	keyID    string
+	signer   jose.Signer
+	srv      *http.Server
 	// The authorization code flow's state: flow.go.
 	flows flows
 }

@@ -29,7 +29,7 @@ const shop = "component:default/shop"
 // plane is the local plane of o with Backstage's backend (a real one,
 // started with @backstage/backend-defaults, on PostgreSQL) in front of its
 // relay, the demo people signed in to it, and the plane's log so far.
-func plane(t *testing.T, o dev.Options) (dev.Info, map[string]backstageuser.Person, func() string) {
+func plane(t testing.TB, o dev.Options) (dev.Info, map[string]backstageuser.Person, func() string) {
 	t.Helper()
 	prereq.Need(t, append(append(prereq.ControlPlane, prereq.Postgres), prereq.Backstage...)...)
 	var logs cluster.SyncBuffer

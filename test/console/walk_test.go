@@ -48,8 +48,11 @@ func TestConsoleWalk(t *testing.T) {
 		t.Fatal(err)
 	}
 	var logs cluster.SyncBuffer
+	// Tokens that run out in 40 s: each page must renew its sign-in (at
+	// least once, during the walk) before its calls and event stream meet
+	// a 401.
 	running, err := dev.Background(context.Background(), dev.Options{Profile: policies.Flight, Both: true, Rekor: true, ReviewWithin: 20 * time.Second,
-		Moderated: []string{"shop"},
+		Moderated: []string{"shop"}, TokenTTL: 40 * time.Second,
 		RelayAddr: "127.0.0.1:0", Dir: state}, &logs)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, logs.String())
@@ -74,6 +77,13 @@ func TestConsoleWalk(t *testing.T) {
 	r := walkplan.Run(t, "walk/console.js", map[string]any{"relay": info.RelayURL, "notifications": info.Notifications, "artifacts": artifacts, "pods": pods},
 		logs.String)
 	walkplan.Check(t, Console, r, info, state)
+	t.Run("signed in throughout", func(t *testing.T) {
+		for who, n := range r.Unauthorized {
+			if n > 0 {
+				t.Errorf("%s's pages were answered 401 %d times: the console let the sign-in run out under an open page", who, n)
+			}
+		}
+	})
 	t.Run("the console's own", func(t *testing.T) {
 		if tour := r.Facts.Tour; tour.Landing != "Sessions" || !slices.Equal(tour.Nav, []string{"Sessions", "Request a session", "Recordings"}) {
 			t.Errorf("alice's console: %+v", tour)

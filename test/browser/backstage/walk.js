@@ -8,8 +8,6 @@ const fs = require('fs');
 const path = require('path');
 const { T, main, triple } = require('../walk/lib.js');
 
-const cfg = JSON.parse(process.argv[2]);
-cfg.scripts = '/static/';
 
 // The notification kinds' titles, from the portal's vocabulary (generated
 // from the Go side): a Backstage notification is found by its title.
@@ -21,7 +19,8 @@ const title = (kind) => {
 };
 const shopTab = '/catalog/default/component/shop/break-glass';
 
-main(cfg, (w) => {
+// adapter is Tower's way in, for the plan and the benchmark.
+function adapter(w, cfg) {
   const url = (where) => (where.startsWith('http') ? where : cfg.backstage + where);
   // What each person's page last sent the backend plugin: its Backstage
   // token and the ID token, replayed for the plan's API calls.
@@ -185,4 +184,12 @@ main(cfg, (w) => {
     },
   };
   return fe;
-});
+}
+
+module.exports = { adapter, scripts: '/static/' };
+
+if (require.main === module) {
+  const cfg = JSON.parse(process.argv[2]);
+  cfg.scripts = module.exports.scripts;
+  main(cfg, (w) => adapter(w, cfg));
+}

@@ -4,10 +4,8 @@
 // the plan is the same for Tower in Backstage.
 const { T, main, triple } = require('./lib.js');
 
-const cfg = JSON.parse(process.argv[2]);
-cfg.scripts = '/console/assets/';
-
-main(cfg, (w) => {
+// adapter is the console's way in, for the plan and the benchmark.
+function adapter(w, cfg) {
   const url = (where) => (where.startsWith('http') ? where : cfg.relay + where);
   const fe = {
     home: '/console/',
@@ -95,4 +93,12 @@ main(cfg, (w) => {
     },
   };
   return fe;
-});
+}
+
+module.exports = { adapter, scripts: '/console/assets/' };
+
+if (require.main === module) {
+  const cfg = JSON.parse(process.argv[2]);
+  cfg.scripts = module.exports.scripts;
+  main(cfg, (w) => adapter(w, cfg));
+}

@@ -25,6 +25,9 @@ class Walk {
     const ctx = await this.browser.newContext({ viewport: { width: 1366, height: 800 } });
     const page = await ctx.newPage();
     page.errors = [];
+    // unauthorized counts the answers that said the sign-in had run out.
+    page.unauthorized = 0;
+    page.on('response', (r) => { if (r.status() === 401) page.unauthorized++; });
     page.on('pageerror', (e) => page.errors.push(e.message));
     page.on('console', (m) => {
       if (m.type() !== 'error' || /status of 40[13]/.test(m.text())) return;
@@ -150,6 +153,7 @@ async function main(cfg, makeAdapter) {
     out.a11y = w.a11y;
     out.checked = w.checked;
     out.pageErrors = Object.fromEntries((w.people || []).map((p) => [p.who, p.errors]));
+    out.unauthorized = Object.fromEntries((w.people || []).map((p) => [p.who, p.unauthorized]));
     await browser.close();
   }
   console.log(JSON.stringify(out));

@@ -20,6 +20,9 @@ type Result struct {
 	OK         bool                `json:"ok"`
 	Error      string              `json:"error"`
 	PageErrors map[string][]string `json:"pageErrors"`
+	// Unauthorized counts each person's answers of 401: a sign-in that ran
+	// out under an open page.
+	Unauthorized map[string]int `json:"unauthorized"`
 	// A11y are axe-core's WCAG 2.1 A/AA findings on the Checked pages.
 	A11y []struct {
 		Page, ID, Impact, Help string
