@@ -121,9 +121,9 @@ func (d schemaDoc) sameFields(t *testing.T, where string, schema map[string]any,
 func TestOpenAPISchemasAreTheWireTypes(t *testing.T) {
 	d := readSchemas(t)
 	for pointer, typ := range map[string]reflect.Type{
-		"#/components/schemas/Session":  reflect.TypeFor[wire.SessionView](),
-		"#/components/schemas/Request":  reflect.TypeFor[wire.Request](),
-		"#/components/schemas/Decision": reflect.TypeFor[wire.Decision](),
+		"#/components/schemas/Session":                                             reflect.TypeFor[wire.SessionView](),
+		"#/components/schemas/Request":                                             reflect.TypeFor[wire.Request](),
+		"#/components/schemas/Decision":                                            reflect.TypeFor[wire.Decision](),
 		"#/paths/~1api~1v1~1me/get/responses/200/content/application~1json/schema": reflect.TypeFor[Me](),
 	} {
 		d.sameFields(t, pointer, d.at(t, pointer), typ)

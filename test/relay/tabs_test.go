@@ -1,6 +1,7 @@
 package relay_test
 
 import (
+	"errors"
 	"net/http"
 	"strings"
 	"testing"
@@ -70,8 +71,8 @@ func closedWith(t *testing.T, tm *term, code int, why string) {
 	t.Helper()
 	select {
 	case err := <-tm.closed:
-		ce, _ := err.(*websocket.CloseError)
-		if ce == nil || ce.Code != code || !strings.Contains(ce.Text, why) {
+		var ce *websocket.CloseError
+		if !errors.As(err, &ce) || ce.Code != code || !strings.Contains(ce.Text, why) {
 			t.Fatalf("closed with %v, want %d saying %q", err, code, why)
 		}
 	case <-time.After(20 * time.Second):

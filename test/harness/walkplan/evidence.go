@@ -26,7 +26,7 @@ import (
 	"github.com/tower-dev/breakglass/policies"
 )
 
-// ManifestOnDisk: the hash the page showed is the manifest's in the
+// ManifestOnDisk checks that the hash the page showed is the manifest's in the
 // recording directory, and that manifest is this session's.
 func ManifestOnDisk(t *testing.T, state, cluster, session, shown string) {
 	t.Helper()
@@ -56,7 +56,7 @@ func ManifestOnDisk(t *testing.T, state, cluster, session, shown string) {
 	}
 }
 
-// InRekor: the entry the page named is in the log, over the manifest's hash.
+// InRekor checks that the entry the page named is in the log, over the manifest's hash.
 func InRekor(t *testing.T, rekorURL, shown, sha string) {
 	t.Helper()
 	m := regexp.MustCompile(`^entry ([0-9a-f]+) at index ([0-9]+)$`).FindStringSubmatch(shown)
@@ -85,7 +85,7 @@ func InRekor(t *testing.T, rekorURL, shown, sha string) {
 	t.Errorf("no entry at index %s", m[2])
 }
 
-// ExecRefused: exec through the Flight API server is refused, to a
+// ExecRefused checks that exec through the Flight API server is refused, to a
 // cluster admin too.
 func ExecRefused(t *testing.T, info dev.Info) {
 	t.Helper()
