@@ -16,14 +16,13 @@ const renew = async () => {
   return true;
 };
 
-const transport: Transport = {
+export const transport: Transport = {
   fetch: (path, init) => fetch(path, { ...init, credentials: 'same-origin' }),
   renew,
   terminal: async (path) => ({ url: location.origin.replace(/^http/, 'ws') + path, protocols: async () => [] }),
 };
 
 export const api = new PortalClient(transport);
-export const events = transport;
 
 /** keepSignedIn renews the sign-in a minute before the token /me names runs out, again and again. */
 export function keepSignedIn(me: Me) {

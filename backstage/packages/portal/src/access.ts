@@ -3,13 +3,10 @@
 // the permissions /me lists. A portal shows these and nothing more; the
 // relay checks every call again.
 import type { Action, Me, Session } from './types';
-import { offers, type Offer } from './vocabulary.gen';
+import type { Offer } from './vocabulary.gen';
 
 /** may says whether the relay offers o to the person on s now. */
 export const may = (s: Session, o: Offer) => (s.may ?? []).includes(o);
-
-/** The session's offers in the order its page shows them. */
-export const offered = (s: Session): Offer[] => (Object.keys(offers) as Offer[]).filter(o => may(s, o));
 
 /** isRequester: the relay's identity decides, as it does for "never your own". */
 export const isRequester = (me: Me | undefined, s: Session) =>

@@ -2,7 +2,7 @@
 // the generated vocabulary (vocabulary.gen.ts, from the Go side) and the
 // session's own fields, never spelled again in a view.
 import type { Approval, Session } from './types';
-import { endReasons, finalPhases, modes, phases, type Phase } from './vocabulary.gen';
+import { endReasons, modes, phases, type Phase } from './vocabulary.gen';
 
 /** minutes says a Go duration ("30m", "1h15m0s") in words: "75 minutes". Anything else, or less than a minute, is as it came. */
 export function minutes(d: string | undefined): string {
@@ -61,9 +61,6 @@ export const phaseColours: Record<Phase, { color: string; background: string }> 
 
 /** What the phase means to the people of the session. */
 export const phaseMeans = (s: Session) => phases[phaseOf(s)].means;
-
-/** Whether s will never change phase again. */
-export const isFinal = (s: Session) => finalPhases.includes(phaseOf(s));
 
 /** The mode's label ("Held copy"). */
 export const modeLabel = (mode: string) => (modes as Record<string, { label: string }>)[mode]?.label ?? mode;
@@ -159,13 +156,21 @@ export function presence(s: Session): string[] {
   return parts;
 }
 
-/** timersText is the whole line a running session's page shows, at now. */
+/**
+ * timersText is the whole line a running session's page shows, at now:
+ * the hard stop, then moderation, then the other limits, then who has the
+ * terminal open.
+ */
 export function timersText(s: Session, now = Date.now()): string {
-  const [hard, ...limits] = timers(s);
-  const parts = [hard, ...limits].filter(Boolean).map(t => `${t.label} ${countdown(t.at, now)}`);
-  // Moderation first after the hard stop, as the console always showed it.
+  const say = (t: Timer) => `${t.label} ${countdown(t.at, now)}`;
+  const ts = timers(s);
   const who = presence(s);
-  return [...parts.slice(0, 1), ...who.filter(p => p.startsWith('moderated')), ...parts.slice(1), ...who.filter(p => !p.startsWith('moderated'))].join(' · ');
+  return [
+    ...ts.filter(t => t.id === 'hard-stop').map(say),
+    ...who.filter(p => p.startsWith('moderated')),
+    ...ts.filter(t => t.id !== 'hard-stop').map(say),
+    ...who.filter(p => !p.startsWith('moderated')),
+  ].join(' · ');
 }
 
 /** What a terminal says of its connection, and whether the person can act on it (move it here). */

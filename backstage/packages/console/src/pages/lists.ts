@@ -2,7 +2,7 @@ import {
   age, granted, may, phaseColours, mayAnywhere, modeLabel, phaseOf, queues, reviewOverdue, watchSessions, when,
   type Me, type Session,
 } from '@tower-dev/breakglass-portal';
-import { api, events } from '../api';
+import { api, transport } from '../api';
 import { h, link } from '../dom';
 
 export const sessionURL = (s: Session, page?: string) =>
@@ -38,7 +38,7 @@ function table(caption: string, rows: Session[], page: string, empty: string, du
 // what it returns stops that when the person leaves the page.
 async function current(main: HTMLElement, render: () => Promise<HTMLElement[]>) {
   main.replaceChildren(...(await render()));
-  return watchSessions(events, async () => {
+  return watchSessions(transport, async () => {
     try {
       main.replaceChildren(...(await render()));
     } catch {

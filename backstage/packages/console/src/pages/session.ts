@@ -4,7 +4,7 @@ import {
   type Me, type Session, type TerminalStatus,
 } from '@tower-dev/breakglass-portal';
 import { openTerminal, type OpenTerminal } from '@tower-dev/breakglass-terminal';
-import { api, events } from '../api';
+import { api, transport } from '../api';
 import { errorText, h, notice } from '../dom';
 import { evidenceSection, reviewSection } from './evidence';
 import { extensionKey, extensionSection } from './extension';
@@ -222,7 +222,7 @@ export async function sessionPage(main: HTMLElement, me: Me, cluster: string, ns
   };
   // The session's changes come as events; only a running one's timers and
   // terminals (the relay's count, not the Session's) are read every 2 s.
-  const stopEvents = watchSessions(events, e => { if (!e?.name || (e.cluster === cluster && e.namespace === ns && e.name === name)) void reread(); });
+  const stopEvents = watchSessions(transport, e => { if (!e?.name || (e.cluster === cluster && e.namespace === ns && e.name === name)) void reread(); });
   const poll = setInterval(() => { if (phaseOf(s) === 'Active') void reread(); }, 2000);
   const clock = setInterval(tick, 1000);
   return () => {
