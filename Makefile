@@ -71,23 +71,32 @@ krew: cross
 WORKSPACE := backstage
 NODE22 := $(BIN)/node22/bin/node
 BACKSTAGE_PATH := PATH=$(BIN)/node22/bin:$$PATH
+# touch: the tarball's files keep their old times, which would make the
+# download look stale at every make.
 $(NODE22): hack/node22.sh
 	bash hack/node22.sh $(BIN)
-WORKSPACE_MANIFESTS := $(WORKSPACE)/package.json $(WORKSPACE)/package-lock.json $(wildcard $(WORKSPACE)/*/*/package.json)
-# The whole workspace, for make backstage.
-$(WORKSPACE)/node_modules/.installed-all: $(NODE22) $(WORKSPACE_MANIFESTS)
-	cd $(WORKSPACE) && $(BACKSTAGE_PATH) npm ci --ignore-scripts --no-audit --no-fund
 	touch $@
+WORKSPACE_MANIFESTS := $(WORKSPACE)/package.json $(WORKSPACE)/package-lock.json $(wildcard $(WORKSPACE)/packages/*/package.json $(WORKSPACE)/plugins/*/package.json)
+# What is installed is stamped outside node_modules, which npm ci replaces:
+# the whole workspace's install (make backstage, beside the suites under
+# make test) must not make the console's look missing, and so rebuilt
+# into a node_modules being written.
+INSTALLED_ALL := $(BIN)/workspace/installed-all
+INSTALLED_CONSOLE := $(BIN)/workspace/installed-console
+# The whole workspace, for make backstage.
+$(INSTALLED_ALL): $(NODE22) $(WORKSPACE_MANIFESTS)
+	cd $(WORKSPACE) && $(BACKSTAGE_PATH) npm ci --ignore-scripts --no-audit --no-fund
+	@mkdir -p $(@D) && touch $@
 # The console's part alone (npm ci -w installs one workspace and what it
 # depends on), so that building the relay needs no Backstage; where the
 # whole workspace is installed and current, that serves.
-$(WORKSPACE)/node_modules/.installed-console: $(NODE22) $(WORKSPACE_MANIFESTS)
-	@if [ -f $(WORKSPACE)/node_modules/.installed-all ] && [ -z "$$(find $(WORKSPACE_MANIFESTS) -newer $(WORKSPACE)/node_modules/.installed-all)" ]; then \
+$(INSTALLED_CONSOLE): $(NODE22) $(WORKSPACE_MANIFESTS)
+	@if [ -f $(INSTALLED_ALL) ] && [ -d $(WORKSPACE)/node_modules ] && [ -z "$$(find $(WORKSPACE_MANIFESTS) -newer $(INSTALLED_ALL))" ]; then \
 		echo ">> the console's packages: the whole workspace is installed"; \
 	else \
 		cd $(WORKSPACE) && $(BACKSTAGE_PATH) npm ci --ignore-scripts --no-audit --no-fund -w packages/console; \
 	fi
-	touch $@
+	@mkdir -p $(@D) && touch $@
 
 # The web console: bundled by esbuild into relay/console/dist, which the
 # relay's binary embeds (go:embed).
@@ -95,7 +104,7 @@ CONSOLE_SRC := $(WORKSPACE)/packages/console/build.mjs $(wildcard $(WORKSPACE)/p
 	$(WORKSPACE)/packages/console/src/*.css $(WORKSPACE)/packages/portal/src/*.ts $(WORKSPACE)/packages/terminal/src/*.js)
 ## console: the web console (the workspace's console packages, bundled by esbuild into relay/console/dist).
 console: relay/console/dist/index.html
-relay/console/dist/index.html: $(WORKSPACE)/node_modules/.installed-console $(CONSOLE_SRC)
+relay/console/dist/index.html: $(INSTALLED_CONSOLE) $(CONSOLE_SRC)
 	cd $(WORKSPACE)/packages/console && $(BACKSTAGE_PATH) node build.mjs
 
 # Tower's Backstage plugins and both front ends checked: the portal's API
@@ -104,7 +113,7 @@ relay/console/dist/index.html: $(WORKSPACE)/node_modules/.installed-console $(CO
 # portal and the three plugins built as the npm packages they are published
 # as, and the demo app built with Backstage's CLI (the demo backend serves it).
 ## backstage: both front ends type-checked, Tower's Backstage plugins and the demo app built (Node.js 22 in bin/node22).
-backstage: $(WORKSPACE)/node_modules/.installed-all
+backstage: $(INSTALLED_ALL)
 	cd $(WORKSPACE)/packages/portal && $(BACKSTAGE_PATH) npm run --silent generate
 	cd $(WORKSPACE) && $(BACKSTAGE_PATH) node_modules/.bin/tsc -p . --noEmit false --declaration --emitDeclarationOnly --outDir dist-types
 	@set -e; for p in packages/portal plugins/breakglass-common plugins/breakglass-backend plugins/breakglass; do \
