@@ -96,8 +96,15 @@ func refused(t *testing.T, what string, err error, status int, message string) {
 // to the approval page.
 func TestBackstageDrivesASession(t *testing.T) {
 	ctx := context.Background()
-	info, people, _ := plane(t, dev.Options{Profile: policies.Flight})
+	info, people, logs := plane(t, dev.Options{Profile: policies.Flight})
 	bs := info.BackstageURL
+	// make dev's terminal shows the plane's log: Backstage's own (its
+	// access log alone is thousands of lines) goes to a file of its own.
+	defer func() {
+		if strings.Contains(logs(), "rootHttpRouter") {
+			t.Errorf("Backstage's log reached the plane's:\n%s", tail(logs(), 20))
+		}
+	}()
 	alice, bob, carol := people["alice"].Client(bs, shop), people["bob"].Client(bs, ""), people["carol"].Client(bs, shop)
 	target := client.Target{Cluster: info.Cluster, Namespace: info.Namespace}
 	ask := wire.Request{Pod: info.Pod, Mode: v1alpha1.ModeLive, Duration: "20m", Reason: "checkout returns 500s"}
