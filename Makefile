@@ -360,7 +360,7 @@ test-cross:
 	$(MAKE) cross CROSS_PLATFORMS="darwin/arm64 windows/amd64"
 
 ## test-release: what a release checks beyond make test: docs/backstage.md's Install section followed in a new
-## @backstage/create-app app with Tower's packages as npm pack makes them (about 8 minutes, 3.5 GB).
+## @backstage/create-app app with Tower's packages as npm pack makes them (5 to 8 minutes, 3.5 GB).
 test-release: debian-packages backstage
 	BREAKGLASS_RELEASE=1 $(GO) test -count=1 -timeout 45m -v ./test/createapp/
 
