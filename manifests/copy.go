@@ -2,6 +2,7 @@ package manifests
 
 import (
 	"fmt"
+	"math"
 	"regexp"
 	"strconv"
 	"strings"
@@ -20,25 +21,29 @@ import (
 // production worker:
 //   - it keeps the app's containers and images (pinned to the digests the
 //     node ran), commands, plain and configMap env, emptyDir, configMap,
-//     downwardAPI volumes and the app's claims (read-only), its node and its
-//     runtime class, with the debug container beside them;
+//     downwardAPI volumes and the app's claims (read-only), the node's own
+//     resources (cpu, memory, ephemeral storage, huge pages), its node,
+//     with the debug container beside them;
 //   - it drops every credential (the ServiceAccount, its token, secret and
-//     CSI volumes, secret env), everything of the node (hostPath, host
-//     namespaces and ports, sysctls), init containers, probes and lifecycle
-//     hooks, device claims, the app's labels (so no Service routes to it),
-//     annotations and priority class;
+//     CSI volumes, secret and file env), everything of the node (hostPath,
+//     host namespaces and ports, sysctls), init containers, probes and
+//     lifecycle hooks, device claims, extended resources, the variables and
+//     mount paths device hooks read (policies.DeviceEnv), the app's labels
+//     (so no Service routes to it), annotations and priority class;
 //   - every container runs restricted: non-root, no escalation, no
 //     capability, the runtime's default seccomp profile. An app that runs as
 //     root cannot be copied: use a live session.
 //
-// A held copy's app containers sleep as the debug user instead of running
-// their entrypoint, for as long as the session may last, so a crash-looping
-// app's filesystem can be inspected (through /proc/<pid>/root, with process
+// It lives for lifetime, its grant's TTL: the kubelet ends it then
+// (activeDeadlineSeconds), whether or not the sweeper is there to delete
+// it. A held copy's app containers sleep as the debug user instead of
+// running their entrypoint, for as long, so a crash-looping app's
+// filesystem can be inspected (through /proc/<pid>/root, with process
 // access) without running it; the copy holds nothing the debug user should
 // not read. The sleep is the debug image's, mounted read-only into each app
 // container as an image volume (v1alpha1.HoldVolume): nothing inside the
 // app's image is run, so distroless images are held too.
-func CopyPod(target *corev1.Pod, s *v1alpha1.Session, container, image string, processAccess bool, hold time.Duration) (*corev1.Pod, error) {
+func CopyPod(target *corev1.Pod, s *v1alpha1.Session, container, image string, processAccess bool, lifetime time.Duration) (*corev1.Pod, error) {
 	if rc := ptr.Deref(target.Spec.RuntimeClassName, ""); rc != "" {
 		// A copy runs in the node's default runtime; leaving the pod's
 		// sandbox behind would run the app with less around it.
@@ -68,8 +73,10 @@ func CopyPod(target *corev1.Pod, s *v1alpha1.Session, container, image string, p
 		ShareProcessNamespace:         ptr.To(processAccess),
 		RestartPolicy:                 corev1.RestartPolicyNever,
 		TerminationGracePeriodSeconds: ptr.To[int64](5),
-		SecurityContext:               copyPodSecurity(target.Spec.SecurityContext),
-		ImagePullSecrets:              target.Spec.ImagePullSecrets,
+		// The node ends the copy when its grant does, sweeper or not.
+		ActiveDeadlineSeconds: ptr.To(int64(math.Ceil(lifetime.Seconds()))),
+		SecurityContext:       copyPodSecurity(target.Spec.SecurityContext),
+		ImagePullSecrets:      target.Spec.ImagePullSecrets,
 	}
 	for _, t := range target.Spec.Tolerations {
 		// Tolerating every taint is what a copy may not do; the node's own
@@ -89,18 +96,17 @@ func CopyPod(target *corev1.Pod, s *v1alpha1.Session, container, image string, p
 		}
 		cc := corev1.Container{
 			Name: c.Name, Image: pinned, Command: c.Command, Args: c.Args, WorkingDir: c.WorkingDir,
-			Env: plainEnv(c.Env), EnvFrom: plainEnvFrom(c.EnvFrom), Resources: c.Resources, ImagePullPolicy: c.ImagePullPolicy,
+			Env: plainEnv(c.Env), EnvFrom: plainEnvFrom(c.EnvFrom), Resources: nodeResources(c.Resources), ImagePullPolicy: c.ImagePullPolicy,
 			SecurityContext: restrictedIn(uid, target.Spec.SecurityContext),
 			Stdin:           c.Stdin, TTY: c.TTY,
 		}
-		cc.Resources.Claims = nil
 		for _, m := range c.VolumeMounts {
-			if kept[m.Name] {
+			if kept[m.Name] && !policies.IsDeviceMount(m.MountPath) {
 				cc.VolumeMounts = append(cc.VolumeMounts, m)
 			}
 		}
 		if held {
-			cc.Command, cc.Args = []string{v1alpha1.HoldCommand, strconv.Itoa(int(hold.Seconds()))}, nil
+			cc.Command, cc.Args = []string{v1alpha1.HoldCommand, strconv.Itoa(int(lifetime.Seconds()))}, nil
 			cc.VolumeMounts = append(cc.VolumeMounts, corev1.VolumeMount{Name: v1alpha1.HoldVolume, MountPath: v1alpha1.HoldMountPath, ReadOnly: true})
 		}
 		spec.Containers = append(spec.Containers, cc)
@@ -132,8 +138,8 @@ func copyVolume(v corev1.Volume) (corev1.Volume, bool) {
 		return v, true
 	case src.Projected != nil:
 		for _, p := range src.Projected.Sources {
-			if p.ConfigMap == nil && p.DownwardAPI == nil {
-				return v, false // a token, a secret or a trust bundle
+			if !policies.SetsOnlyJudged("VolumeProjection", policies.InCopy, p) {
+				return v, false // a token, a secret, a trust bundle, a key
 			}
 		}
 		return v, true
@@ -186,12 +192,13 @@ func containerUser(pod *corev1.Pod, c corev1.Container) int64 {
 	return 0
 }
 
-// plainEnv is env without secrets and without the variables container
-// runtimes read as a request for the node's devices.
+// plainEnv is env with only the sources a copy may read (no secret, no
+// file) and without the variables container runtimes read as a request
+// for the node's devices.
 func plainEnv(env []corev1.EnvVar) []corev1.EnvVar {
 	var out []corev1.EnvVar
 	for _, e := range env {
-		if (e.ValueFrom == nil || e.ValueFrom.SecretKeyRef == nil) && !policies.IsDeviceEnv(e.Name) {
+		if (e.ValueFrom == nil || policies.SetsOnlyJudged("EnvVarSource", policies.InCopy, e.ValueFrom)) && !policies.IsDeviceEnv(e.Name) {
 			out = append(out, e)
 		}
 	}
@@ -201,11 +208,29 @@ func plainEnv(env []corev1.EnvVar) []corev1.EnvVar {
 func plainEnvFrom(from []corev1.EnvFromSource) []corev1.EnvFromSource {
 	var out []corev1.EnvFromSource
 	for _, f := range from {
-		if f.SecretRef == nil {
+		if policies.SetsOnlyJudged("EnvFromSource", policies.InCopy, f) {
 			out = append(out, f)
 		}
 	}
 	return out
+}
+
+// nodeResources is r with only the node's own resources: no device claim,
+// no extended resource (a device plugin's devices).
+func nodeResources(r corev1.ResourceRequirements) corev1.ResourceRequirements {
+	keep := func(l corev1.ResourceList) corev1.ResourceList {
+		var out corev1.ResourceList
+		for name, q := range l {
+			if policies.IsNodeResource(name) {
+				if out == nil {
+					out = corev1.ResourceList{}
+				}
+				out[name] = q
+			}
+		}
+		return out
+	}
+	return corev1.ResourceRequirements{Limits: keep(r.Limits), Requests: keep(r.Requests)}
 }
 
 // repoDigest is an image reference pinned by digest, as nodes report a

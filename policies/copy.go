@@ -13,18 +13,21 @@ import (
 // images pinned by digest; the copy builder (manifests/copy.go)
 // produces exactly such pods.
 
-// copyVolumesExpr admits only volumes that carry no credential and nothing of
-// the node: emptyDir, configMap, downwardAPI, a projection of those, a
-// PersistentVolumeClaim mounted read-only (a copy never writes the app's
-// data), and the hold volume: a pinned debug image, which holds the app's
-// containers of a held copy. Image volumes came in 1.31: dyn() reaches the
-// field without a type-checking warning on 1.30, whose API server drops
-// it, so that a hold volume there has no source and is refused.
-var copyVolumesExpr = `!has(object.spec.volumes) || object.spec.volumes.all(v,
-	has(v.emptyDir) || has(v.configMap) || has(v.downwardAPI) ||
-	(v.name == '` + v1alpha1.HoldVolume + `' && has(dyn(v).image) && dyn(v).image.reference in ` + DebugImagesSetting.Ref() + `) ||
-	(has(v.persistentVolumeClaim) && has(v.persistentVolumeClaim.readOnly) && v.persistentVolumeClaim.readOnly) ||
-	(has(v.projected) && (!has(v.projected.sources) || v.projected.sources.all(s, has(s.configMap) || has(s.downwardAPI)))))`
+// copyVolumesExpr admits only volumes whose source the table lets a copy
+// have (fieldtable.go: emptyDir, configMap, downwardAPI, a projection of
+// those, a PersistentVolumeClaim mounted read-only, since a copy never
+// writes the app's data, and the hold volume: a pinned debug image, which
+// holds the app's containers of a held copy). A source Kubernetes adds
+// later is refused until it is judged. Image volumes came in 1.31: dyn()
+// reaches the field without a type-checking warning on 1.30, whose API
+// server drops it, so that a hold volume there has no source and is
+// refused.
+var copyVolumesExpr = fmt.Sprintf(`%s.all(v, %s &&
+	(!has(v.persistentVolumeClaim) || v.persistentVolumeClaim.?readOnly.orValue(false)) &&
+	(!has(dyn(v).image) || (v.name == '%s' && dyn(v).image.?reference.orValue('') in %s)) &&
+	(!has(v.projected) || %s.all(s, %s)))`,
+	listOf("object.spec.volumes"), fieldsJudgedExpr("v", "Volume", InCopy), v1alpha1.HoldVolume, DebugImagesSetting.Ref(),
+	listOf("v.projected.sources"), fieldsJudgedExpr("s", "VolumeProjection", InCopy))
 
 // CopyPodGuard checks the pods the plane creates: only the
 // portal creates pods, each a copy for one Session, labelled for it and
@@ -80,6 +83,7 @@ func CopyPodGuard() Policy {
 // access and no image but pinned ones.
 func CopyPodShape() Policy {
 	validations := debugShape("copy", "debug")
+	validations = append(validations, copyFields()...)
 	validations = append(validations, restricted("copy.app", "app", "every container of a copy")...)
 	validations = append(validations,
 		Validation{
@@ -115,14 +119,15 @@ func CopyPodShape() Policy {
 			Name:       "copy.volumes",
 			Expression: copyVolumesExpr,
 			Message: "[copy.volumes] a copy mounts only emptyDir, configMap, downwardAPI (or projections of those), read-only " +
-				"persistentVolumeClaim volumes and the hold volume (a pinned debug image): no secret, token, CSI, hostPath or other node volume.",
+				"persistentVolumeClaim volumes and the hold volume (a pinned debug image): no secret, token, CSI, hostPath or other node volume, " +
+				"nor a volume source this plane has not judged.",
 		},
 		Validation{
-			Name: "copy.app.env",
-			Expression: `variables.all.all(c, (!has(c.envFrom) || c.envFrom.all(f, !has(f.secretRef))) &&
-				(!has(c.env) || c.env.all(e, (!has(e.valueFrom) || !has(e.valueFrom.secretKeyRef)) && !` + deviceEnvExpr + `)))`,
-			Message: "[copy.app.env] no container of a copy reads a secret through env valueFrom or envFrom, or sets a variable a container " +
-				"runtime reads as a request for the node's devices (NVIDIA_*, AMD_VISIBLE_DEVICES, ...).",
+			Name: ruleCopyEnv,
+			Expression: `variables.all.all(c, !has(c.env) || c.env.all(e, !` + deviceEnvExpr + `)) &&
+				variables.all.all(c, !has(c.volumeMounts) || c.volumeMounts.all(m, !` + deviceMountExpr + `))`,
+			Message: fmt.Sprintf("[%s] no container of a copy sets a variable, or mounts a path, that a container runtime's device hook "+
+				"reads as a request for the node's devices (docs/policies.md, \"Device requests\").", ruleCopyEnv),
 		},
 		Validation{
 			Name:       "copy.app.host-ports",
@@ -163,7 +168,7 @@ func CopyPodShape() Policy {
 		Name:        "breakglass-copy-pod-shape",
 		Summary:     "Copy pods: restricted, no credentials, no node access, pinned images; debug containers in the debug shape.",
 		Profiles:    Profiles,
-		Settings:    []Setting{DebugImagesSetting, DebugUserIDSetting},
+		Settings:    []Setting{DebugImagesSetting, DebugUserIDSetting, GrantTTLMaxSetting},
 		SelectLabel: v1alpha1.SessionLabel,
 		Rules:       []Rule{podCreates},
 		Variables: []Variable{
@@ -171,7 +176,7 @@ func CopyPodShape() Policy {
 				(has(object.spec.initContainers) ? object.spec.initContainers : [])`},
 			{Name: "debug", Expression: fmt.Sprintf(`variables.all.filter(c, c.name.startsWith('%s'))`, v1alpha1.DebugContainerPrefix)},
 			{Name: "app", Expression: fmt.Sprintf(`variables.all.filter(c, !c.name.startsWith('%s'))`, v1alpha1.DebugContainerPrefix)},
-			{Name: "sensitiveVolumes", Expression: sensitiveVolumesExpr},
+			{Name: "mountableVolumes", Expression: mountableVolumesExpr},
 		},
 		Validations: validations,
 	}

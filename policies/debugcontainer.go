@@ -6,21 +6,11 @@ import (
 	"github.com/tower-dev/breakglass/api/v1alpha1"
 )
 
-// sensitiveVolumesExpr names the pod's volumes that hold secrets, keys or a
-// ServiceAccount token: a debug container never mounts them. A projection
-// is sensitive unless every source is a configMap or the downward API, so a
-// source Kubernetes adds later (as podCertificate, the pod's own key) counts
-// as sensitive until it is known not to be.
-const sensitiveVolumesExpr = `has(object.spec.volumes) ? object.spec.volumes.filter(v,
-	has(v.secret) || has(v.csi) ||
-	(has(v.projected) && has(v.projected.sources) &&
-	 !v.projected.sources.all(s, has(s.configMap) || has(s.downwardAPI)))
-).map(v, v.name) : []`
-
 // debugShape returns the validations every debug container passes, applied
 // to the containers in the list variable named list: the restricted Pod
 // Security Standard and more (a pinned, allowed image; the debug user; a
-// read-only root; read-only mounts; no secrets). The rule names start with
+// read-only root; read-only mounts of volumes that hold no secret and
+// nothing of the node; no environment). The rule names start with
 // prefix ("debug" or "copy") so a denial says which policy spoke.
 func debugShape(prefix, list string) []Validation {
 	all := func(body string) string { return fmt.Sprintf("variables.%s.all(c, %s)", list, body) }
@@ -67,16 +57,17 @@ func debugShape(prefix, list string) []Validation {
 			Message: fmt.Sprintf("[%s.mounts] every volume a debug container mounts is mounted readOnly: true, and it uses no volume devices.", prefix),
 		},
 		Validation{
-			Name:       prefix + ".secrets",
-			Expression: all(`!has(c.volumeMounts) || c.volumeMounts.all(m, !(m.name in variables.sensitiveVolumes))`),
-			Message:    fmt.Sprintf("[%s.secrets] a debug container mounts no secret, ServiceAccount token or CSI volume.", prefix),
+			Name: prefix + ".mounted-volumes",
+			Expression: all(`!has(c.volumeMounts) || c.volumeMounts.all(m, m.name in variables.mountableVolumes && !` +
+				deviceMountExpr + `)`),
+			Message: fmt.Sprintf("[%s.mounted-volumes] a debug container mounts only emptyDir, configMap and downwardAPI volumes (or projections "+
+				"of those): no secret, token, claim, image, CSI, node or network volume, nor a path a device hook reads.", prefix),
 		},
 		Validation{
-			Name: prefix + ".env",
-			Expression: all(`(!has(c.envFrom) || size(c.envFrom) == 0) &&
-				(!has(c.env) || c.env.all(e, (!has(e.valueFrom) || !has(e.valueFrom.secretKeyRef)) && !` + deviceEnvExpr + `))`),
-			Message: fmt.Sprintf("[%s.env] a debug container reads no secret through env valueFrom, uses no envFrom, and sets no variable a "+
-				"container runtime reads as a request for the node's devices (NVIDIA_*, AMD_VISIBLE_DEVICES, ...).", prefix),
+			Name:       prefix + ".env",
+			Expression: all(`(!has(c.env) || size(c.env) == 0) && (!has(c.envFrom) || size(c.envFrom) == 0)`),
+			Message: fmt.Sprintf("[%s.env] a debug container has no environment variables (env, envFrom): the relay sets none, and a "+
+				"variable can be a device hook's request or a secret's reference.", prefix),
 		},
 	)
 }
@@ -99,6 +90,7 @@ func DebugContainer() Policy {
 			v1alpha1.DebugContainerPrefix),
 	})
 	validations = append(validations, debugShape("debug", "added")...)
+	validations = append(validations, debugFields()...)
 	validations = append(validations,
 		Validation{
 			// An ephemeral container joins the pod's namespaces as they are.
@@ -123,11 +115,6 @@ func DebugContainer() Policy {
 				object.spec.runtimeClassName in ` + RuntimeClassesSetting.Ref(),
 			MessageExpression: `'[debug.runtime-class] this pod runs in runtime class ' + object.spec.runtimeClassName +
 				', which the chart\'s params.runtimeClasses does not list: a debug container would run in it too.'`,
-		},
-		Validation{
-			Name:       "debug.host-path",
-			Expression: `variables.added.all(c, !has(c.volumeMounts) || c.volumeMounts.all(m, !(m.name in variables.hostPathVolumes)))`,
-			Message:    "[debug.host-path] a debug container mounts none of the node's paths (hostPath volumes): use a copy, which leaves them behind.",
 		},
 	)
 	validations = append(validations,
@@ -159,8 +146,7 @@ func DebugContainer() Policy {
 		Variables: []Variable{
 			{Name: "oldNames", Expression: `has(oldObject.spec.ephemeralContainers) ? oldObject.spec.ephemeralContainers.map(c, c.name) : []`},
 			{Name: "added", Expression: `has(object.spec.ephemeralContainers) ? object.spec.ephemeralContainers.filter(c, !(c.name in variables.oldNames)) : []`},
-			{Name: "sensitiveVolumes", Expression: sensitiveVolumesExpr},
-			{Name: "hostPathVolumes", Expression: `has(object.spec.volumes) ? object.spec.volumes.filter(v, has(v.hostPath)).map(v, v.name) : []`},
+			{Name: "mountableVolumes", Expression: mountableVolumesExpr},
 			// Every way an added container could see or reach the app's processes.
 			// (The host's namespaces and paths are refused outright.)
 			{Name: "processReach", Expression: `size(variables.added) > 0 && (

@@ -3,7 +3,6 @@ package policies
 import (
 	"fmt"
 	"slices"
-	"strings"
 )
 
 // What a container runs with is not what its securityContext says: the
@@ -82,42 +81,3 @@ const podGroupsExpr = `(object.spec.?securityContext.?supplementalGroups.orValue
 // podHostProcessExpr is true when the pod makes every container a Windows
 // host process.
 const podHostProcessExpr = `object.spec.?securityContext.?windowsOptions.?hostProcess.orValue(false)`
-
-// deviceEnvPrefixes and deviceEnvNames are environment variables container
-// runtimes' device hooks read as a request for the node's devices (the
-// NVIDIA container toolkit's NVIDIA_VISIBLE_DEVICES=all hands over every
-// GPU, and its NVIDIA_DRIVER_CAPABILITIES and NVIDIA_REQUIRE_* shape what it
-// mounts; AMD's, Habana's and Ascend's toolkits read theirs). Kubernetes
-// itself gives no variable such a meaning; the list is the field's
-// well-known ones (docs/threat-model.md says what remains).
-var (
-	deviceEnvPrefixes = []string{"NVIDIA_"}
-	deviceEnvNames    = []string{"AMD_VISIBLE_DEVICES", "HABANA_VISIBLE_DEVICES", "ASCEND_VISIBLE_DEVICES", "ASCEND_RUNTIME_OPTIONS"}
-)
-
-// deviceEnvExpr is true for an environment variable e that asks for devices.
-var deviceEnvExpr = func() string {
-	var parts []string
-	for _, p := range deviceEnvPrefixes {
-		parts = append(parts, fmt.Sprintf(`e.name.startsWith('%s')`, p))
-	}
-	parts = append(parts, fmt.Sprintf(`e.name in %s`, celList(deviceEnvNames)))
-	return "(" + strings.Join(parts, " || ") + ")"
-}()
-
-// IsDeviceEnv reports whether a container runtime's device hook would read
-// the environment variable name as a request for devices, as the policies
-// judge it: the relay's copy builder leaves such variables out.
-func IsDeviceEnv(name string) bool {
-	for _, p := range deviceEnvPrefixes {
-		if strings.HasPrefix(name, p) {
-			return true
-		}
-	}
-	for _, n := range deviceEnvNames {
-		if name == n {
-			return true
-		}
-	}
-	return false
-}

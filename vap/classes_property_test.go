@@ -330,8 +330,9 @@ func TestClassProperties(t *testing.T) {
 // still is caught, for its other fields).
 var weakenable = map[string][]string{
 	"effective security": {"debug.user", "debug.groups", "debug.confinement", "debug.seccomp", "debug.privilege", "debug.env",
-		"debug.host-namespaces", "debug.runtime-class", "copy.user", "copy.groups+copy.pod-security", "copy.pod-security", "copy.app.non-root", "copy.app.env",
-		"copy.app.confinement", "copy.app.seccomp"},
+		"debug.host-namespaces", "debug.runtime-class", "debug.mounted-volumes", "copy.user", "copy.groups+copy.pod-security", "copy.pod-security",
+		"copy.app.non-root", "copy.app.env", "copy.app.confinement", "copy.app.seccomp", "copy.container-fields", "copy.spec-fields",
+		"copy.resources", "copy.lifetime"},
 	"identities":         {"grant.no-standing", "grant.no-broad-groups", "session.self-approval", "session.self-review"},
 	"updates":            {"copy.unchanged", "copy.status-by-its-node"},
 	"minted credentials": {"credentials.token-kubelet-only"},

@@ -46,7 +46,8 @@ func bigPod(ephemeral int) map[string]any {
 	}
 	for i := 0; i < ephemeral; i++ {
 		eph = append(eph, map[string]any{
-			"name": fmt.Sprintf("breakglass-e%d", i), "image": testImage, "env": env(), "volumeMounts": mounts(),
+			// No env: a debug container has none (debug.env).
+			"name": fmt.Sprintf("breakglass-e%d", i), "image": testImage, "volumeMounts": mounts(),
 			"securityContext": map[string]any{
 				"runAsUser": int64(65532), "runAsGroup": int64(65532), "runAsNonRoot": true, "readOnlyRootFilesystem": true,
 				"allowPrivilegeEscalation": false, "capabilities": map[string]any{"drop": []any{"ALL"}},

@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -133,6 +135,10 @@ func randomTarget(r *rand.Rand) *corev1.Pod {
 		{CSI: &corev1.CSIVolumeSource{Driver: "secrets-store.csi.k8s.io"}},
 		{Projected: &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "t"}}}}},
 		{Projected: &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "ca"}}}}}},
+		{Projected: &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{{PodCertificate: &corev1.PodCertificateProjection{SignerName: "example.com/mtls"}}}}},
+		{NFS: &corev1.NFSVolumeSource{Server: "nfs.example", Path: "/"}},
+		{Image: &corev1.ImageVolumeSource{Reference: "registry.example/keys:1"}},
+		{Ephemeral: &corev1.EphemeralVolumeSource{}},
 	}
 	for i := range r.IntN(5) {
 		s.Volumes = append(s.Volumes, corev1.Volume{Name: fmt.Sprintf("v%d", i), VolumeSource: volumes[r.IntN(len(volumes))]})
@@ -162,7 +168,21 @@ func randomTarget(r *rand.Rand) *corev1.Pod {
 				Capabilities: &corev1.Capabilities{Add: []corev1.Capability{"NET_ADMIN"}}}
 		}
 		if pick(4) {
-			c.Env = append(c.Env, corev1.EnvVar{Name: "NVIDIA_VISIBLE_DEVICES", Value: "all"})
+			c.Env = append(c.Env, corev1.EnvVar{Name: deviceEnvNames[r.IntN(len(deviceEnvNames))], Value: "all"})
+		}
+		if pick(4) {
+			c.Env = append(c.Env, corev1.EnvVar{Name: "KEY", ValueFrom: &corev1.EnvVarSource{FileKeyRef: &corev1.FileKeySelector{
+				VolumeName: "v0", Path: "keys.env", Key: "KEY"}}})
+		}
+		if pick(4) && len(s.Volumes) > 0 {
+			c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: s.Volumes[0].Name, MountPath: "/var/run/nvidia-container-devices/all"})
+		}
+		if pick(3) {
+			c.Resources = corev1.ResourceRequirements{
+				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), "nvidia.com/gpu": resource.MustParse("1")},
+				Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("64Mi"), "hugepages-2Mi": resource.MustParse("4Mi"), "example.com/fpga": resource.MustParse("1")},
+				Claims:   []corev1.ResourceClaim{{Name: "gpu"}},
+			}
 		}
 		if pick(3) {
 			c.ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"true"}}}}
@@ -242,8 +262,9 @@ var powers = map[string]func(p *corev1.Pod, c *corev1.Container){
 	},
 	"root":       func(_ *corev1.Pod, c *corev1.Container) { c.SecurityContext.RunAsUser = ptr.To[int64](0) },
 	"root group": func(_ *corev1.Pod, c *corev1.Container) { c.SecurityContext.RunAsGroup = ptr.To[int64](0) },
-	"devices": func(_ *corev1.Pod, c *corev1.Container) {
-		c.Env = append(c.Env, corev1.EnvVar{Name: "NVIDIA_VISIBLE_DEVICES", Value: "all"})
+	"a device hook's mount path": func(p *corev1.Pod, c *corev1.Container) {
+		p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: "devreq", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
+		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "devreq", MountPath: "/var/run/nvidia-container-devices/all", ReadOnly: true})
 	},
 	"seccomp local": func(_ *corev1.Pod, c *corev1.Container) {
 		c.SecurityContext.SeccompProfile = &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeLocalhost, LocalhostProfile: ptr.To("allow-all.json")}
@@ -275,6 +296,27 @@ var powers = map[string]func(p *corev1.Pod, c *corev1.Container){
 		c.SecurityContext.AppArmorProfile = &corev1.AppArmorProfile{Type: corev1.AppArmorProfileTypeUnconfined}
 	},
 	"image by tag": func(_ *corev1.Pod, c *corev1.Container) { c.Image = "registry.example/miner:latest" },
+}
+
+// deviceEnvNames are a variable each device hook reads (policies.DeviceEnv).
+var deviceEnvNames = func() []string {
+	var out []string
+	for _, d := range policies.DeviceEnv {
+		name := d.Name
+		if d.Match == policies.Prefix {
+			name += "VISIBLE_DEVICES"
+		}
+		out = append(out, name)
+	}
+	return out
+}()
+
+func init() {
+	for _, name := range deviceEnvNames {
+		powers["device request "+name] = func(_ *corev1.Pod, c *corev1.Container) {
+			c.Env = append(c.Env, corev1.EnvVar{Name: name, Value: "all"})
+		}
+	}
 }
 
 // copyPowers add power to the whole of a copy pod.
@@ -321,6 +363,24 @@ var copyPowers = map[string]func(p *corev1.Pod){
 	},
 	"a device claim": func(p *corev1.Pod) {
 		p.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimName: ptr.To("gpu-0")}}
+	},
+	"an extended resource (a device plugin's)": func(p *corev1.Pod) {
+		p.Spec.Containers[0].Resources.Limits = corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("1")}
+	},
+	"no deadline":                 func(p *corev1.Pod) { p.Spec.ActiveDeadlineSeconds = nil },
+	"a deadline past every grant": func(p *corev1.Pod) { p.Spec.ActiveDeadlineSeconds = ptr.To[int64](75*60 + 1) },
+	"restarts":                    func(p *corev1.Pod) { p.Spec.RestartPolicy = corev1.RestartPolicyAlways },
+	"an hour to stop":             func(p *corev1.Pod) { p.Spec.TerminationGracePeriodSeconds = ptr.To[int64](3600) },
+	"a finalizer":                 func(p *corev1.Pod) { p.Finalizers = []string{"example.com/keep"} },
+	"an owner": func(p *corev1.Pod) {
+		p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web-1", UID: "1"}}
+	},
+	"a variable from a file": func(p *corev1.Pod) {
+		p.Spec.Containers[0].Env = append(p.Spec.Containers[0].Env, corev1.EnvVar{Name: "KEY", ValueFrom: &corev1.EnvVarSource{
+			FileKeyRef: &corev1.FileKeySelector{VolumeName: "x", Path: "k", Key: "KEY"}}})
+	},
+	"an eviction responder": func(p *corev1.Pod) {
+		p.Spec.EvictionResponders = []corev1.EvictionResponder{{Name: "example.com/hold"}}
 	},
 	"a writable claim": func(p *corev1.Pod) {
 		p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: "rw", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}}})
@@ -371,6 +431,9 @@ func checkCopy(t testing.TB, plane *propertyPlane, seed uint64) error {
 			return fmt.Errorf("seed %d: the copy's container %s, admitted, runs with %s", seed, c.Name, why)
 		}
 	}
+	if why := outlivesOrReaches(cp); why != "" {
+		return fmt.Errorf("seed %d: the copy, admitted, %s", seed, why)
+	}
 	names := keys(powers)
 	name := names[r.IntN(len(names))]
 	mutated := cp.DeepCopy()
@@ -387,6 +450,54 @@ func checkCopy(t testing.TB, plane *propertyPlane, seed uint64) error {
 		return fmt.Errorf("seed %d: a copy with %q was admitted", seed, name)
 	}
 	return nil
+}
+
+// outlivesOrReaches says how an admitted copy could outlive its grant or
+// reach the node's devices or a secret, spelled out here rather than
+// taken from the policies' own lists: a kubelet deadline within the
+// longest grant, no restart, a short stop, no finalizer or owner; only the
+// node's own resources, no device claim, no device hook's variable or
+// mount path, no secret or file variable.
+func outlivesOrReaches(p *corev1.Pod) string {
+	s := p.Spec
+	switch {
+	case s.ActiveDeadlineSeconds == nil || *s.ActiveDeadlineSeconds > 75*60:
+		return fmt.Sprintf("runs until %v seconds, not within the longest grant", s.ActiveDeadlineSeconds)
+	case s.RestartPolicy != corev1.RestartPolicyNever:
+		return "restarts its containers"
+	case ptr.Deref(s.TerminationGracePeriodSeconds, 30) > 30:
+		return "takes more than 30 seconds to stop"
+	case len(p.Finalizers) > 0 || len(p.OwnerReferences) > 0:
+		return "has a finalizer or an owner"
+	case len(s.ResourceClaims) > 0:
+		return "claims a device"
+	}
+	for _, c := range s.Containers {
+		for _, l := range []corev1.ResourceList{c.Resources.Limits, c.Resources.Requests} {
+			for name := range l {
+				if !slices.Contains([]corev1.ResourceName{"cpu", "memory", "ephemeral-storage"}, name) && !strings.HasPrefix(string(name), "hugepages-") {
+					return fmt.Sprintf("asks for %s in %s", name, c.Name)
+				}
+			}
+		}
+		if len(c.Resources.Claims) > 0 {
+			return "claims a device in " + c.Name
+		}
+		for _, e := range c.Env {
+			if strings.HasPrefix(e.Name, "NVIDIA_") || slices.Contains(deviceEnvNames, e.Name) {
+				return fmt.Sprintf("sets %s in %s", e.Name, c.Name)
+			}
+			if e.ValueFrom != nil && (e.ValueFrom.SecretKeyRef != nil || e.ValueFrom.FileKeyRef != nil) {
+				return fmt.Sprintf("reads %s from a secret or a file in %s", e.Name, c.Name)
+			}
+		}
+		for _, m := range c.VolumeMounts {
+			if strings.Contains(m.MountPath, "nvidia-container-devices") {
+				return fmt.Sprintf("mounts %s in %s", m.MountPath, c.Name)
+			}
+		}
+	}
+	return ""
 }
 
 // runsAsDebugUser: the app declares the debug user as its own, in the pod

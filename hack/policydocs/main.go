@@ -1,7 +1,8 @@
 // Command policydocs writes the generated parts of docs/policies.md from
 // the policies themselves (policies.All): the table of every policy (what
 // it sees, where it is installed, which settings it reads, its rules) and
-// every rule with the words a refused person reads. The rest of the file
+// every rule with the words a refused person reads; every field's verdict
+// (policies.Verdicts) and the device requests (policies.DeviceEnv). The rest of the file
 // is prose and stays as written. `make generate` runs it; `make
 // verify-generate` fails when the file is stale.
 package main
@@ -42,8 +43,10 @@ func rewrite(file string) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", file, err)
 	}
-	if doc, err = replace(doc, rulesBegin, rules(all)); err != nil {
-		return fmt.Errorf("%s: %w", file, err)
+	for _, part := range []struct{ begin, body string }{{rulesBegin, rules(all)}, {fieldsBegin, fields()}, {devicesBegin, devices()}} {
+		if doc, err = replace(doc, part.begin, part.body); err != nil {
+			return fmt.Errorf("%s: %w", file, err)
+		}
 	}
 	return os.WriteFile(file, doc, 0o644)
 }

@@ -13,7 +13,7 @@ import (
 
 // createCopy creates the pod a copy or held-copy session debugs, as
 // manifests.CopyPod builds it from the target as it runs now.
-func (r *Runner) createCopy(ctx context.Context, s *v1alpha1.Session, container string, processAccess bool, hold time.Duration) error {
+func (r *Runner) createCopy(ctx context.Context, s *v1alpha1.Session, container string, processAccess bool, lifetime time.Duration) error {
 	if s.Spec.Mode == v1alpha1.ModeHeldCopy {
 		if err := HeldCopies(r.Kube.Discovery()); err != nil {
 			return err
@@ -23,7 +23,7 @@ func (r *Runner) createCopy(ctx context.Context, s *v1alpha1.Session, container 
 	if err != nil {
 		return fmt.Errorf("the target pod: %w", err)
 	}
-	cp, err := manifests.CopyPod(target, s, container, r.DebugImage, processAccess, hold)
+	cp, err := manifests.CopyPod(target, s, container, r.DebugImage, processAccess, lifetime)
 	if err != nil {
 		return fmt.Errorf("copying %s: %w", target.Name, err)
 	}

@@ -160,6 +160,10 @@ func (l *Live) extensible(now time.Time) error {
 		return refused("the session is past its hard stop")
 	case s.Spec.Mode == v1alpha1.ModeHeldCopy:
 		return refused("a held copy's app containers are held only for the time first asked for: request a new session")
+	case s.Spec.Mode == v1alpha1.ModeCopy:
+		// Its node ends the copy at its first grant's TTL
+		// (activeDeadlineSeconds), which only ever shortens.
+		return refused("a copy lives no longer than the grant it was made under, and its node ends it then: request a new session")
 	}
 	return nil
 }

@@ -138,7 +138,7 @@ func TestCopyPodFence(t *testing.T) {
 			}, want: "[copy.volumes]"},
 			{name: "a secret in env", mutate: func(p *corev1.Pod) {
 				app(p).EnvFrom = []corev1.EnvFromSource{{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "db"}}}}
-			}, want: "[copy.app.env]"},
+			}, want: "[copy.container-fields]"},
 			{name: "a privileged app container", mutate: func(p *corev1.Pod) {
 				app(p).SecurityContext.Privileged, app(p).SecurityContext.AllowPrivilegeEscalation = ptr.To(true), ptr.To(true)
 			}, want: "[copy.app.privilege]"},
@@ -228,10 +228,22 @@ func TestProcessReach(t *testing.T) {
 		mk("same-user", func(s *corev1.PodSpec) {
 			s.SecurityContext = &corev1.PodSecurityContext{RunAsUser: ptr.To(v1alpha1.DebugUserID)}
 		})
+		mk("claim", func(s *corev1.PodSpec) {
+			s.Volumes = append(s.Volumes, corev1.Volume{Name: "orders", VolumeSource: corev1.VolumeSource{
+				PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "orders"}}})
+		})
+		// Written with sources: [], stored with sources null: every rule
+		// still evaluates (a rule that iterated null would refuse them all).
+		mk("empty-projection", func(s *corev1.PodSpec) {
+			s.Volumes = append(s.Volumes, corev1.Volume{Name: "empty", VolumeSource: corev1.VolumeSource{
+				Projected: &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{}}}})
+		})
 
 		grant(t, c, ns, "s-reach", v1alpha1.DebugRole)
 		hostMount := debugContainer("breakglass-hostpath")
 		hostMount.VolumeMounts = []corev1.VolumeMount{{Name: "host", MountPath: "/host", ReadOnly: true}}
+		claimMount := debugContainer("breakglass-claim")
+		claimMount.VolumeMounts = []corev1.VolumeMount{{Name: "orders", MountPath: "/orders", ReadOnly: true}}
 		for _, tc := range []struct {
 			pod  string
 			ec   corev1.EphemeralContainer
@@ -241,12 +253,19 @@ func TestProcessReach(t *testing.T) {
 			// The node's namespaces and paths are refused with any grant.
 			{"host-pid", debugContainer("breakglass-hostpid"), "[debug.host-namespaces]"},
 			{"host-net", debugContainer("breakglass-hostnet"), "[debug.host-namespaces]"},
-			{"host-path", hostMount, "[debug.host-path]"},
+			{"host-path", hostMount, "[debug.mounted-volumes]"},
+			// A claim may be bound to a node's path or a secrets store.
+			{"claim", claimMount, "[debug.mounted-volumes]"},
 		} {
 			t.Run(tc.pod+" without the process grant", func(t *testing.T) {
 				wantDenied(t, addDebugContainer(t, portal, ns, tc.pod, tc.ec, true), tc.want)
 			})
 		}
+		t.Run("a projection stored with sources null, mounted", func(t *testing.T) {
+			ec := debugContainer("breakglass-empty")
+			ec.VolumeMounts = append(ec.VolumeMounts, corev1.VolumeMount{Name: "empty", MountPath: "/empty", ReadOnly: true})
+			wantAdmitted(t, addDebugContainer(t, portal, ns, "empty-projection", ec, true))
+		})
 		t.Run("an app running as the debug user, without process access", func(t *testing.T) {
 			wantAdmitted(t, addDebugContainer(t, portal, ns, "same-user", debugContainer("breakglass-plain"), true))
 		})

@@ -77,10 +77,16 @@ func TestDebugContainer(t *testing.T) {
 				want: "[debug.mounts]"},
 			{name: "token mount", mutate: func(e *corev1.EphemeralContainer) {
 				e.VolumeMounts = []corev1.VolumeMount{{Name: "kube-api-access", MountPath: "/var/run/secrets/kubernetes.io/serviceaccount", ReadOnly: true}}
-			}, want: "[debug.secrets]"},
+			}, want: "[debug.mounted-volumes]"},
 			{name: "secret mount", mutate: func(e *corev1.EphemeralContainer) {
 				e.VolumeMounts = []corev1.VolumeMount{{Name: "tls", MountPath: "/tls", ReadOnly: true}}
-			}, want: "[debug.secrets]"},
+			}, want: "[debug.mounted-volumes]"},
+			{name: "a device hook's mount path", mutate: func(e *corev1.EphemeralContainer) {
+				e.VolumeMounts[0].MountPath = "/var/run/nvidia-container-devices/all"
+			}, want: "[debug.mounted-volumes]"},
+			{name: "plain env", mutate: func(e *corev1.EphemeralContainer) {
+				e.Env = []corev1.EnvVar{{Name: "AWS_NEURON_VISIBLE_DEVICES", Value: "ALL"}}
+			}, want: "[debug.env]"},
 			{name: "secret env", mutate: func(e *corev1.EphemeralContainer) {
 				e.Env = []corev1.EnvVar{{Name: "PW", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
 					LocalObjectReference: corev1.LocalObjectReference{Name: "db"}, Key: "pw"}}}}

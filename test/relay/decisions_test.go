@@ -366,6 +366,16 @@ func TestCopies(t *testing.T) {
 				(mode == v1alpha1.ModeHeldCopy) != (sc.RunAsUser != nil && *sc.RunAsUser == v1alpha1.DebugUserID) {
 				t.Fatalf("the copy's app container runs with %+v: non-root, and a held copy's as the debug user", sc)
 			}
+			// The node ends the copy when its grant does, sweeper or not;
+			// so no extension can outlast it.
+			ttl := started.Status.Grant.ExpiresAt.Sub(started.Status.StartedAt.Time)
+			if d := cp.Spec.ActiveDeadlineSeconds; d == nil || time.Duration(*d)*time.Second != ttl.Round(time.Second) ||
+				cp.Spec.RestartPolicy != corev1.RestartPolicyNever {
+				t.Fatalf("the copy's deadline %v and restart policy %s: want its grant's TTL %s, and Never", d, cp.Spec.RestartPolicy, ttl)
+			}
+			if a := tr.must(t, http.StatusConflict, token(t, alice), "POST", path+"/extensions", `{"duration":"20m","reason":"more"}`); !strings.Contains(string(a.body), "request a new session") {
+				t.Fatalf("an extension of a %s: %s", mode, a.body)
+			}
 			tm, _, err := tr.dial(t, alice, ns, s.Name, nil)
 			if err != nil {
 				t.Fatal(err)
