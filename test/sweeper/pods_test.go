@@ -19,22 +19,24 @@ import (
 // appImage is the copied app's image, pinned by digest as a copy requires.
 var appImage = "registry.example/shop/web@sha256:" + strings.Repeat("a", 64)
 
-// makeCopy is a copy pod for session in the shape the copy policies admit,
-// as manifests/copy.go builds one: the app beside a debug container,
-// labelled with its Session only, with no API token.
-func makeCopy(ns, session string) *corev1.Pod {
-	ec := manifests.DebugContainer(v1alpha1.DebugContainerPrefix+session, cluster.DebugImage)
-	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: ec.Name, Namespace: ns, Labels: map[string]string{v1alpha1.SessionLabel: session}},
+// makeCopy is a copy pod for session, built as the relay builds one
+// (manifests.CopyPod) from an app pod on node-1, for the longest grant.
+func makeCopy(t testing.TB, ns, session string) *corev1.Pod {
+	t.Helper()
+	app := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns},
 		Spec: corev1.PodSpec{
-			NodeName:                     "node-1",
-			AutomountServiceAccountToken: ptr.To(false),
-			Containers: []corev1.Container{
-				{Name: "web", Image: appImage, SecurityContext: manifests.RestrictedSecurityContext(1000)},
-				{Name: ec.Name, Image: ec.Image, Stdin: ec.Stdin, TTY: ec.TTY, SecurityContext: ec.SecurityContext},
-			},
+			NodeName:        "node-1",
+			SecurityContext: &corev1.PodSecurityContext{RunAsUser: ptr.To[int64](1000)},
+			Containers:      []corev1.Container{{Name: "web", Image: appImage}},
 		},
 	}
+	s := &v1alpha1.Session{ObjectMeta: metav1.ObjectMeta{Name: session, Namespace: ns}, Spec: v1alpha1.SessionSpec{Mode: v1alpha1.ModeCopy}}
+	cp, err := manifests.CopyPod(app, s, v1alpha1.DebugContainerPrefix+session, cluster.DebugImage, false, 45*time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cp
 }
 
 // portalCopy creates session's copy as the portal, which must hold a grant in ns.
@@ -44,7 +46,7 @@ func portalCopy(t testing.TB, ns, session string) *corev1.Pod {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cp := makeCopy(ns, session)
+	cp := makeCopy(t, ns, session)
 	if err := portal.Client.Create(context.Background(), cp); err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +107,7 @@ func TestCopyOfEndedSessionDeleted(t *testing.T) {
 	cluster.Eventually(t, 20*time.Second, "the ended session's grant deleted", gone(rb))
 
 	// Only the pod sweeper sees this one: the Session's clean-up is over.
-	cp := makeCopy(ns, "done")
+	cp := makeCopy(t, ns, "done")
 	if err := cl.Client.Create(context.Background(), cp); err != nil {
 		t.Fatal(err)
 	}
