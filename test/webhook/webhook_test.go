@@ -178,14 +178,16 @@ func TestSignatures(t *testing.T) {
 	}
 
 	t.Run("a copy pod with an unsigned debug container", func(t *testing.T) {
-		sc := cluster.DebugSecurityContext()
 		// A copy in the shape the copy policies admit, as the relay builds it.
-		pod := &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Name: "web-1-copy", Namespace: "signatures", Labels: map[string]string{v1alpha1.SessionLabel: "s1"}},
-			Spec: corev1.PodSpec{NodeName: "node-1", AutomountServiceAccountToken: ptr.To(false), Containers: []corev1.Container{
-				{Name: "web", Image: "registry.example/shop/web@sha256:" + strings.Repeat("a", 64), SecurityContext: manifests.RestrictedSecurityContext(1000)},
-				{Name: "breakglass-s1", Image: unsigned.String(), SecurityContext: sc},
-			}},
+		app := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: "web-1", Namespace: "signatures"},
+			Spec: corev1.PodSpec{NodeName: "node-1", SecurityContext: &corev1.PodSecurityContext{RunAsUser: ptr.To[int64](1000)},
+				Containers: []corev1.Container{{Name: "web", Image: "registry.example/shop/web@sha256:" + strings.Repeat("a", 64)}}},
+		}
+		s1 := &v1alpha1.Session{ObjectMeta: metav1.ObjectMeta{Name: "s1", Namespace: "signatures"}, Spec: v1alpha1.SessionSpec{Mode: v1alpha1.ModeCopy}}
+		pod, err := manifests.CopyPod(app, s1, "breakglass-s1", unsigned.String(), false, 45*time.Minute)
+		if err != nil {
+			t.Fatal(err)
 		}
 		wantRefused(t, portal.Client.Create(context.Background(), pod), "[webhook.signature]")
 		pod.Spec.Containers[1].Image = signed.String()
@@ -220,7 +222,6 @@ func TestSignatures(t *testing.T) {
 			}
 		}()
 		// The API server drops the binding from its informer a moment later.
-		var err error
 		for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
 			if err = swap(); err == nil || strings.Contains(err.Error(), "[webhook.signature]") {
 				break
