@@ -102,6 +102,11 @@ func CopyPod(target *corev1.Pod, s *v1alpha1.Session, container, image string, p
 		}
 		for _, m := range c.VolumeMounts {
 			if kept[m.Name] && !policies.IsDeviceMount(m.MountPath) {
+				// Bidirectional needs a privileged container, which no
+				// copy has: the API server would refuse the copy.
+				if m.MountPropagation != nil && *m.MountPropagation == corev1.MountPropagationBidirectional {
+					m.MountPropagation = nil
+				}
 				cc.VolumeMounts = append(cc.VolumeMounts, m)
 			}
 		}
@@ -208,7 +213,7 @@ func plainEnv(env []corev1.EnvVar) []corev1.EnvVar {
 func plainEnvFrom(from []corev1.EnvFromSource) []corev1.EnvFromSource {
 	var out []corev1.EnvFromSource
 	for _, f := range from {
-		if policies.SetsOnlyJudged("EnvFromSource", policies.InCopy, f) {
+		if policies.SetsOnlyJudged("EnvFromSource", policies.InCopy, f) && !policies.IsDevicePrefix(f.Prefix) {
 			out = append(out, f)
 		}
 	}

@@ -125,9 +125,10 @@ func CopyPodShape() Policy {
 		Validation{
 			Name: ruleCopyEnv,
 			Expression: `variables.all.all(c, !has(c.env) || c.env.all(e, !` + deviceEnvExpr + `)) &&
+				variables.all.all(c, !has(c.envFrom) || c.envFrom.all(f, !(` + devicePrefixExpr + `))) &&
 				variables.all.all(c, !has(c.volumeMounts) || c.volumeMounts.all(m, !` + deviceMountExpr + `))`,
-			Message: fmt.Sprintf("[%s] no container of a copy sets a variable, or mounts a path, that a container runtime's device hook "+
-				"reads as a request for the node's devices (docs/policies.md, \"Device requests\").", ruleCopyEnv),
+			Message: fmt.Sprintf("[%s] no container of a copy sets a variable, names an envFrom prefix that would make one, or mounts a "+
+				"path, that a container runtime's device hook reads as a request for the node's devices (docs/policies.md, \"Device requests\").", ruleCopyEnv),
 		},
 		Validation{
 			Name:       "copy.app.host-ports",
@@ -222,8 +223,9 @@ func CopyPodUpdates() Policy {
 				Expression: `(variables.sub != '' || object.spec == oldObject.spec) &&
 					object.metadata.?labels == oldObject.metadata.?labels &&
 					object.metadata.?annotations == oldObject.metadata.?annotations &&
-					object.metadata.?ownerReferences == oldObject.metadata.?ownerReferences`,
-				Message: "[copy.unchanged] a copy pod stays as it was admitted: its containers, images, labels, annotations and owners never change. " +
+					object.metadata.?ownerReferences == oldObject.metadata.?ownerReferences &&
+					object.metadata.?finalizers == oldObject.metadata.?finalizers`,
+				Message: "[copy.unchanged] a copy pod stays as it was admitted: its containers, images, labels, annotations, owners and finalizers never change. " +
 					"End the session and start another.",
 			},
 			{

@@ -60,8 +60,19 @@ func debugShape(prefix, list string) []Validation {
 			Name: prefix + ".mounted-volumes",
 			Expression: all(`!has(c.volumeMounts) || c.volumeMounts.all(m, m.name in variables.mountableVolumes && !` +
 				deviceMountExpr + `)`),
-			Message: fmt.Sprintf("[%s.mounted-volumes] a debug container mounts only emptyDir, configMap and downwardAPI volumes (or projections "+
-				"of those): no secret, token, claim, image, CSI, node or network volume, nor a path a device hook reads.", prefix),
+			Message: fmt.Sprintf("[%s.mounted-volumes] a debug container mounts only configMap and downwardAPI volumes (or projections "+
+				"of those): no secret, token, scratch directory (a sidecar may write secrets there), claim, image, CSI, node or network "+
+				"volume, nor a path a device hook reads.", prefix),
+		},
+		Validation{
+			// What it runs is the image's own shell, which the relay
+			// attaches to and records and which ends with the attach: not a
+			// command of its own, running where nobody attaches.
+			Name:       prefix + ".attached",
+			Expression: all(`!has(c.command) && !has(c.args) && c.?stdin.orValue(false) && c.?stdinOnce.orValue(false) && c.?tty.orValue(false)`),
+			Message: fmt.Sprintf("[%s.attached] a debug container runs its image's own shell, with stdin, stdinOnce and tty set, for the "+
+				"relay to attach to and record: no command or args of its own.", prefix),
+			Profiles: []Profile{Flight},
 		},
 		Validation{
 			Name:       prefix + ".env",

@@ -48,6 +48,7 @@ var DeviceEnv = []DeviceRequest{
 	{"HABANA_VISIBLE_DEVICES", Exactly, "habana-container-runtime's prestart hook, Intel Gaudi (github.com/HabanaAI/habana-container-runtime)"},
 	{"ASCEND_", Prefix, "Huawei's ascend-docker-runtime: ASCEND_VISIBLE_DEVICES, ASCEND_RUNTIME_OPTIONS, ASCEND_RUNTIME_MOUNTS, ASCEND_ALLOW_LINK, " +
 		"ASCEND_VNPU_SPECS (gitee.com/ascend/ascend-docker-runtime)"},
+	{"ENFLAME_VISIBLE_DEVICES", Exactly, "Enflame's GCU container toolkit (its device plugin sets it; =all hands over every GCU)"},
 	{"AWS_NEURON_VISIBLE_DEVICES", Exactly, "AWS's OCI Neuron hook, Inferentia and Trainium: ALL hands over every device (awsdocs-neuron, tutorial-oci-hook)"},
 }
 
@@ -91,6 +92,35 @@ func anyDeviceExpr(list []DeviceRequest, expr string) string {
 
 // deviceEnvExpr is true for an environment variable e that asks for devices.
 var deviceEnvExpr = anyDeviceExpr(DeviceEnv, "e.name")
+
+// devicePrefixExpr is true for an envFrom source f whose prefix, put
+// before a ConfigMap's keys (which the policy cannot see), could spell a
+// device request: a prefix of one's name, or one that starts with a
+// prefix that is one.
+var devicePrefixExpr = func() string {
+	parts := make([]string, len(DeviceEnv))
+	for i, d := range DeviceEnv {
+		parts[i] = fmt.Sprintf(`%s.startsWith(p)`, q(d.Name))
+		if d.Match == Prefix {
+			parts[i] += fmt.Sprintf(` || p.startsWith(%s)`, q(d.Name))
+		}
+	}
+	return fmt.Sprintf(`f.?prefix.orValue('') != '' && [f.prefix].exists(p, %s)`, strings.Join(parts, " || "))
+}()
+
+// IsDevicePrefix reports whether an envFrom prefix could spell a device
+// request with a ConfigMap's keys: the copy builder leaves such sources out.
+func IsDevicePrefix(p string) bool {
+	if p == "" {
+		return false
+	}
+	for _, d := range DeviceEnv {
+		if strings.HasPrefix(d.Name, p) || (d.Match == Prefix && strings.HasPrefix(p, d.Name)) {
+			return true
+		}
+	}
+	return false
+}
 
 // deviceMountExpr is true for a volume mount m that asks for devices.
 var deviceMountExpr = anyDeviceExpr(DeviceMountPaths, "m.mountPath")

@@ -30,6 +30,14 @@ func each(debug, copy Verdict) map[Place]Verdict {
 func debugOnly(v Verdict) map[Place]Verdict { return map[Place]Verdict{InDebug: v} }
 func copyOnly(v Verdict) map[Place]Verdict  { return map[Place]Verdict{InCopy: v} }
 
+// onFlightAttached is how the relay sets a field of its debug container,
+// which Flight holds it to (debug.attached): a shell the relay attaches to
+// and records, ending with the attach. On Ground a developer's kubectl
+// debug sets them as it likes.
+func onFlightAttached(how string) string {
+	return how + " (on Flight; on Ground as kubectl debug sets it)"
+}
+
 // inherited is a pod field a debug container joining the pod gains nothing from.
 func inherited(how string) Verdict {
 	return allowed("the pod's own: " + how + "; a debug container joining it gains nothing from it")
@@ -150,8 +158,8 @@ var fieldTable = map[string]map[string]map[Place]Verdict{
 		"windowsOptions":           each(bounded("no host process", ruleDebugPrivilege), bounded("none", ruleCopyPodSecurity)),
 	},
 	"EphemeralContainer": {
-		"args":                     debugOnly(allowed("what runs in the debug image, as the debug user, confined")),
-		"command":                  debugOnly(allowed("what runs in the debug image, as the debug user, confined")),
+		"args":                     debugOnly(setByRelay(onFlightAttached("none: the image's own shell"), "debug.attached")),
+		"command":                  debugOnly(setByRelay(onFlightAttached("none: the image's own shell"), "debug.attached")),
 		"env":                      debugOnly(setByRelay("none: a value could be a device hook's request, a reference a secret's", ruleDebugEnv)),
 		"envFrom":                  debugOnly(setByRelay("none", ruleDebugEnv)),
 		"image":                    debugOnly(bounded("pinned by digest, in params.debugImages, and signed (the webhook)", "debug.image-digest", "debug.image-allowed")),
@@ -167,12 +175,12 @@ var fieldTable = map[string]map[string]map[Place]Verdict{
 		"restartPolicyRules":       debugOnly(apiRefuses(ephemeralRefused)),
 		"securityContext":          debugOnly(bounded("as SecurityContext says", "debug.user", "debug.read-only-root")),
 		"startupProbe":             debugOnly(apiRefuses(ephemeralRefused)),
-		"stdin":                    debugOnly(allowed("the relay attaches to it")),
-		"stdinOnce":                debugOnly(allowed("the shell's input closes with the relay's attach")),
+		"stdin":                    debugOnly(setByRelay(onFlightAttached("true: the relay attaches to it"), "debug.attached")),
+		"stdinOnce":                debugOnly(setByRelay(onFlightAttached("true: the shell ends with the relay's attach"), "debug.attached")),
 		"targetContainerName":      debugOnly(bounded("only with the process grant", "debug.process-access", "debug.same-user")),
 		"terminationMessagePath":   debugOnly(allowed("the kubelet's file for the container's last words, of which it reads at most 4 KiB")),
 		"terminationMessagePolicy": debugOnly(allowed("whether the kubelet falls back to the log for the last words")),
-		"tty":                      debugOnly(allowed("a terminal for the relay's attach")),
+		"tty":                      debugOnly(setByRelay(onFlightAttached("true: a terminal for the relay's attach"), "debug.attached")),
 		"volumeDevices":            debugOnly(none("no raw block device", "debug.mounts")),
 		"volumeMounts":             debugOnly(bounded("read-only, of volumes Volume lets a debug container mount", "debug.mounts", ruleDebugMounted)),
 		"workingDir":               debugOnly(allowed("a directory in the debug image")),
@@ -249,7 +257,8 @@ var fieldTable = map[string]map[string]map[Place]Verdict{
 		"name":        both(allowed("the volume's name")),
 		"configMap":   both(allowed("a ConfigMap: configuration, no secret")),
 		"downwardAPI": both(allowed("the pod's own metadata")),
-		"emptyDir":    both(allowed("a scratch directory of the pod's own (what the app wrote there is the point of a look)")),
+		"emptyDir": each(refused("not mounted into a debug container: a sidecar may write secrets there (a Vault agent's rendered secrets, a mesh's identity key)", ruleDebugMounted),
+			allowed("a scratch directory of the copy's own, empty at its start")),
 		"persistentVolumeClaim": each(refused("not mounted into a debug container: a claim may be bound to any volume, a node's path (hostPath, local) or a CSI driver's secrets among them", ruleDebugMounted),
 			bounded("read-only: a copy never writes the app's data (what the claim is bound to is the app's own, as it ran)", ruleCopyVolumes)),
 		"image": each(refused("not mounted into a debug container: an image may hold anything, keys baked in among them", ruleDebugMounted),

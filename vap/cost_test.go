@@ -21,7 +21,7 @@ var testImage = "registry.example/breakglass/debug@sha256:" + strings.Repeat("d"
 func bigPod(ephemeral int) map[string]any {
 	var containers, eph, volumes []any
 	for i := 0; i < 60; i++ {
-		v := map[string]any{"name": fmt.Sprintf("v%d", i), "emptyDir": map[string]any{}}
+		v := map[string]any{"name": fmt.Sprintf("v%d", i), "configMap": map[string]any{"name": "c"}}
 		if i%2 == 1 {
 			v = map[string]any{"name": fmt.Sprintf("v%d", i), "secret": map[string]any{"secretName": "s"}}
 		}
@@ -47,7 +47,7 @@ func bigPod(ephemeral int) map[string]any {
 	for i := 0; i < ephemeral; i++ {
 		eph = append(eph, map[string]any{
 			// No env: a debug container has none (debug.env).
-			"name": fmt.Sprintf("breakglass-e%d", i), "image": testImage, "volumeMounts": mounts(),
+			"name": fmt.Sprintf("breakglass-e%d", i), "image": testImage, "volumeMounts": mounts(), "stdin": true, "stdinOnce": true, "tty": true,
 			"securityContext": map[string]any{
 				"runAsUser": int64(65532), "runAsGroup": int64(65532), "runAsNonRoot": true, "readOnlyRootFilesystem": true,
 				"allowPrivilegeEscalation": false, "capabilities": map[string]any{"drop": []any{"ALL"}},

@@ -73,8 +73,15 @@ func TestDebugContainer(t *testing.T) {
 			{name: "added capability", mutate: func(e *corev1.EphemeralContainer) {
 				e.SecurityContext.Capabilities.Add = []corev1.Capability{"SYS_PTRACE"}
 			}, want: "[debug.capabilities]"},
-			{name: "writable mount", mutate: func(e *corev1.EphemeralContainer) { e.VolumeMounts[0].ReadOnly = false },
-				want: "[debug.mounts]"},
+			{name: "configuration mounted read-only", mutate: func(e *corev1.EphemeralContainer) {
+				e.VolumeMounts = []corev1.VolumeMount{{Name: "config", MountPath: "/config", ReadOnly: true}}
+			}},
+			{name: "writable mount", mutate: func(e *corev1.EphemeralContainer) {
+				e.VolumeMounts = []corev1.VolumeMount{{Name: "config", MountPath: "/config"}}
+			}, want: "[debug.mounts]"},
+			{name: "scratch directory, where a sidecar may write secrets", mutate: func(e *corev1.EphemeralContainer) {
+				e.VolumeMounts = []corev1.VolumeMount{{Name: "data", MountPath: "/data", ReadOnly: true}}
+			}, want: "[debug.mounted-volumes]"},
 			{name: "token mount", mutate: func(e *corev1.EphemeralContainer) {
 				e.VolumeMounts = []corev1.VolumeMount{{Name: "kube-api-access", MountPath: "/var/run/secrets/kubernetes.io/serviceaccount", ReadOnly: true}}
 			}, want: "[debug.mounted-volumes]"},
@@ -82,7 +89,7 @@ func TestDebugContainer(t *testing.T) {
 				e.VolumeMounts = []corev1.VolumeMount{{Name: "tls", MountPath: "/tls", ReadOnly: true}}
 			}, want: "[debug.mounted-volumes]"},
 			{name: "a device hook's mount path", mutate: func(e *corev1.EphemeralContainer) {
-				e.VolumeMounts[0].MountPath = "/var/run/nvidia-container-devices/all"
+				e.VolumeMounts = []corev1.VolumeMount{{Name: "config", MountPath: "/var/run/nvidia-container-devices/all", ReadOnly: true}}
 			}, want: "[debug.mounted-volumes]"},
 			{name: "plain env", mutate: func(e *corev1.EphemeralContainer) {
 				e.Env = []corev1.EnvVar{{Name: "AWS_NEURON_VISIBLE_DEVICES", Value: "ALL"}}

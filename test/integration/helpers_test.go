@@ -30,6 +30,8 @@ func appPod(t *testing.T, c *cluster.Cluster, ns, name string) *corev1.Pod {
 	t.Helper()
 	return c.AppPod(t, ns, name,
 		corev1.Volume{Name: "data", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+		corev1.Volume{Name: "config", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+			LocalObjectReference: corev1.LocalObjectReference{Name: "web-config"}}}},
 		corev1.Volume{Name: "tls", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "web-tls"}}},
 		corev1.Volume{Name: "kube-api-access", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
 			Sources: []corev1.VolumeProjection{{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "token"}}},
@@ -37,11 +39,9 @@ func appPod(t *testing.T, c *cluster.Cluster, ns, name string) *corev1.Pod {
 }
 
 // debugContainer is a debug container in the one shape the policies allow,
-// mounting the app's data read-only.
+// as the relay makes it (it mounts nothing).
 func debugContainer(name string) corev1.EphemeralContainer {
-	ec := cluster.DebugContainer(name, cluster.DebugImage)
-	ec.VolumeMounts = []corev1.VolumeMount{{Name: "data", MountPath: "/data", ReadOnly: true}}
-	return ec
+	return cluster.DebugContainer(name, cluster.DebugImage)
 }
 
 // grant makes the portal's grant for session in ns, to role, as the portal,
