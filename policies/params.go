@@ -37,6 +37,10 @@ type Params struct {
 	RuntimeClasses []string `json:"runtimeClasses"`
 	// DebugUserID is the user id every debug container runs as.
 	DebugUserID int64 `json:"debugUserID"`
+	// NodeAccessNamespaces are the namespaces, beyond the system ones,
+	// where a pod may reach its node on Flight (NodeAccess): the cluster's
+	// node agents (a CNI, a log shipper, a node exporter) live there.
+	NodeAccessNamespaces []string `json:"nodeAccessNamespaces"`
 }
 
 // DurationBounds is an inclusive range of Go durations such as "15m" and "75m".
@@ -58,6 +62,7 @@ type ExtensionBounds struct {
 const (
 	MaxDebugImages    = 32
 	MaxRuntimeClasses = 16
+	MaxNamespaces     = 32
 	MaxExtensions     = 4
 	MaxUserID         = 2147483647
 )
@@ -71,9 +76,10 @@ func DefaultParams(debugImages ...string) Params {
 		SessionDuration: DurationBounds{Min: "15m", Max: "75m"},
 		// Spelled as the chart's values spell it, so that the chart and
 		// this Go twin render the same expression.
-		Extensions:     ExtensionBounds{Max: v1alpha1.DefaultMaxExtensions, MaxTotal: "2h"},
-		RuntimeClasses: []string{},
-		DebugUserID:    v1alpha1.DebugUserID,
+		Extensions:           ExtensionBounds{Max: v1alpha1.DefaultMaxExtensions, MaxTotal: "2h"},
+		RuntimeClasses:       []string{},
+		DebugUserID:          v1alpha1.DebugUserID,
+		NodeAccessNamespaces: []string{},
 	}
 }
 
@@ -109,6 +115,14 @@ func (p Params) Validate() field.ErrorList {
 	for i, rc := range p.RuntimeClasses {
 		for _, msg := range validation.IsDNS1123Subdomain(rc) {
 			errs = append(errs, field.Invalid(root.Child("runtimeClasses").Index(i), rc, msg))
+		}
+	}
+	if len(p.NodeAccessNamespaces) > MaxNamespaces {
+		errs = append(errs, field.TooMany(root.Child("nodeAccessNamespaces"), len(p.NodeAccessNamespaces), MaxNamespaces))
+	}
+	for i, ns := range p.NodeAccessNamespaces {
+		for _, msg := range validation.IsDNS1123Label(ns) {
+			errs = append(errs, field.Invalid(root.Child("nodeAccessNamespaces").Index(i), ns, msg))
 		}
 	}
 	if p.DebugUserID < 1 || p.DebugUserID > MaxUserID {
@@ -153,22 +167,23 @@ type Setting struct {
 
 // The settings the policies read.
 var (
-	DebugImagesSetting        = Setting{Variable: "paramsDebugImages", Path: "debugImages"}
-	DebugUserIDSetting        = Setting{Variable: "paramsDebugUserID", Path: "debugUserID"}
-	RuntimeClassesSetting     = Setting{Variable: "paramsRuntimeClasses", Path: "runtimeClasses"}
-	GrantTTLMinSetting        = Setting{Variable: "paramsGrantTTLMin", Path: "grantTTL.min"}
-	GrantTTLMaxSetting        = Setting{Variable: "paramsGrantTTLMax", Path: "grantTTL.max"}
-	SessionDurationMinSetting = Setting{Variable: "paramsSessionDurationMin", Path: "sessionDuration.min"}
-	SessionDurationMaxSetting = Setting{Variable: "paramsSessionDurationMax", Path: "sessionDuration.max"}
-	ExtensionsMaxSetting      = Setting{Variable: "paramsExtensionsMax", Path: "extensions.max"}
-	ExtensionsMaxTotalSetting = Setting{Variable: "paramsExtensionsMaxTotal", Path: "extensions.maxTotal"}
+	DebugImagesSetting          = Setting{Variable: "paramsDebugImages", Path: "debugImages"}
+	DebugUserIDSetting          = Setting{Variable: "paramsDebugUserID", Path: "debugUserID"}
+	RuntimeClassesSetting       = Setting{Variable: "paramsRuntimeClasses", Path: "runtimeClasses"}
+	GrantTTLMinSetting          = Setting{Variable: "paramsGrantTTLMin", Path: "grantTTL.min"}
+	GrantTTLMaxSetting          = Setting{Variable: "paramsGrantTTLMax", Path: "grantTTL.max"}
+	SessionDurationMinSetting   = Setting{Variable: "paramsSessionDurationMin", Path: "sessionDuration.min"}
+	SessionDurationMaxSetting   = Setting{Variable: "paramsSessionDurationMax", Path: "sessionDuration.max"}
+	ExtensionsMaxSetting        = Setting{Variable: "paramsExtensionsMax", Path: "extensions.max"}
+	ExtensionsMaxTotalSetting   = Setting{Variable: "paramsExtensionsMaxTotal", Path: "extensions.maxTotal"}
+	NodeAccessNamespacesSetting = Setting{Variable: "paramsNodeAccessNamespaces", Path: "nodeAccessNamespaces"}
 )
 
 // Settings lists every setting, in a fixed order.
 var Settings = []Setting{
 	DebugImagesSetting, DebugUserIDSetting, RuntimeClassesSetting,
 	GrantTTLMinSetting, GrantTTLMaxSetting, SessionDurationMinSetting, SessionDurationMaxSetting,
-	ExtensionsMaxSetting, ExtensionsMaxTotalSetting,
+	ExtensionsMaxSetting, ExtensionsMaxTotalSetting, NodeAccessNamespacesSetting,
 }
 
 // Ref is the setting as an expression reads it.

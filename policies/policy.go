@@ -156,5 +156,6 @@ func All() []Policy {
 		SweeperLease(),
 		PlaneTokens(),
 		PlaneTokenSecrets(),
+		NodeAccess(),
 	}
 }

@@ -20,12 +20,13 @@ import (
 func TestParamsRenderedAsInGo(t *testing.T) {
 	digest := func(c string) string { return "registry.example/breakglass/debug@sha256:" + strings.Repeat(c, 64) }
 	every := policies.Params{
-		DebugImages:     []string{digest("a"), digest("b")},
-		GrantTTL:        policies.DurationBounds{Min: "20m", Max: "1h10m"},
-		SessionDuration: policies.DurationBounds{Min: "16m", Max: "70m"},
-		Extensions:      policies.ExtensionBounds{Max: 3, MaxTotal: "3h"},
-		RuntimeClasses:  []string{"gvisor", "kata.containers-v2"},
-		DebugUserID:     70000,
+		DebugImages:          []string{digest("a"), digest("b")},
+		GrantTTL:             policies.DurationBounds{Min: "20m", Max: "1h10m"},
+		SessionDuration:      policies.DurationBounds{Min: "16m", Max: "70m"},
+		Extensions:           policies.ExtensionBounds{Max: 3, MaxTotal: "3h"},
+		RuntimeClasses:       []string{"gvisor", "kata.containers-v2"},
+		DebugUserID:          70000,
+		NodeAccessNamespaces: []string{"monitoring", "cni"},
 	}
 	for name, params := range map[string]policies.Params{"defaults": policies.DefaultParams(), "every setting": every} {
 		for _, profile := range policies.Profiles {

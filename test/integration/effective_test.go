@@ -24,7 +24,7 @@ import (
 // take back is refused either way, and the relay says so before it asks.
 func TestEffectiveSecurity(t *testing.T) {
 	eachProfile(t, func(t *testing.T, _ policies.Profile, c *cluster.Cluster) {
-		ns := namespace(t, c, "effective")
+		ns := namespace(t, c, effectiveNamespace)
 		admin := mustUser(t)(c.As("alice", "system:masters"))
 		portal := mustUser(t)(c.Portal())
 		grant(t, c, ns, "s-effective", v1alpha1.DebugRole)

@@ -20,12 +20,24 @@ import (
 // clusters holds one running control plane per profile.
 var clusters map[policies.Profile]*cluster.Cluster
 
+// The namespaces the suite's clusters name in params.nodeAccessNamespaces.
+const (
+	reachNamespace      = "reach"
+	effectiveNamespace  = "effective"
+	nodeAgentsNamespace = "node-agents"
+)
+
+var nodeAgentNamespaces = []string{reachNamespace, effectiveNamespace, nodeAgentsNamespace}
+
 func TestMain(m *testing.M) { os.Exit(prereq.Run(m, run, prereq.ControlPlane...)) }
 
 func run(m *testing.M) int {
 	log.SetLogger(logr.Discard())
 	started, err := cluster.StartEach(context.Background(), func(p policies.Profile) cluster.Options {
-		return cluster.Options{Profile: p, DebugImages: []string{cluster.DebugImage}}
+		// TestProcessReach and TestEffectiveSecurity hold the debug policies
+		// to pods on the node's namespaces or unconfined: on Flight such a
+		// pod lives only where the chart lets node agents live.
+		return cluster.Options{Profile: p, DebugImages: []string{cluster.DebugImage}, NodeAccessNamespaces: nodeAgentNamespaces}
 	}, nil)
 	clusters = started
 	defer func() {

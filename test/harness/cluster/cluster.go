@@ -43,6 +43,10 @@ type Options struct {
 	// DebugImages are the debug images the policies allow (the chart's
 	// params.debugImages).
 	DebugImages []string
+	// NodeAccessNamespaces are where a pod may reach its node on Flight
+	// (the chart's params.nodeAccessNamespaces): a suite that needs such a
+	// pod, as a debug container's target, makes it there.
+	NodeAccessNamespaces []string
 	// Empty starts the control plane with nothing of the plane in it, not
 	// even the CRDs.
 	Empty bool
@@ -302,7 +306,9 @@ func (c *Cluster) install(ctx context.Context, opts Options) error {
 			return err
 		}
 	}
-	objs, err := manifests.Plane(profile, policies.DefaultParams(opts.DebugImages...))
+	params := policies.DefaultParams(opts.DebugImages...)
+	params.NodeAccessNamespaces = append(params.NodeAccessNamespaces, opts.NodeAccessNamespaces...)
+	objs, err := manifests.Plane(profile, params)
 	if err != nil {
 		return err
 	}
