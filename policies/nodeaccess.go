@@ -100,7 +100,8 @@ func NodeAccess() Policy {
 				object.metadata.?annotations.orValue({}).all(k, !k.startsWith('%s') ||
 				  object.metadata.annotations[k] == 'runtime/default' || object.metadata.annotations[k].startsWith('localhost/'))`,
 				notUnconfinedExpr, seLinuxBaseline, AppArmorAnnotationPrefix),
-				"no seccomp or AppArmor profile is Unconfined, and SELinux sets only a container type, no user or role"),
+				"no seccomp or AppArmor profile is Unconfined, and SELinux sets no user or role and a type only of "+
+					strings.Join(seLinuxTypes[1:], ", ")),
 			nodeRule("node.sysctls", fmt.Sprintf(`%s.all(s, s.name in %s)`, "object.spec.?securityContext.?sysctls.orValue([])", celList(BaselineSysctls)),
 				"a pod sets only the sysctls isolated from its node ("+strings.Join(BaselineSysctls, ", ")+")"),
 		},

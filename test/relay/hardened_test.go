@@ -15,13 +15,17 @@ import (
 	"github.com/tower-dev/breakglass/test/harness/cluster"
 )
 
+const hardenedNamespace = "relay-hardened"
+
 // TestHardenedTarget: the relay's own debug container and copy hold under a
 // pod that sets everything at pod level the kubelet would hand a container
 // that leaves it unset (its user, group and groups, a local AppArmor
 // profile, SELinux with a level, seccomp): a live session and a copy each
-// start, through the real policies, and the terminal answers.
+// start, through the real policies, and the terminal answers. Its SELinux
+// type is its own, as a node agent's may be: Flight admits it only in a
+// namespace the chart names for node agents, so the suite names this one.
 func TestHardenedTarget(t *testing.T) {
-	ns := cl.Namespace(t, "relay-hardened")
+	ns := cl.Namespace(t, hardenedNamespace)
 	tr := startRelay(t, config(), clock.RealClock{})
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "web-1", Namespace: ns, Labels: map[string]string{"app": "web"}},

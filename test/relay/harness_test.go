@@ -62,7 +62,10 @@ func run(m *testing.M) int {
 	issuer.AddClient(audience, "http://127.0.0.1/callback")
 	issuer.AddPerson("alice", alice)
 	issuer.AddPerson("bob", bob)
-	return cluster.RunSuite(m, cluster.Options{Profile: policies.Flight, DebugImages: []string{cluster.DebugImage}, VirtualNode: true}, &cl)
+	// The hardened target's SELinux type is its own, which Flight allows
+	// only where node agents run (hardened_test.go).
+	return cluster.RunSuite(m, cluster.Options{Profile: policies.Flight, DebugImages: []string{cluster.DebugImage}, VirtualNode: true,
+		NodeAccessNamespaces: []string{hardenedNamespace}}, &cl)
 }
 
 // testRelay is a relay serving on loopback, with what it wrote.
