@@ -76,12 +76,17 @@ func PortalRole() *rbacv1.ClusterRole {
 // as the relay does. Its backstop asks the authorizer what the portal may
 // do (subjectaccessreviews), watches the cluster's bindings and roles for
 // changes, and deletes a binding that names a plane account outright (the
-// delete-scope policy holds it to those).
+// delete-scope policy holds it to those); its drift backstop reads the
+// plane's admission policies and their bindings.
 func SweeperRole() *rbacv1.ClusterRole {
 	return clusterRole(v1alpha1.SweeperRole, []rbacv1.PolicyRule{
 		{APIGroups: []string{rbacv1.GroupName}, Resources: []string{"rolebindings", "clusterrolebindings"}, Verbs: []string{"get", "list", "watch", "delete"}},
 		{APIGroups: []string{rbacv1.GroupName}, Resources: []string{"roles", "clusterroles"}, Verbs: []string{"list", "watch"}},
 		{APIGroups: []string{"authorization.k8s.io"}, Resources: []string{"subjectaccessreviews"}, Verbs: []string{"create"}},
+		// Its drift backstop compares the plane's policies and bindings
+		// with what the chart rendered.
+		{APIGroups: []string{"admissionregistration.k8s.io"}, Resources: []string{"validatingadmissionpolicies", "validatingadmissionpolicybindings"},
+			Verbs: []string{"list", "watch"}},
 		{APIGroups: []string{v1alpha1.GroupVersion.Group}, Resources: []string{"sessions"}, Verbs: []string{"get", "list", "watch"}},
 		{APIGroups: []string{v1alpha1.GroupVersion.Group}, Resources: []string{"sessions/status"}, Verbs: []string{"get", "update", "patch"}},
 		{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "watch", "delete"}},

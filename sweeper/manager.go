@@ -33,6 +33,7 @@ import (
 	"github.com/tower-dev/breakglass/api"
 	"github.com/tower-dev/breakglass/api/v1alpha1"
 	"github.com/tower-dev/breakglass/evidence/audit"
+	"github.com/tower-dev/breakglass/policies"
 )
 
 // Options configure the sweeper.
@@ -64,6 +65,12 @@ type Options struct {
 	// grant or a Session (default: default). See StandingRights.
 	StandingEvery  time.Duration
 	StandingSample []string
+	// Profile and Params are what the chart installed the plane with:
+	// PlaneDrift compares the plane with them every DriftEvery (default
+	// 30s) and at each change. With no Profile it does not run.
+	Profile    policies.Profile
+	Params     policies.Params
+	DriftEvery time.Duration
 
 	// LeaderElection makes one sweeper of several act at a time.
 	LeaderElection bool
@@ -112,6 +119,9 @@ func (o *Options) defaults() {
 	}
 	if o.StandingEvery == 0 {
 		o.StandingEvery = 5 * time.Minute
+	}
+	if o.DriftEvery == 0 {
+		o.DriftEvery = 30 * time.Second
 	}
 	if o.StandingSample == nil {
 		o.StandingSample = []string{"default"}
@@ -204,8 +214,14 @@ func New(cfg *rest.Config, opts Options) (manager.Manager, error) {
 		Audit: opts.Audit, Every: opts.StandingEvery, Sample: opts.StandingSample}); err != nil {
 		return nil, err
 	}
+	if opts.Profile != "" {
+		if err := mgr.Add(&PlaneDrift{Reader: mgr.GetAPIReader(), Kube: kube, Metadata: meta, Clock: opts.Clock, Audit: opts.Audit,
+			Every: opts.DriftEvery, Profile: opts.Profile, Params: opts.Params}); err != nil {
+			return nil, err
+		}
+	}
 	// One sweeper's figures per process (tests run several): the first one's.
-	for _, c := range []prometheus.Collector{PlaneMetrics(mgr.GetClient(), opts.Clock), grantLateness, audit.SinkFailures, standingRights} {
+	for _, c := range []prometheus.Collector{PlaneMetrics(mgr.GetClient(), opts.Clock), grantLateness, audit.SinkFailures, standingRights, planeDrift} {
 		var already prometheus.AlreadyRegisteredError
 		if err := ctrlmetrics.Registry.Register(c); err != nil && (!errors.As(err, &already) || !opts.SeveralInOneProcess) {
 			return nil, fmt.Errorf("the sweeper's metrics: %w", err)

@@ -48,6 +48,7 @@ const (
 	StepRevoke         = "revoke"
 	StepRecycle        = "recycle"
 	StepStandingRights = "standing-rights"
+	StepPlaneDrift     = "plane-drift"
 )
 
 // AuditSteps is every step the audit log records, in a session's order.
@@ -78,6 +79,7 @@ var AuditSteps = []Word{
 	{StepReview, "a person other than the requester reviewed a glass-broken session"},
 	{StepRefusal, "the relay refused a request (no valid token, not allowed, or no recording store)"},
 	{StepStandingRights, "the sweeper found the plane's accounts holding rights outside any session (a binding, a widened role) and names them"},
+	{StepPlaneDrift, "the sweeper found the plane's admission policies, their bindings or its roles changed from what the chart rendered, or gone, and names them"},
 	{StepUndone, "a move audited just before did not take effect: the cluster refused it, or not every audit sink took it"},
 }
 

@@ -2,10 +2,12 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -18,8 +20,36 @@ import (
 	"github.com/tower-dev/breakglass/evidence/recording"
 	"github.com/tower-dev/breakglass/lifecycle"
 	"github.com/tower-dev/breakglass/notify"
+	"github.com/tower-dev/breakglass/policies"
 	"github.com/tower-dev/breakglass/sweeper"
 )
+
+// planeAsInstalled sets what the sweeper compares the plane with: the
+// profile and params the chart rendered it from.
+func planeAsInstalled(opts *sweeper.Options, profile, params string) error {
+	if profile == "" {
+		if params != "" {
+			return errors.New("--params: needs --profile")
+		}
+		return nil
+	}
+	p := policies.Profile(profile)
+	if !slices.Contains(policies.Profiles, p) {
+		return fmt.Errorf("--profile: %q is no policy set (ground or flight)", profile)
+	}
+	if params == "" {
+		return errors.New("--profile: needs --params, the chart's params values as JSON")
+	}
+	v := policies.DefaultParams()
+	if err := json.Unmarshal([]byte(params), &v); err != nil {
+		return fmt.Errorf("--params: not the chart's params as JSON: %w", err)
+	}
+	if errs := v.Validate(); len(errs) > 0 {
+		return fmt.Errorf("--params: %w", errs.ToAggregate())
+	}
+	opts.Profile, opts.Params = p, v
+	return nil
+}
 
 func newSweeperCommand() *cobra.Command {
 	var (
@@ -32,6 +62,7 @@ func newSweeperCommand() *cobra.Command {
 		rekorVersion                           int
 		s3opts                                 recording.S3Options
 		retention                              time.Duration
+		profile, params                        string
 	)
 	var logOpts *zap.Options
 	cmd := &cobra.Command{
@@ -65,6 +96,9 @@ reviews. It reads all of its state from the cluster.`,
 					}
 				}()
 				opts.Notifier = d
+			}
+			if err := planeAsInstalled(&opts, profile, params); err != nil {
+				return err
 			}
 			store, uri, err := evidenceStore(cmd.Context(), recordingDir, s3opts)
 			if err != nil {
@@ -124,6 +158,9 @@ reviews. It reads all of its state from the cluster.`,
 	f.DurationVar(&opts.ApprovedFor, "approved-for", 30*time.Minute, "how long an approved session waits to be started before it expires")
 	f.DurationVar(&opts.StandingEvery, "standing-every", 5*time.Minute, "how often the backstop asks the authorizer what the portal may do at rest (every RBAC change asks too)")
 	f.StringSliceVar(&opts.StandingSample, "standing-sample", []string{"default"}, "namespaces the backstop asks about beside those with a grant or a Session")
+	f.StringVar(&profile, "profile", "", "the policy set the chart installed (ground or flight): with --params, the sweeper compares the plane's policies, bindings and roles with it")
+	f.StringVar(&params, "params", "", "the chart's params values as JSON, as it rendered them into the policies")
+	f.DurationVar(&opts.DriftEvery, "drift-every", 30*time.Second, "how often the plane is compared with what the chart rendered (every change compares too)")
 	f.BoolVar(&opts.LeaderElection, "leader-elect", true, "run one active sweeper among replicas")
 	f.StringVar(&opts.MetricsAddr, "metrics-bind-address", ":8080", "Prometheus metrics address (0 to turn off)")
 	f.StringVar(&opts.HealthAddr, "health-probe-bind-address", ":8081", "/healthz and /readyz address")

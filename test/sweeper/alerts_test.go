@@ -102,11 +102,14 @@ func TestAlertRules(t *testing.T) {
 	series["breakglass_reviews_overdue"] = append([]float64{0}, repeat(1, 12)...)
 	// The backstop's count, as TestStandingRightsBackstop sees it rise.
 	series[`breakglass_portal_standing_rights{component="breakglass-sweeper"}`] = append([]float64{0, 0}, repeat(1, 11)...)
+	// The drift backstop's count, as TestPlaneDriftBackstop sees it rise.
+	series[`breakglass_plane_drift{component="breakglass-sweeper"}`] = append([]float64{0, 0}, repeat(2, 11)...)
 
 	// Quiet at the first time, firing at the second.
 	when := map[string][2]time.Duration{
 		"BreakglassGrantPastTTL":         {2 * time.Minute, 6 * time.Minute},
 		"BreakglassPortalStandingRights": {2 * time.Minute, 5 * time.Minute},
+		"BreakglassPlaneDrift":           {time.Minute, 3 * time.Minute},
 		"BreakglassNoSweeperLeader":      {time.Minute, 10 * time.Minute},
 		"BreakglassWebhookDown":          {time.Minute, 6 * time.Minute},
 		"BreakglassWebhookChecksFailing": {2 * time.Minute, 10 * time.Minute},
