@@ -1,4 +1,5 @@
-# breakglass: `make dev` runs the plane locally; `make test` runs everything CI runs.
+# breakglass: `make dev` runs the plane locally; `make test` checks a change; `make test-release`
+# what a release checks beyond it (CI runs both where its time allows: .ci/run).
 SHELL := /usr/bin/env bash -o pipefail
 BIN := $(CURDIR)/bin
 GO ?= go
@@ -18,6 +19,8 @@ CONTAINERD_BINS := $(BIN)/containerd $(BIN)/containerd-shim-runc-v2
 NODE_BINS := $(KUBE_NODE_BINS) $(BIN)/kube-proxy $(BIN)/coredns $(CONTAINERD_BINS)
 
 export KUBEBUILDER_ASSETS := $(BIN)
+comma := ,
+space := $(subst ,, )
 
 # The external tools are built once per machine into TOOLS_CACHE, keyed by
 # their module's files, and linked into bin/ from there: a new clone reuses
@@ -27,7 +30,7 @@ export TOOLS_CACHE
 # $(call cached,MODULE_DIR,OUTPUTS,COMMAND): COMMAND writes OUTPUTS into $$OUT.
 cached = GO=$(GO) bash hack/tool-cache.sh $(1) $(BIN) '$(2)' '$(3)'
 
-.PHONY: test-release help all build backstage browser openapi-specs test-oldest test-kyverno test-integration-main cross test-cross krew console node dev image rekor debian-packages test test-unit test-integration test-faults fuzz bench bench-load generate verify-generate lint tools clean
+.PHONY: test-release test-createapp test-images release-tools-cached print-release-checks help all build backstage browser openapi-specs test-oldest test-kyverno test-integration-main cross test-cross krew console node dev image rekor debian-packages test test-unit test-integration test-faults fuzz bench bench-load generate verify-generate lint tools clean
 
 all: build
 
@@ -40,8 +43,7 @@ VERSION ?= v0.0.0-dev
 
 # cross: the kubectl plugin builds for every platform people run it on
 # (it links nothing Linux-only; make dev's test bed is bin/breakglass-dev).
-# make test builds the two operating systems other than this one (their
-# terminal code differs; CROSS_PLATFORMS=... overrides); make cross builds all six.
+# make test-release builds all six (CROSS_PLATFORMS=... overrides).
 CROSS_PLATFORMS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64 windows/arm64
 ## cross: the kubectl plugin for Linux, macOS and Windows on amd64 and arm64 (bin/cross/).
 cross: console
@@ -252,13 +254,18 @@ dev: console $(BIN)/kube-apiserver $(BIN)/etcd $(if $(findstring --real-node,$(D
 ## SBOM attached, in an OCI layout (bin/images), no Docker engine needed; IMAGE_PUSH=REGISTRY/PREFIX pushes them.
 IMAGE_ARCHES := amd64 arm64
 IMAGE_VERSION ?= dev
+# make test builds the server image for this machine's architecture only
+# (each other one is the whole server cross-compiled); the debug image's
+# are Debian's busybox, and every one is built.
+SERVER_ARCHES ?= $(IMAGE_ARCHES)
 image: console $(foreach a,$(IMAGE_ARCHES),$(BIN)/busybox-$(a)/busybox)
-	@set -e; for a in $(IMAGE_ARCHES); do \
+	@set -e; for a in $(SERVER_ARCHES); do \
 		echo ">> breakglass for linux/$$a"; \
 		CGO_ENABLED=0 GOOS=linux GOARCH=$$a $(GO) build -trimpath -o $(BIN)/linux-$$a/breakglass ./cmd/breakglass; \
 	done
 	$(GO) run ./internal/image/build -o $(BIN)/images -version $(IMAGE_VERSION) $(if $(IMAGE_PUSH),-push $(IMAGE_PUSH)) \
-		$(foreach a,$(IMAGE_ARCHES),-server $(a)=$(BIN)/linux-$(a)/breakglass -busybox $(a)=$(BIN)/busybox-$(a)/busybox -busybox-version $(a)=$$(cat $(BIN)/busybox-$(a)/version))
+		-server-arches $(subst $(space),$(comma),$(strip $(SERVER_ARCHES))) $(foreach a,$(SERVER_ARCHES),-server $(a)=$(BIN)/linux-$(a)/breakglass) \
+		$(foreach a,$(IMAGE_ARCHES),-busybox $(a)=$(BIN)/busybox-$(a)/busybox -busybox-version $(a)=$$(cat $(BIN)/busybox-$(a)/version))
 $(BIN)/busybox-%/busybox:
 	bash hack/busybox.sh $* $(BIN)/busybox-$*
 
@@ -327,42 +334,74 @@ fuzz: console
 debian-packages:
 	bash hack/debian-packages.sh
 
-## test: everything CI runs.
+## test: a change's check: generated files, lint, unit tests, every integration suite and the faults.
+# It runs everything that checks the product's behaviour on its real parts;
+# what checks a release rather than a change is make test-release's (below).
 # The generated files are checked first, alone, since generate rewrites
 # sources the rest compile. Then, under make -j2, two chains run side by
 # side: the suites one at a time in TEST_SUITES' order, and the builds one
 # at a time in TEST_BUILDS' order, the tools the earlier suites need first
 # (niced, hack/tool-cache.sh). On a machine's first run the builds so
-# overlap the suites that need none of them, and the two slowest (Kyverno's
-# CLI and kube-apiserver v1.30, last) overlap the integration suites; a
-# later run has nothing to build.
-TEST_SUITES := lint test-cross test-unit fuzz test-integration-main test-faults test-kyverno test-oldest
+# overlap the suites that need none of them; a later run has nothing to
+# build. Each fuzz target's seed corpus and saved regressions run with the
+# unit tests.
+TEST_SUITES := lint test-unit test-integration-main test-faults
 TEST_BUILDS := $(BIN)/golangci-lint $(BIN)/kube-apiserver $(BIN)/etcd OPENAPI_SPECS $(BIN)/versitygw \
 	KUBE_NODE_BINS $(BIN)/kube-proxy CONTAINERD_BINS $(BIN)/coredns $(BIN)/promtool $(BIN)/cosign REKOR_BINS \
-	$(BIN)/rekor-server-v2 browser backstage image $(BIN)/kubectl-kyverno OLDEST_BINS
+	$(BIN)/rekor-server-v2 browser backstage image
+# What make test leaves to make test-release, named when it passes, so
+# that nothing is skipped without a word.
+RELEASE_CHECKS = $(words $(FUZZ_TARGETS)) fuzz targets for $(FUZZTIME) each; the plugin for every platform; the server \
+	image for arm64; Kyverno's CLI; the live run on kube-apiserver $(OLDEST_KUBE_VERSION); Tower in a new create-app app
 test: debian-packages
 	$(MAKE) console verify-generate
-	$(MAKE) -j2 IN_ORDER=1 $(TEST_SUITES)
+	$(MAKE) -j2 IN_ORDER=test SERVER_ARCHES=$$($(GO) env GOARCH) $(TEST_SUITES)
+	@echo ">> make test passed: generated files, lint, unit tests (with each fuzz target's seed corpus), every integration suite, the faults."
+	@echo ">> Not run by make test, a release's checks (make test-release): $(RELEASE_CHECKS)."
 
-# Under make test, each suite and each build waits for the one before it in
-# its chain: an order-only prerequisite, so it neither starts early nor
-# counts as out of date. (make -j2 alone would fill both slots with builds
-# and leave the next suite waiting.) A chain's word that names a variable
-# stands for the targets built together that it holds.
-ifdef IN_ORDER
+## test-release: what a release checks beyond make test (about 30 minutes once its tools are built; docs/benchmarks.md):
+## new inputs for each fuzz target, the plugin for every platform, both images for both architectures, Kyverno's CLI
+## over the rendered policies, the plane live on the oldest claimed Kubernetes, and Tower installed as
+## docs/backstage.md says in a new Backstage app. Its suites and its two tools' builds run side by side, as make test's.
+RELEASE_SUITES := fuzz cross test-images test-kyverno test-oldest test-createapp
+RELEASE_BUILDS := $(BIN)/kubectl-kyverno OLDEST_BINS
+test-release: debian-packages
+	$(MAKE) -j2 IN_ORDER=release $(RELEASE_SUITES)
+	@echo ">> make test-release passed: $(RELEASE_CHECKS)."
+
+# test-images: both images for every architecture, as a release pushes
+# them (the build refuses an architecture it lacks a binary for).
+test-images: image
+
+# Under make test and make test-release, each suite and each build waits
+# for the one before it in its chain: an order-only prerequisite, so it
+# neither starts early nor counts as out of date. (make -j2 alone would
+# fill both slots with builds and leave the next suite waiting.) A chain's
+# word that names a variable stands for the targets built together that it
+# holds.
 targets_of = $(if $(filter undefined,$(origin $(1))),$(1),$($(1)))
 in_order = $(if $(word 2,$(1)),$(eval $(call targets_of,$(word 2,$(1))): | $(call targets_of,$(word 1,$(1))))$(call in_order,$(wordlist 2,$(words $(1)),$(1))))
+ifeq ($(IN_ORDER),test)
 $(call in_order,$(TEST_SUITES))
 $(call in_order,$(TEST_BUILDS))
 endif
+ifeq ($(IN_ORDER),release)
+$(call in_order,$(RELEASE_SUITES))
+$(call in_order,$(RELEASE_BUILDS))
+endif
 
-test-cross:
-	$(MAKE) cross CROSS_PLATFORMS="darwin/arm64 windows/amd64"
-
-## test-release: what a release checks beyond make test: docs/backstage.md's Install section followed in a new
-## @backstage/create-app app with Tower's packages as npm pack makes them (5 to 8 minutes, 3.5 GB).
-test-release: debian-packages backstage
+## test-createapp: docs/backstage.md's Install section followed in a new @backstage/create-app app with Tower's
+## packages as npm pack makes them (5 to 8 minutes, 3.5 GB).
+test-createapp: backstage
 	BREAKGLASS_RELEASE=1 $(GO) test -count=1 -timeout 45m -v ./test/createapp/
+
+# print-release-checks: what make test leaves to make test-release (.ci/run names them when it runs only make test).
+print-release-checks:
+	@echo "$(RELEASE_CHECKS)"
+
+## release-tools-cached: succeeds if make test-release's own tools are in the tool cache (.ci/run asks).
+release-tools-cached:
+	@$(MAKE) -s -B TOOL_CACHE_PROBE=1 $(BIN)/kubectl-kyverno $(firstword $(OLDEST_BINS)) >/dev/null
 
 ## bench: the benchmarks docs/benchmarks.md reports.
 bench: debian-packages $(BIN)/kube-apiserver $(BIN)/etcd $(NODE_BINS) browser backstage

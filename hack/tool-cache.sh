@@ -8,6 +8,7 @@
 # go.sum is a new key, and so a new build.
 #
 # usage: hack/tool-cache.sh MODULE_DIR BIN_DIR 'OUTPUT...' 'BUILD COMMAND'
+#        TOOL_CACHE_PROBE=1 hack/tool-cache.sh ...: exits 0 if built, 1 if not
 # The command runs in MODULE_DIR with OUT set to an empty directory and
 # must write every OUTPUT (a file name) into it.
 set -euo pipefail
@@ -25,6 +26,12 @@ dir=$cache/$name-$key
 
 complete() { for o in $outputs; do [ -f "$1/$o" ] || return 1; done; }
 
+# TOOL_CACHE_PROBE=1 only asks: is it built here? (make release-tools-cached)
+if [ -n "${TOOL_CACHE_PROBE:-}" ]; then
+  complete "$dir" && exit 0
+  echo ">> $outputs: not in the tool cache" >&2
+  exit 1
+fi
 mkdir -p "$cache" "$bin"
 if complete "$dir"; then
   echo ">> $outputs: reused from $dir"

@@ -1,7 +1,8 @@
 // Command build writes the server image and the debug image (`make image`),
 // each one OCI index of a linux/amd64 and a linux/arm64 image with a
 // CycloneDX SBOM attached (an artifact whose subject is the index), into
-// an OCI image layout; with -push, to a registry as well. No Docker engine
+// an OCI image layout; with -push, to a registry as well (make test builds
+// the server's for this machine's architecture alone). No Docker engine
 // is needed: the images are a static binary (or a static busybox) on an
 // empty base.
 package main
@@ -10,6 +11,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -47,8 +49,10 @@ func main() {
 	version := flag.String("version", "dev", "the images' version, in their SBOMs and the layout's names")
 	out := flag.String("o", "bin/images", "the OCI image layout to write")
 	push := flag.String("push", "", "also push both indexes and their SBOMs under this repository prefix (e.g. ghcr.io/tower-dev)")
+	serverArches := flag.String("server-arches", strings.Join(image.Arches, ","),
+		"the architectures the server image is built for: all of them unless a test asks for fewer (make test: this machine's)")
 	flag.Parse()
-	if err := run(servers, busyboxes, busyboxVersions, *ca, *version, *out, *push); err != nil {
+	if err := run(strings.Split(*serverArches, ","), servers, busyboxes, busyboxVersions, *ca, *version, *out, *push); err != nil {
 		fmt.Fprintln(os.Stderr, "error:", err)
 		os.Exit(1)
 	}
@@ -61,14 +65,27 @@ type built struct {
 	sbom  v1.Image
 }
 
-func run(servers, busyboxes, busyboxVersions perArch, ca, version, out, push string) error {
+// run builds the debug image for every architecture, and the server image
+// for serverArches: a test may ask for this machine's alone, since each
+// other one is the whole server cross-compiled (the debug image's are
+// Debian's busybox, and the webhook's tests need its arm64 image).
+func run(serverArches []string, servers, busyboxes, busyboxVersions perArch, ca, version, out, push string) error {
+	for _, arch := range serverArches {
+		if !slices.Contains(image.Arches, arch) {
+			return fmt.Errorf("-server-arches: %q is not one of %v", arch, image.Arches)
+		}
+	}
+	if push != "" && len(serverArches) != len(image.Arches) {
+		return fmt.Errorf("-push: a release pushes the server image for each of %v, not only %v", image.Arches, serverArches)
+	}
 	for _, want := range []struct {
-		flag string
-		got  perArch
-	}{{"-server", servers}, {"-busybox", busyboxes}, {"-busybox-version", busyboxVersions}} {
-		for _, arch := range image.Arches {
+		flag   string
+		got    perArch
+		arches []string
+	}{{"-server", servers, serverArches}, {"-busybox", busyboxes, image.Arches}, {"-busybox-version", busyboxVersions, image.Arches}} {
+		for _, arch := range want.arches {
 			if want.got[arch] == "" {
-				return fmt.Errorf("%s %s=...: required, one for each of %v", want.flag, arch, image.Arches)
+				return fmt.Errorf("%s %s=...: required, one for each of %v", want.flag, arch, want.arches)
 			}
 		}
 	}
@@ -77,11 +94,13 @@ func run(servers, busyboxes, busyboxVersions perArch, ca, version, out, push str
 	var binaries []string
 	var debs []cdx.Component
 	for _, arch := range image.Arches {
-		img, err := image.Build(servers[arch], ca, arch, epoch)
-		if err != nil {
-			return fmt.Errorf("the server image for %s: %w", arch, err)
+		if slices.Contains(serverArches, arch) {
+			img, err := image.Build(servers[arch], ca, arch, epoch)
+			if err != nil {
+				return fmt.Errorf("the server image for %s: %w", arch, err)
+			}
+			serverImages, binaries = append(serverImages, img), append(binaries, servers[arch])
 		}
-		serverImages, binaries = append(serverImages, img), append(binaries, servers[arch])
 		dbg, err := image.BuildDebug(busyboxes[arch], arch, epoch)
 		if err != nil {
 			return fmt.Errorf("the debug image for %s: %w", arch, err)
