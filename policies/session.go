@@ -290,8 +290,23 @@ func SessionRules() Policy {
 	}
 }
 
-// terminalPhasesExpr are the phases a Session never leaves.
-var terminalPhasesExpr = "['Ended', 'Denied', 'Expired']"
+// terminalPhasesExpr are the phases a Session never leaves
+// (v1alpha1.FinalPhases, from the phase table).
+var terminalPhasesExpr = celList(finalPhaseNames())
+
+func finalPhaseNames() []string {
+	var names []string
+	for _, p := range v1alpha1.FinalPhases() {
+		names = append(names, string(p))
+	}
+	return names
+}
+
+// finalPhasesSaid is them as a person reads them: "Denied, Ended or Expired".
+var finalPhasesSaid = func() string {
+	n := finalPhaseNames()
+	return strings.Join(n[:len(n)-1], ", ") + " or " + n[len(n)-1]
+}()
 
 // sessionOverExpr is true when the Session being deleted is over and its
 // record complete: ended (or never started), its recording finalized and
@@ -330,7 +345,7 @@ func SessionDelete() Policy {
 			Expression: fmt.Sprintf(`(%s) || (oldObject.?status.?phase.orValue('') == '' && %s) ||
 				(namespaceObject.?status.?phase.orValue('') == 'Terminating' && !oldObject.?status.?startedAt.hasValue() &&
 				 oldObject.?status.?phase.orValue('') != 'Active')`, sessionOverExpr, isPortalPodExpr),
-			Message: "[session.delete] a Session is kept until it is over (Ended, Denied or Expired), its recording finalized and anchored, " +
+			Message: "[session.delete] a Session is kept until it is over (" + finalPhasesSaid + "), its recording finalized and anchored, " +
 				"and its review (a glass-broken session's) made: it is the cluster's record of who did what. Deleting its namespace waits for it too.",
 		}},
 	}

@@ -359,7 +359,7 @@ func (s *Server) terminal(w http.ResponseWriter, r *http.Request, c Caller) erro
 		CheckOrigin: func(*http.Request) bool { return true }, // checked above, before the upgrade
 		Count:       func(dir string, n int) { s.metrics.bytes.WithLabelValues(dir).Add(float64(n)) },
 	}
-	if over(sess) {
+	if sess.Status.Phase.Final() {
 		return terminal.Ended(w, r, opts, "the session is "+string(sess.Status.Phase))
 	}
 	if sess.Status.Phase != v1alpha1.PhaseActive {
@@ -374,7 +374,7 @@ func (s *Server) terminal(w http.ResponseWriter, r *http.Request, c Caller) erro
 		// Ended between the read above and now (its relay let it go):
 		// the terminal closes as one open at the end did.
 		now := &v1alpha1.Session{}
-		if t.Client.Get(r.Context(), client.ObjectKeyFromObject(sess), now) == nil && over(now) {
+		if t.Client.Get(r.Context(), client.ObjectKeyFromObject(sess), now) == nil && now.Status.Phase.Final() {
 			return terminal.Ended(w, r, opts, "the session is "+string(now.Status.Phase))
 		}
 		return err
@@ -432,11 +432,6 @@ func (s *Server) terminal(w http.ResponseWriter, r *http.Request, c Caller) erro
 	err = terminal.Serve(w, r, typed, opts)
 	s.log.V(1).Info("terminal closed", "session", key.String(), "caller", c.Name, "after", time.Since(start), "error", err)
 	return nil
-}
-
-// over says the session has ended, for good.
-func over(sess *v1alpha1.Session) bool {
-	return sess.Status.Phase == v1alpha1.PhaseEnded || sess.Status.Phase == v1alpha1.PhaseExpired
 }
 
 // originAllowed lets non-browser clients (no Origin) through to the token

@@ -137,17 +137,19 @@ func (p standing) mayDecideExtension(sess *v1alpha1.Session) error {
 }
 
 // mayReview: someone with the review permission, never the requester,
-// reviews a session that has ended, once.
+// reviews a session that will not run again, once (Session.Reviewable):
+// an expired one too, or a glass broken and never used could be neither
+// reviewed nor deleted.
 func (p standing) mayReview(sess *v1alpha1.Session) error {
 	switch {
 	case !p.can(ActionReview):
 		return p.mayNot(ActionReview, sess)
 	case p.c.IsRequester(sess):
 		return forbidden("%s requested this session: another person reviews it", p.c.Name)
-	case sess.Status.Phase != v1alpha1.PhaseEnded && sess.Status.Phase != v1alpha1.PhaseDenied:
-		return conflict("the session is %s: it is reviewed once it has ended", sess.Status.Phase)
-	case sess.Status.Review != nil && sess.Status.Review.By != "":
+	case sess.Reviewed():
 		return conflict("the session was reviewed by %s already", sess.Status.Review.By)
+	case !sess.Reviewable():
+		return conflict("the session is %s: it is reviewed once it will not run again", sess.Status.Phase)
 	}
 	return nil
 }
@@ -206,7 +208,7 @@ func (p standing) offers(sess *v1alpha1.Session) []wire.Offer {
 			add(wire.OfferDecideExtension, p.mayDecideExtension(sess))
 		}
 	}
-	if st.Review != nil && st.Review.By == "" {
+	if sess.ReviewOpen() {
 		add(wire.OfferReview, p.mayReview(sess))
 	}
 	add(wire.OfferPlay, p.mayPlay(sess))

@@ -85,6 +85,8 @@ func TestOffers(t *testing.T) {
 		"played with viewSensitive":                    {carol, mayCase(v1alpha1.PhaseEnded, ended, sensitive), []wire.Offer{wire.OfferPlay}},
 		"a denied request with a review due":           {bob, mayCase(v1alpha1.PhaseDenied, due), []wire.Offer{wire.OfferReview}},
 		"an expired session offers nothing to do here": {bob, mayCase(v1alpha1.PhaseExpired), []wire.Offer{}},
+		"a glass broken and never used is reviewed":    {carol, mayCase(v1alpha1.PhaseExpired, glass, due), []wire.Offer{wire.OfferReview}},
+		"but not by the one who broke it":              {aliceRenamed, mayCase(v1alpha1.PhaseExpired, glass, due), []wire.Offer{}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -104,7 +106,7 @@ func TestOffersAreTheRules(t *testing.T) {
 		wire.OfferReview:  standing.mayReview,
 		wire.OfferPlay:    standing.mayPlay,
 	}
-	due := func(s *v1alpha1.Session) { s.Status.Review = &v1alpha1.Review{} }
+	due := func(s *v1alpha1.Session) { s.Status.Review = &v1alpha1.Review{DueAt: &metav1.Time{}} }
 	done := func(s *v1alpha1.Session) { s.Status.Evidence = &v1alpha1.Evidence{} }
 	for _, phase := range []v1alpha1.SessionPhase{"", v1alpha1.PhasePending, v1alpha1.PhaseApproved, v1alpha1.PhaseDenied,
 		v1alpha1.PhaseActive, v1alpha1.PhaseEnded, v1alpha1.PhaseExpired} {

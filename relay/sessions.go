@@ -174,7 +174,7 @@ func (s *Server) request(w http.ResponseWriter, r *http.Request, c Caller) error
 		// Nobody approved: the relay says so, and a review falls due.
 		move.Step, move.To, note, to = v1alpha1.StepBreakGlass, v1alpha1.PhaseApproved, v1alpha1.NotifyGlassBroken, "everyone"
 		move.Status = func(st *v1alpha1.SessionStatus) {
-			st.Approval = &v1alpha1.Approval{By: "glass broken by " + c.Name, At: now, Mode: q.Mode,
+			st.Approval = &v1alpha1.Approval{Kind: v1alpha1.ApprovalGlassBroken, By: "glass broken by " + c.Name, At: now, Mode: q.Mode,
 				ProcessAccess: q.ProcessAccess, KeepPod: q.KeepPod}
 			due := metav1.NewTime(now.Add(s.cfg.Limits.ReviewWithin.Duration))
 			st.Review = &v1alpha1.Review{DueAt: &due}
@@ -182,7 +182,7 @@ func (s *Server) request(w http.ResponseWriter, r *http.Request, c Caller) error
 	case !t.NeedsApproval():
 		move.To = v1alpha1.PhaseApproved
 		move.Status = func(st *v1alpha1.SessionStatus) {
-			st.Approval = &v1alpha1.Approval{By: "approval not required on " + t.Name, At: now, Mode: q.Mode,
+			st.Approval = &v1alpha1.Approval{Kind: v1alpha1.ApprovalNotRequired, By: "approval not required on " + t.Name, At: now, Mode: q.Mode,
 				ProcessAccess: q.ProcessAccess, KeepPod: q.KeepPod}
 		}
 	}
@@ -274,7 +274,7 @@ func (s *Server) approve(w http.ResponseWriter, r *http.Request, c Caller) error
 		return err
 	}
 	ctx := r.Context()
-	approval := &v1alpha1.Approval{By: c.Name, ByID: c.ID, At: metav1.NewTime(s.clock.Now()), Mode: sess.Spec.Mode,
+	approval := &v1alpha1.Approval{Kind: v1alpha1.ApprovalPerson, By: c.Name, ByID: c.ID, At: metav1.NewTime(s.clock.Now()), Mode: sess.Spec.Mode,
 		ProcessAccess: sess.Spec.ProcessAccess && !d.WithoutProcessAccess, KeepPod: d.KeepPod, Comment: d.Comment}
 	what := fmt.Sprintf("mode %s, process access %t, keep the pod %t", sess.Spec.Mode, approval.ProcessAccess, d.KeepPod)
 	if err := t.runner.Lifecycle().Make(ctx, sess, lifecycle.Move{Step: v1alpha1.StepApprove, To: v1alpha1.PhaseApproved,

@@ -59,8 +59,8 @@ func (c *planeCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.NewInvalidMetric(sessionsDesc, err)
 	} else {
 		phases := map[v1alpha1.SessionPhase]float64{}
-		for _, p := range []v1alpha1.SessionPhase{v1alpha1.PhasePending, v1alpha1.PhaseApproved, v1alpha1.PhaseDenied, v1alpha1.PhaseActive, v1alpha1.PhaseEnded, v1alpha1.PhaseExpired} {
-			phases[p] = 0 // every phase, so a rate or an absence reads right
+		for _, p := range v1alpha1.Terms(v1alpha1.PhaseTerms) {
+			phases[v1alpha1.SessionPhase(p)] = 0 // every phase, so a rate or an absence reads right
 		}
 		var pending, overdue float64
 		var oldest time.Duration

@@ -185,8 +185,7 @@ func (p *PodSweeper) standsUntil(pod *corev1.Pod, c claim, f sessionFacts) (unti
 	if c.container != "" && keptPod(s, pod) {
 		return time.Time{}, true, ""
 	}
-	switch s.Status.Phase {
-	case v1alpha1.PhaseEnded, v1alpha1.PhaseDenied, v1alpha1.PhaseExpired:
+	if s.Status.Phase.Final() {
 		return time.Time{}, false, fmt.Sprintf("its Session %s is %s", s.Name, s.Status.Phase)
 	}
 	// Of several grants the latest counts: the grant sweeper deletes each at

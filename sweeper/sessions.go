@@ -138,7 +138,12 @@ func (s *SessionSweeper) decide(sess *v1alpha1.Session, now time.Time) action {
 				a.why = "no decision within " + s.PendingFor.String()
 			}
 		}
-	case v1alpha1.PhaseEnded, v1alpha1.PhaseExpired:
+	default:
+		if !st.Phase.Final() {
+			break
+		}
+		// Whatever it was left with goes: a Denied session has nothing, and
+		// finding so costs a list.
 		a.recycle = true
 		a.finalize = s.Evidence != nil && st.Evidence == nil && st.StartedAt != nil && st.End != nil
 		if ev := st.Evidence; s.Anchors != nil && ev != nil && ev.AnchorPending && st.End != nil {
@@ -357,4 +362,22 @@ func (s *SessionSweeper) review(ctx context.Context, sess *v1alpha1.Session, a a
 			}
 			st.Review.FallbackNotified = st.Review.FallbackNotified || a.notify
 		}})
+}
+
+// Judgement is the sweeper's decision on a Session at a moment, as decide
+// makes it: what the lifecycle's exhaustive check (relay/lifecycle_model_test.go)
+// takes as the sweeper's moves, so that the model runs its rules, not a copy.
+type Judgement struct {
+	End, Expire, Recycle, Finalize, NotifyFallback, Anchor bool
+	// SetDueAt is a glass-broken session's review due date to record.
+	SetDueAt *time.Time
+	// RequeueIn is when the sweeper looks again, if nothing changes first.
+	RequeueIn time.Duration
+}
+
+// Judge is decide's verdict on sess at now.
+func (s *SessionSweeper) Judge(sess *v1alpha1.Session, now time.Time) Judgement {
+	a := s.decide(sess, now)
+	return Judgement{End: a.end, Expire: a.expire, Recycle: a.recycle, Finalize: a.finalize, NotifyFallback: a.notify,
+		Anchor: a.anchor, SetDueAt: a.setDueAt, RequeueIn: a.requeueIn}
 }

@@ -13,7 +13,7 @@ const (
 
 // PhaseMoves is a Session's lifecycle: from each phase, the phases it may
 // move to and who may move it there. A new Session has no phase (""). A
-// phase never moves back; Denied, Ended and Expired are final.
+// phase never moves back; one with no move out is final (Final).
 var PhaseMoves = map[SessionPhase]map[SessionPhase][]Writer{
 	"": {
 		PhasePending:  {WriterPortal},
@@ -75,4 +75,46 @@ func SamePerson(name, id, otherName, otherID string) bool {
 // for s, by SamePerson.
 func (s *Session) IsRequester(name, id string) bool {
 	return SamePerson(s.Spec.Requester, s.Spec.RequesterID, name, id)
+}
+
+// Final reports whether a Session in phase p never moves again: PhaseMoves
+// gives no way out of it. Every reader of "is it over" asks this, so that
+// a new phase is final or not in one place.
+func (p SessionPhase) Final() bool {
+	return p != "" && len(PhaseMoves[p]) == 0
+}
+
+// FinalPhases are the phases a Session never leaves, in PhaseTerms' order:
+// for the Session policies' CEL and the web front ends' vocabulary.
+func FinalPhases() []SessionPhase {
+	var out []SessionPhase
+	for _, t := range PhaseTerms {
+		if p := SessionPhase(t.Name); p.Final() {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// ReviewOpen reports whether s waits for a review: one falls due (a
+// glass-broken session's) and nobody has made it. The record is kept until
+// it is made.
+func (s *Session) ReviewOpen() bool {
+	r := s.Status.Review
+	return (s.Spec.GlassBroken || (r != nil && r.DueAt != nil)) && !s.Reviewed()
+}
+
+// Reviewed reports whether a person has reviewed s.
+func (s *Session) Reviewed() bool {
+	return s.Status.Review != nil && s.Status.Review.By != ""
+}
+
+// Reviewable reports whether s may be reviewed now: once, when it will not
+// run again, whichever way it came to a final phase. A glass broken and
+// never used is reviewed too (it expired): the review is of the decision
+// to break it, and the record may go only after it. Who reviews is
+// another person than the requester (IsRequester), with the review
+// permission.
+func (s *Session) Reviewable() bool {
+	return s.Status.Phase.Final() && !s.Reviewed()
 }

@@ -105,9 +105,16 @@ const (
 
 // Approval records who approved and exactly what they saw and approved.
 type Approval struct {
+	// Kind is what approved it: another person (Person), its requester
+	// breaking the glass (GlassBroken), or a cluster that needs no approval
+	// (NotRequired). Readers decide by it, never by By's words.
+	// +kubebuilder:validation:Enum=Person;GlassBroken;NotRequired
+	// +kubebuilder:default=Person
+	// +optional
+	Kind ApprovalKind `json:"kind,omitempty"`
 	// By is who approved, by name (the username claim, e.g. an email), or
 	// what let the session start without an approver ("glass broken by
-	// NAME", "approval not required on CLUSTER").
+	// NAME", "approval not required on CLUSTER"), for people to read.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
 	By string `json:"by"`
@@ -132,6 +139,17 @@ type Approval struct {
 	// +kubebuilder:validation:MaxLength=2048
 	Comment string `json:"comment,omitempty"`
 }
+
+// ApprovalKind is what let a session start: a person, a broken glass, or a
+// cluster that asks for no approval.
+type ApprovalKind string
+
+// The kinds of approval.
+const (
+	ApprovalPerson      ApprovalKind = "Person"
+	ApprovalGlassBroken ApprovalKind = "GlassBroken"
+	ApprovalNotRequired ApprovalKind = "NotRequired"
+)
 
 // Denial records who denied and why.
 type Denial struct {

@@ -116,10 +116,8 @@ func terms(b *bytes.Buffer, name, typ, doc string, list []v1alpha1.Term) {
 // phases' order.
 func finalPhases() []string {
 	var out []string
-	for _, p := range v1alpha1.Terms(v1alpha1.PhaseTerms) {
-		if len(v1alpha1.PhaseMoves[v1alpha1.SessionPhase(p)]) == 0 {
-			out = append(out, p)
-		}
+	for _, p := range v1alpha1.FinalPhases() {
+		out = append(out, string(p))
 	}
 	return out
 }

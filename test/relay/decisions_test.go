@@ -20,6 +20,7 @@ import (
 	"github.com/tower-dev/breakglass/internal/oidcissuer"
 	"github.com/tower-dev/breakglass/relay"
 	"github.com/tower-dev/breakglass/relay/terminal"
+	"github.com/tower-dev/breakglass/relay/wire"
 	"github.com/tower-dev/breakglass/test/harness/cluster"
 )
 
@@ -149,7 +150,7 @@ func TestGlassBroken(t *testing.T) {
 	tr.must(t, http.StatusForbidden, token(t, alice), "POST", "/api/v1/clusters/prod/namespaces/"+ns+"/sessions",
 		`{"pod":"web-1","mode":"live","duration":"30m","reason":"down","glassBroken":true}`)
 	s := tr.request(t, carol, ns, "web-1", `,"glassBroken":true`)
-	if s.Status.Phase != v1alpha1.PhaseApproved || !strings.HasPrefix(s.Status.Approval.By, "glass broken by") ||
+	if s.Status.Phase != v1alpha1.PhaseApproved || s.Status.Approval.Kind != v1alpha1.ApprovalGlassBroken ||
 		s.Status.Review == nil || s.Status.Review.DueAt == nil {
 		t.Fatalf("the glass-broken session: %+v", s.Status)
 	}
@@ -169,6 +170,50 @@ func TestGlassBroken(t *testing.T) {
 	assertNothingLeft(t, ns, s.Name, "web-1", false)
 }
 
+// TestExpiredGlassReviewedThenDeleted: a glass broken and never used
+// expires, as the sweeper writes it. Its record is kept for its review:
+// a cluster admin's delete is refused, carol who broke it may not review
+// it, bob does, and then the record may go.
+func TestExpiredGlassReviewedThenDeleted(t *testing.T) {
+	ns := cl.Namespace(t, "relay-glass-expired")
+	cl.RunningPod(t, ns, "web-1")
+	tr := startRelay(t, config(), clock.RealClock{})
+	s := tr.request(t, carol, ns, "web-1", `,"glassBroken":true`)
+	sweeperUser, err := cl.AsServiceAccount(v1alpha1.Namespace, v1alpha1.SweeperServiceAccount)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	expired := &v1alpha1.Session{}
+	if err := cl.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: s.Name}, expired); err != nil {
+		t.Fatal(err)
+	}
+	expired.Status.Phase = v1alpha1.PhaseExpired
+	if err := sweeperUser.Client.Status().Update(ctx, expired); err != nil {
+		t.Fatalf("the sweeper's expiry: %v", err)
+	}
+	admin, err := cl.As("root", "system:masters")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := admin.Client.Delete(ctx, expired, client.DryRunAll); err == nil || !strings.Contains(err.Error(), "[session.delete]") {
+		t.Fatalf("deleting the unreviewed expired glass: %v, want [session.delete]", err)
+	}
+	path := sessionPath(ns, s.Name)
+	seen := tr.must(t, http.StatusOK, token(t, bob), "GET", path, "").session(t)
+	if !slices.Contains(seen.May, wire.OfferReview) {
+		t.Fatalf("bob is not offered the review of the expired glass: %v", seen.May)
+	}
+	tr.must(t, http.StatusForbidden, token(t, carol), "POST", path+"/review", `{"comment":"mine"}`)
+	reviewed := tr.must(t, http.StatusOK, token(t, bob), "POST", path+"/review", `{"comment":"broken in error, never used"}`).session(t)
+	if reviewed.Status.Review == nil || reviewed.Status.Review.By != bob.Email {
+		t.Fatalf("the review: %+v", reviewed.Status.Review)
+	}
+	if err := admin.Client.Delete(ctx, expired); err != nil {
+		t.Fatalf("deleting the reviewed expired glass: %v", err)
+	}
+}
+
 // TestGroundWithoutApproval: a Ground cluster configured so starts at once;
 // a Flight cluster cannot be configured so.
 func TestGroundWithoutApproval(t *testing.T) {
@@ -183,7 +228,7 @@ func TestGroundWithoutApproval(t *testing.T) {
 	cl.RunningPod(t, ns, "web-1")
 	tr := startRelay(t, cfg, clock.RealClock{})
 	s := tr.request(t, alice, ns, "web-1", "")
-	if s.Status.Phase != v1alpha1.PhaseApproved || !strings.Contains(s.Status.Approval.By, "approval not required") {
+	if s.Status.Phase != v1alpha1.PhaseApproved || s.Status.Approval.Kind != v1alpha1.ApprovalNotRequired {
 		t.Fatalf("the request on Ground: %+v", s.Status)
 	}
 	path := sessionPath(ns, s.Name)

@@ -67,20 +67,10 @@ export const modeLabel = (mode: string) => (modes as Record<string, { label: str
 
 const yes = (b: boolean | undefined) => (b ? 'yes' : 'no');
 
-/**
- * The kinds of approval a Session records in approval.by: a person's, a
- * broken glass, or none needed on the cluster. (The relay writes the two
- * latter as words; this is the one place that reads them.)
- */
-export function approvalKind(a: Approval): 'person' | 'glassBroken' | 'notRequired' {
-  if (a.by.startsWith('glass broken')) return 'glassBroken';
-  if (a.by.startsWith('approval not required')) return 'notRequired';
-  return 'person';
-}
-
 /** approvalText says who approved what: "Approved by bob: mode live, process access no, keep the pod yes (“take it”)". */
 export function approvalText(a: Approval): string {
-  const who = approvalKind(a) === 'person' ? `Approved by ${a.by}` : a.by.charAt(0).toUpperCase() + a.by.slice(1);
+  // approval.kind says what approved it; by is only words to show.
+  const who = (a.kind ?? 'Person') === 'Person' ? `Approved by ${a.by}` : a.by.charAt(0).toUpperCase() + a.by.slice(1);
   return `${who}: mode ${modeLabel(a.mode)}, process access ${yes(a.processAccess)}, keep the pod ${yes(a.keepPod)}${a.comment ? ` (“${a.comment}”)` : ''}`;
 }
 
