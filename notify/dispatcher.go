@@ -134,7 +134,7 @@ func (d *Dispatcher) Send(_ context.Context, e Event, s *v1alpha1.Session) error
 // full, closed): the sweeper then tries again instead of recording the
 // reviewer as told.
 func (d *Dispatcher) ReviewOverdue(_ context.Context, s *v1alpha1.Session) error {
-	if d.enqueue(Event{Kind: v1alpha1.NotifyReviewOverdue, To: d.fallbackReviewer}, s) == 0 {
+	if d.enqueue(Event{Kind: v1alpha1.NotifyReviewOverdue, To: To(v1alpha1.NotifyReviewOverdue, s, d.fallbackReviewer)}, s) == 0 {
 		return fmt.Errorf("notifications: the overdue review of %s/%s could not be queued for any destination", s.Namespace, s.Name)
 	}
 	return nil

@@ -36,6 +36,24 @@ type Event struct {
 	To string `json:"to,omitempty"`
 }
 
+// To names whom a notification of kind about s is for, by the
+// vocabulary's audience (v1alpha1.NotificationAudience): the requester by
+// name, the approvers or everyone routed by that word (the routes say who
+// they are), the fallback reviewer by the name configured.
+func To(kind string, s *v1alpha1.Session, fallbackReviewer string) string {
+	switch v1alpha1.NotificationAudience(kind) {
+	case v1alpha1.AudienceRequester:
+		return s.Spec.Requester
+	case v1alpha1.AudienceApprovers:
+		return "approvers"
+	case v1alpha1.AudienceEveryone:
+		return "everyone"
+	case v1alpha1.AudienceFallbackReviewer:
+		return fallbackReviewer
+	}
+	return ""
+}
+
 // Webhook posts events to URL. Secrets never go into an event: a session's
 // reason and names only. Send posts at once and says how it went (the
 // sweeper's --notify-url); as a Dispatcher's Sink it posts what was queued.
@@ -66,7 +84,7 @@ func (w *Webhook) Link(e Event, s *v1alpha1.Session) string {
 
 // ReviewOverdue tells the fallback reviewer that s waits for its review.
 func (w *Webhook) ReviewOverdue(ctx context.Context, s *v1alpha1.Session) error {
-	return w.Send(ctx, Event{Kind: v1alpha1.NotifyReviewOverdue, To: w.FallbackReviewer}, s)
+	return w.Send(ctx, Event{Kind: v1alpha1.NotifyReviewOverdue, To: To(v1alpha1.NotifyReviewOverdue, s, w.FallbackReviewer)}, s)
 }
 
 // Send posts one event about s. A non-2xx answer is an error.

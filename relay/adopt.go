@@ -172,5 +172,5 @@ func (s *Server) adopt(ctx context.Context, name string, t *target, key sessionK
 	s.metrics.live.Inc()
 	s.log.Info("resumed a session its relay left", "session", key.String(), "resumes", live.Session.Status.Resumes)
 	s.watch(key, live)
-	s.notify(ctx, notify.Event{Kind: v1alpha1.NotifySessionResumed, Cluster: name, To: "requester"}, live.Session.DeepCopy())
+	s.notify(ctx, notify.Event{Kind: v1alpha1.NotifySessionResumed, Cluster: name}, live.Session.DeepCopy())
 }

@@ -56,7 +56,7 @@ func (s *Server) askExtension(w http.ResponseWriter, r *http.Request, c Caller) 
 		if err := live.AskExtension(ctx, c.Name, c.ID, d, q.Reason); err != nil {
 			return err
 		}
-		s.notify(ctx, notify.Event{Kind: v1alpha1.NotifyExtensionRequested, Cluster: t.Name, To: "approvers"}, live.Snapshot())
+		s.notify(ctx, notify.Event{Kind: v1alpha1.NotifyExtensionRequested, Cluster: t.Name}, live.Snapshot())
 		return nil
 	})
 }
@@ -99,7 +99,7 @@ func (s *Server) decideExtension(w http.ResponseWriter, r *http.Request, c Calle
 			return err
 		}
 		kind := map[bool]string{true: v1alpha1.NotifyExtensionApproved, false: v1alpha1.NotifyExtensionDenied}[approve]
-		s.notify(ctx, notify.Event{Kind: kind, Cluster: t.Name, To: sess.Spec.Requester}, live.Snapshot())
+		s.notify(ctx, notify.Event{Kind: kind, Cluster: t.Name}, live.Snapshot())
 		return nil
 	})
 }

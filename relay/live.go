@@ -237,7 +237,7 @@ func (s *Server) start(w http.ResponseWriter, r *http.Request, c Caller) error {
 	// watcher may write the Session.
 	snapshot := live.Session.DeepCopy()
 	s.watch(key, live)
-	s.notify(ctx, notify.Event{Kind: v1alpha1.NotifySessionStarted, Cluster: t.Name, To: "approvers"}, snapshot)
+	s.notify(ctx, notify.Event{Kind: v1alpha1.NotifySessionStarted, Cluster: t.Name}, snapshot)
 	writeJSON(w, http.StatusOK, s.view(c, t, snapshot))
 	return nil
 }
@@ -314,7 +314,7 @@ func (s *Server) end(w http.ResponseWriter, r *http.Request, c Caller) error {
 	if err := held.End(context.WithoutCancel(ctx), c.Name, reason, q.Reason); err != nil {
 		return err
 	}
-	s.notify(ctx, notify.Event{Kind: v1alpha1.NotifySessionEnded, Cluster: t.Name, To: sess.Spec.Requester}, held.Session)
+	s.notify(ctx, notify.Event{Kind: v1alpha1.NotifySessionEnded, Cluster: t.Name}, held.Session)
 	writeJSON(w, http.StatusOK, s.view(c, t, held.Session))
 	return nil
 }

@@ -168,11 +168,11 @@ func (s *Server) request(w http.ResponseWriter, r *http.Request, c Caller) error
 	}
 	now := metav1.NewTime(s.clock.Now())
 	move := lifecycle.Move{Step: v1alpha1.StepRequest, To: v1alpha1.PhasePending, Actor: c.Name, Reason: q.Reason}
-	note, to := v1alpha1.NotifyRequestNew, "approvers"
+	note := v1alpha1.NotifyRequestNew
 	switch {
 	case q.GlassBroken:
 		// Nobody approved: the relay says so, and a review falls due.
-		move.Step, move.To, note, to = v1alpha1.StepBreakGlass, v1alpha1.PhaseApproved, v1alpha1.NotifyGlassBroken, "everyone"
+		move.Step, move.To, note = v1alpha1.StepBreakGlass, v1alpha1.PhaseApproved, v1alpha1.NotifyGlassBroken
 		move.Status = func(st *v1alpha1.SessionStatus) {
 			st.Approval = &v1alpha1.Approval{Kind: v1alpha1.ApprovalGlassBroken, By: "glass broken by " + c.Name, At: now, Mode: q.Mode,
 				ProcessAccess: q.ProcessAccess, KeepPod: q.KeepPod}
@@ -191,7 +191,7 @@ func (s *Server) request(w http.ResponseWriter, r *http.Request, c Caller) error
 		_ = t.Client.Delete(context.WithoutCancel(ctx), sess)
 		return clusterError(err)
 	}
-	s.notify(ctx, notify.Event{Kind: note, Cluster: t.Name, To: to}, sess)
+	s.notify(ctx, notify.Event{Kind: note, Cluster: t.Name}, sess)
 	writeJSON(w, http.StatusCreated, s.view(c, t, sess))
 	return nil
 }
@@ -201,6 +201,7 @@ func (s *Server) notify(ctx context.Context, e notify.Event, sess *v1alpha1.Sess
 	if s.notifier == nil {
 		return
 	}
+	e.To = notify.To(e.Kind, sess, "")
 	if err := s.notifier.Send(context.WithoutCancel(ctx), e, sess); err != nil {
 		s.log.Error(err, "notification failed", "kind", e.Kind, "session", sess.Namespace+"/"+sess.Name)
 	}
@@ -281,7 +282,7 @@ func (s *Server) approve(w http.ResponseWriter, r *http.Request, c Caller) error
 		Actor: c.Name, Reason: what, Status: func(st *v1alpha1.SessionStatus) { st.Approval = approval }}); err != nil {
 		return clusterError(err)
 	}
-	s.notify(ctx, notify.Event{Kind: v1alpha1.NotifyRequestApproved, Cluster: t.Name, To: sess.Spec.Requester}, sess)
+	s.notify(ctx, notify.Event{Kind: v1alpha1.NotifyRequestApproved, Cluster: t.Name}, sess)
 	writeJSON(w, http.StatusOK, s.view(c, t, sess))
 	return nil
 }
@@ -297,7 +298,7 @@ func (s *Server) deny(w http.ResponseWriter, r *http.Request, c Caller) error {
 		Actor: c.Name, Reason: d.Reason, Status: func(st *v1alpha1.SessionStatus) { st.Denial = denial }}); err != nil {
 		return clusterError(err)
 	}
-	s.notify(ctx, notify.Event{Kind: v1alpha1.NotifyRequestDenied, Cluster: t.Name, To: sess.Spec.Requester}, sess)
+	s.notify(ctx, notify.Event{Kind: v1alpha1.NotifyRequestDenied, Cluster: t.Name}, sess)
 	writeJSON(w, http.StatusOK, s.view(c, t, sess))
 	return nil
 }

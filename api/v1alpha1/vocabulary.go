@@ -98,19 +98,55 @@ const (
 	NotifyExtensionDenied    = "extension.denied"
 )
 
+// Audience is whom a kind of notification is for.
+type Audience string
+
+// The audiences of notifications.
+const (
+	AudienceRequester        Audience = "the requester"
+	AudienceApprovers        Audience = "the approvers"
+	AudienceEveryone         Audience = "everyone routed"
+	AudienceFallbackReviewer Audience = "the fallback reviewer"
+)
+
+// notifications is each kind, whom it is for and what it says: the one
+// table NotificationKinds and NotificationAudience read.
+var notifications = []struct {
+	kind  string
+	to    Audience
+	means string
+}{
+	{NotifyRequestNew, AudienceApprovers, "a request waits for one of them"},
+	{NotifyRequestApproved, AudienceRequester, "the request was approved"},
+	{NotifyRequestDenied, AudienceRequester, "the request was denied"},
+	{NotifyGlassBroken, AudienceEveryone, "a session started without approval and is to be reviewed"},
+	{NotifySessionStarted, AudienceApprovers, "a session started"},
+	{NotifySessionEnded, AudienceRequester, "the session ended, and why"},
+	{NotifySessionResumed, AudienceRequester, "another relay took the session up again"},
+	{NotifyReviewOverdue, AudienceFallbackReviewer, "a glass-broken session's review is overdue"},
+	{NotifyExtensionRequested, AudienceApprovers, "the requester asks for more time"},
+	{NotifyExtensionApproved, AudienceRequester, "more time was approved"},
+	{NotifyExtensionDenied, AudienceRequester, "more time was denied"},
+}
+
 // NotificationKinds is every kind of notification, and whom it goes to.
-var NotificationKinds = []Word{
-	{NotifyRequestNew, "to the approvers: a request waits for one of them"},
-	{NotifyRequestApproved, "to the requester: the request was approved"},
-	{NotifyRequestDenied, "to the requester: the request was denied"},
-	{NotifyGlassBroken, "to everyone routed: a session started without approval and is to be reviewed"},
-	{NotifySessionStarted, "to the approvers: a session started"},
-	{NotifySessionEnded, "to the requester: the session ended, and why"},
-	{NotifySessionResumed, "to the requester: another relay took the session up again"},
-	{NotifyReviewOverdue, "to the fallback reviewer: a glass-broken session's review is overdue"},
-	{NotifyExtensionRequested, "to the approvers: the requester asks for more time"},
-	{NotifyExtensionApproved, "to the requester: more time was approved"},
-	{NotifyExtensionDenied, "to the requester: more time was denied"},
+var NotificationKinds = func() []Word {
+	out := make([]Word, len(notifications))
+	for i, n := range notifications {
+		out[i] = Word{n.kind, "to " + string(n.to) + ": " + n.means}
+	}
+	return out
+}()
+
+// NotificationAudience is whom a notification of kind is for ("" for a
+// kind not in the vocabulary).
+func NotificationAudience(kind string) Audience {
+	for _, n := range notifications {
+		if n.kind == kind {
+			return n.to
+		}
+	}
+	return ""
 }
 
 // Names is the spellings of words, in their order.
