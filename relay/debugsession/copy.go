@@ -25,10 +25,10 @@ func (r *Runner) createCopy(ctx context.Context, s *v1alpha1.Session, container 
 	}
 	cp, err := manifests.CopyPod(target, s, container, r.DebugImage, processAccess, lifetime)
 	if err != nil {
-		return fmt.Errorf("copying %s: %w", target.Name, err)
+		return refusedStart{fmt.Errorf("copying %s: %w", target.Name, err)}
 	}
 	if _, err := r.Kube.CoreV1().Pods(s.Namespace).Create(ctx, cp, metav1.CreateOptions{}); err != nil {
-		return fmt.Errorf("creating the copy of %s: %w", target.Name, err)
+		return refusedIfAdmission(fmt.Errorf("creating the copy of %s: %w", target.Name, err))
 	}
 	return nil
 }

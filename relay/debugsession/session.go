@@ -142,7 +142,7 @@ func (r *Runner) Start(ctx context.Context, s *v1alpha1.Session) (_ *Live, err e
 	}
 	defer func() {
 		if err != nil {
-			_ = r.Client.Delete(context.Background(), grant)
+			r.takeBack(s, grant, err)
 		}
 	}()
 	if err := r.note(ctx, v1alpha1.StepGrant, s, role+" for "+ttl.String()); err != nil {
@@ -174,6 +174,12 @@ func (r *Runner) Start(ctx context.Context, s *v1alpha1.Session) (_ *Live, err e
 				_ = r.Kube.CoreV1().Pods(s.Namespace).Delete(context.Background(), pod, metav1.DeleteOptions{})
 			}
 		}()
+	}
+	var refused refusedStart
+	if errors.As(err, &refused) {
+		// It would fail the same way at every try: the session ends,
+		// saying why, rather than stay Approved.
+		return nil, errors.Join(err, r.endFailedStart(s, "the start was refused: "+err.Error()))
 	}
 	if err != nil {
 		return nil, err
@@ -267,13 +273,13 @@ func (r *Runner) addDebugContainerTo(ctx context.Context, s *v1alpha1.Session, p
 		// said here in the relay's words, or set on the container against
 		// the pod.
 		if err := manifests.LiveDebuggable(pod); err != nil {
-			return err
+			return refusedStart{err}
 		}
 		c := ec.DeepCopy()
 		manifests.ConfinedIn(c.SecurityContext, pod, name)
 		pod.Spec.EphemeralContainers = append(pod.Spec.EphemeralContainers, *c)
 		if _, err := r.Kube.CoreV1().Pods(s.Namespace).UpdateEphemeralContainers(ctx, pod.Name, pod, metav1.UpdateOptions{}); err != nil {
-			return fmt.Errorf("adding the debug container: %w", err)
+			return refusedIfAdmission(fmt.Errorf("adding the debug container: %w", err))
 		}
 		return nil
 	})
@@ -346,14 +352,46 @@ func (r *Runner) failedStart(s *v1alpha1.Session, pod, container string, cause e
 			errs = append(errs, err)
 		}
 	}
-	why := cause.Error()
-	detail := fmt.Sprintf("the start failed after %s was added to %s, pod recycled: %t: %s", container, pod, recycle, why)
-	errs = append(errs, r.Lifecycle().Make(ctx, s, lifecycle.Move{Step: v1alpha1.StepEnd, To: v1alpha1.PhaseEnded, Actor: v1alpha1.PortalUsername,
+	detail := fmt.Sprintf("the start failed after %s was added to %s, pod recycled: %t: %s", container, pod, recycle, cause.Error())
+	return errors.Join(append(errs, r.endFailedStart(s, detail))...)
+}
+
+// endFailedStart ends a session whose start failed, as a failed start,
+// saying why.
+func (r *Runner) endFailedStart(s *v1alpha1.Session, detail string) error {
+	return r.Lifecycle().Make(context.Background(), s, lifecycle.Move{Step: v1alpha1.StepEnd, To: v1alpha1.PhaseEnded, Actor: v1alpha1.PortalUsername,
 		Reason: EndReasonText(v1alpha1.EndFailedStart, detail), Merge: true, Status: func(st *v1alpha1.SessionStatus) {
 			st.End = &v1alpha1.End{By: v1alpha1.PortalUsername, Reason: v1alpha1.EndFailedStart, Detail: v1alpha1.EndDetail(detail),
 				At: metav1.NewTime(r.Clock.Now()), Abnormal: true}
-		}}))
-	return errors.Join(errs...)
+		}})
+}
+
+// takeBack deletes the grant of a start that failed and audits the revoke,
+// so the log shows the grant's end as it shows its making. A grant that
+// cannot be deleted now is the grant sweeper's at its TTL.
+func (r *Runner) takeBack(s *v1alpha1.Session, grant *rbacv1.RoleBinding, cause error) {
+	ctx := context.Background()
+	if err := r.Client.Delete(ctx, grant); err != nil && !apierrors.IsNotFound(err) {
+		return
+	}
+	_ = r.note(ctx, v1alpha1.StepRevoke, s, grant.Name+": the start failed: "+cause.Error())
+}
+
+// refusedStart is a start this pod never allows, whoever tries again: the
+// relay's own judgement of the pod, or the cluster's refusal of the debug
+// container or the copy.
+type refusedStart struct{ error }
+
+func (e refusedStart) Unwrap() error { return e.error }
+
+// refusedIfAdmission marks a write the API server refused as a refused
+// start: by then WaitGranted has seen the grant take effect, so a 403 or
+// 422 is admission's verdict on what was written, not a missing right.
+func refusedIfAdmission(err error) error {
+	if apierrors.IsForbidden(err) || apierrors.IsInvalid(err) {
+		return refusedStart{err}
+	}
+	return err
 }
 
 // attach opens the debug container's terminal through the API server,

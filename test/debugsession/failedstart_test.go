@@ -10,11 +10,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
 	"github.com/tower-dev/breakglass/evidence/audit"
 	"github.com/tower-dev/breakglass/evidence/recording"
+	"github.com/tower-dev/breakglass/test/harness/cluster"
 )
 
 // TestFailedStartLeavesNothing: the debug container is added but its image
@@ -62,5 +65,62 @@ func TestFailedStartLeavesNothing(t *testing.T) {
 				t.Fatalf("the failed start is not audited:\n%s", log.String())
 			}
 		})
+	}
+}
+
+// TestRefusedStartEnds: process access to an app that runs as the debug
+// user is refused by the cluster (debug.same-user) whoever tries, so the
+// start ends the session as a failed start, saying why, instead of leaving
+// it Approved for a retry that fails the same way; its grant is deleted
+// and the revoke audited after the grant.
+func TestRefusedStartEnds(t *testing.T) {
+	ns := cl.Namespace(t, "refused-start")
+	ctx := context.Background()
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web-1", Namespace: ns},
+		Spec: corev1.PodSpec{NodeName: cluster.NodeName, Containers: []corev1.Container{{Name: "web", Image: "registry.example/shop/web:1.2",
+			Command: []string{"sleep", "3600"}, SecurityContext: &corev1.SecurityContext{RunAsUser: ptr.To(v1alpha1.DebugUserID)}}}}}
+	if err := cl.Client.Create(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	portal, err := cl.Portal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &v1alpha1.Session{ObjectMeta: metav1.ObjectMeta{Name: "s1", Namespace: ns},
+		Spec: v1alpha1.SessionSpec{TargetPod: "web-1", TargetContainer: "web", ProcessAccess: true, Mode: v1alpha1.ModeLive,
+			Duration: metav1.Duration{Duration: 30 * time.Minute}, Reason: "a stuck worker", Requester: "alice"}}
+	if err := portal.Client.Create(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	s.Status = v1alpha1.SessionStatus{Phase: v1alpha1.PhaseApproved, Approval: &v1alpha1.Approval{Kind: v1alpha1.ApprovalPerson, By: "bob",
+		At: metav1.Now(), Mode: v1alpha1.ModeLive, ProcessAccess: true}}
+	if err := portal.Client.Status().Update(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	var log bytes.Buffer
+	r := runner(t, &recording.Dir{Root: t.TempDir()}, audit.NewLog(audit.Event{}, nil, &audit.Writer{W: &log}))
+	if _, err := r.Start(ctx, s); err == nil || !strings.Contains(err.Error(), "[debug.same-user]") {
+		t.Fatalf("the start: %v, want the cluster's debug.same-user refusal", err)
+	}
+	got := &v1alpha1.Session{}
+	if err := cl.Client.Get(ctx, client.ObjectKeyFromObject(s), got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Status.Phase != v1alpha1.PhaseEnded || got.Status.End == nil || got.Status.End.Reason != v1alpha1.EndFailedStart ||
+		!strings.Contains(got.Status.End.Detail, "refused") {
+		t.Fatalf("the Session after a refused start: %+v", got.Status)
+	}
+	if err := cl.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "breakglass-s1"}, &rbacv1.RoleBinding{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("the grant after a refused start: %v", err)
+	}
+	grant, revoke := strings.Index(log.String(), `"kind":"grant"`), strings.Index(log.String(), `"kind":"revoke"`)
+	if grant < 0 || revoke < grant {
+		t.Fatalf("the grant and its revoke are not audited in order:\n%s", log.String())
+	}
+	if _, err := r.Start(ctx, got); err == nil || !strings.Contains(err.Error(), "not Approved") {
+		t.Fatalf("starting it again: %v", err)
+	}
+	if p := (&corev1.Pod{}); cl.Client.Get(ctx, client.ObjectKeyFromObject(pod), p) != nil || p.DeletionTimestamp != nil {
+		t.Fatalf("the app's pod went with a start that never touched it")
 	}
 }
