@@ -48,7 +48,15 @@ func SetConditions(st *SessionStatus, now metav1.Time) {
 	}
 	if ev := st.Evidence; ev != nil {
 		set(ConditionRecorded, ev.ManifestSHA256 != "", "Finalized", "NotFinalized", "manifest sha256 "+ev.ManifestSHA256)
-		set(ConditionAnchored, ev.EntryID != "", "InLog", "Pending", "transparency-log entry "+ev.EntryID)
+		switch {
+		case ev.EntryID != "":
+			set(ConditionAnchored, true, "InLog", "", "transparency-log entry "+ev.EntryID)
+		case ev.AnchorPending:
+			set(ConditionAnchored, false, "", "Pending", "waiting for the transparency log to take the manifest's hash")
+		default:
+			// Final: this plane anchors in no log, and nothing will change it.
+			set(ConditionAnchored, false, "", "NoLog", "no transparency log is configured: the manifest's hash is anchored nowhere")
+		}
 	}
 	if r := st.Review; r != nil && (r.DueAt != nil || r.By != "") {
 		set(ConditionReviewed, r.By != "", "Reviewed", "Due", "reviewed by "+r.By)
