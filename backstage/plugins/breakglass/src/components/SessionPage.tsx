@@ -6,7 +6,7 @@ import Button from '@material-ui/core/Button';
 import TextField from '@material-ui/core/TextField';
 import Typography from '@material-ui/core/Typography';
 import {
-  approvalText, breakGlass, isRequester, maxReason, minutes, modeLabel, offers, outcome, phaseMeans, phaseOf, reviewDue, reviewOverdue,
+  approvalText, breakGlass, finalPhases, isRequester, maxReason, minutes, modeLabel, offers, outcome, phaseMeans, phaseOf, reviewDue, reviewOverdue,
   sessionFields, timersText, when, type Session,
 } from '@tower-dev/breakglass-portal';
 import { breakglassApiRef } from '../api';
@@ -101,7 +101,7 @@ export function SessionPage() {
           {offer('end') && <EndForm s={s} act={doing} />}
         </InfoCard>
       )}
-      {(phase === 'Ended' || phase === 'Denied' || phase === 'Expired') && (
+      {finalPhases.includes(phase) && (
         <InfoCard title="Outcome">
           {s.status.approval && <Typography className="approval">{approvalText(s.status.approval)}</Typography>}
           {phase === 'Ended' && !s.status.approval && <Typography className="approval">Never approved.</Typography>}
