@@ -273,6 +273,9 @@ func (r *Runner) addDebugContainerTo(ctx context.Context, s *v1alpha1.Session, p
 		// said here in the relay's words, or set on the container against
 		// the pod.
 		if err := manifests.LiveDebuggable(pod); err != nil {
+			if pod.Spec.NodeName == "" {
+				return err // not scheduled yet: it may be soon
+			}
 			return refusedStart{err}
 		}
 		c := ec.DeepCopy()
