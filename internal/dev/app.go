@@ -11,8 +11,13 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/tower-dev/breakglass/manifests"
 	"github.com/tower-dev/breakglass/test/harness/cluster"
 )
+
+// demoAppUserID is the user the demo app runs as on the real node: not
+// v1alpha1.DebugUserID.
+const demoAppUserID int64 = 1000
 
 // demoApp creates the demo app's Deployment. On the virtual node, with no
 // controller-manager, it keeps one pod of it running as its ReplicaSet
@@ -29,8 +34,13 @@ func demoApp(ctx context.Context, c *cluster.Cluster, ns, image string, realNode
 		}}},
 	}
 	if realNode {
+		// The app runs as a user of its own: process access, which the
+		// README walks through, is refused for an app that runs as the
+		// debug user (debug.same-user).
+		sc := manifests.RestrictedSecurityContext(demoAppUserID)
+		sc.RunAsGroup, sc.ReadOnlyRootFilesystem = ptr.To(demoAppUserID), ptr.To(true)
 		tmpl.Spec = corev1.PodSpec{TerminationGracePeriodSeconds: ptr.To[int64](1), Containers: []corev1.Container{{
-			Name: "web", Image: image, SecurityContext: cluster.DebugSecurityContext(),
+			Name: "web", Image: image, SecurityContext: sc,
 			Command: []string{"/bin/sh", "-c", "while true; do echo serving orders; sleep 30; done"},
 		}}}
 	}
