@@ -10,6 +10,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -140,8 +142,9 @@ func (r *Runner) Start(ctx context.Context, s *v1alpha1.Session) (_ *Live, err e
 	if err := r.Client.Create(ctx, grant); err != nil {
 		return nil, fmt.Errorf("granting the debug role: %w", err)
 	}
+	takenBack := false
 	defer func() {
-		if err != nil {
+		if err != nil && !takenBack {
 			r.takeBack(s, grant, err)
 		}
 	}()
@@ -164,7 +167,8 @@ func (r *Runner) Start(ctx context.Context, s *v1alpha1.Session) (_ *Live, err e
 	}()
 	if s.Spec.Mode == v1alpha1.ModeLive {
 		err = r.addDebugContainerTo(ctx, s, s.Spec.TargetPod, container)
-		touched = err == nil
+		// A write whose answer was lost may have added it all the same.
+		touched = err == nil || r.carries(s.Namespace, pod, container)
 	} else {
 		// The copy is named after its debug container: one per session.
 		pod = container
@@ -176,9 +180,11 @@ func (r *Runner) Start(ctx context.Context, s *v1alpha1.Session) (_ *Live, err e
 		}()
 	}
 	var refused refusedStart
-	if errors.As(err, &refused) {
-		// It would fail the same way at every try: the session ends,
-		// saying why, rather than stay Approved.
+	if errors.As(err, &refused) && !touched {
+		// It would fail the same way at every try: the grant goes, then
+		// the session ends, saying why, rather than stay Approved.
+		r.takeBack(s, grant, err)
+		takenBack = true
 		return nil, errors.Join(err, r.endFailedStart(s, "the start was refused: "+err.Error()))
 	}
 	if err != nil {
@@ -375,6 +381,7 @@ func (r *Runner) endFailedStart(s *v1alpha1.Session, detail string) error {
 func (r *Runner) takeBack(s *v1alpha1.Session, grant *rbacv1.RoleBinding, cause error) {
 	ctx := context.Background()
 	if err := r.Client.Delete(ctx, grant); err != nil && !apierrors.IsNotFound(err) {
+		r.Log.Error(err, "taking back the grant of a failed start: the grant sweeper deletes it at its TTL", "grant", grant.Name)
 		return
 	}
 	_ = r.note(ctx, v1alpha1.StepRevoke, s, grant.Name+": the start failed: "+cause.Error())
@@ -387,14 +394,25 @@ type refusedStart struct{ error }
 
 func (e refusedStart) Unwrap() error { return e.error }
 
-// refusedIfAdmission marks a write the API server refused as a refused
-// start: by then WaitGranted has seen the grant take effect, so a 403 or
-// 422 is admission's verdict on what was written, not a missing right.
+// refusedIfAdmission marks a write the API server will refuse at every
+// try as a refused start: invalid (422), or forbidden (403) by an
+// admission policy or webhook or Pod Security. Another 403 may pass: a
+// quota that frees up, or an API server whose authorizer has not yet seen
+// the grant.
 func refusedIfAdmission(err error) error {
-	if apierrors.IsForbidden(err) || apierrors.IsInvalid(err) {
+	msg := err.Error()
+	admission := strings.Contains(msg, "ValidatingAdmissionPolicy") || strings.Contains(msg, "admission webhook") ||
+		strings.Contains(msg, "violates PodSecurity")
+	if apierrors.IsInvalid(err) || (apierrors.IsForbidden(err) && admission) {
 		return refusedStart{err}
 	}
 	return err
+}
+
+// carries reports whether pod has the debug container, read again.
+func (r *Runner) carries(ns, pod, container string) bool {
+	p, err := r.Kube.CoreV1().Pods(ns).Get(context.Background(), pod, metav1.GetOptions{})
+	return err == nil && slices.ContainsFunc(p.Spec.EphemeralContainers, func(c corev1.EphemeralContainer) bool { return c.Name == container })
 }
 
 // attach opens the debug container's terminal through the API server,

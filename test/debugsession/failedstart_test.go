@@ -71,8 +71,8 @@ func TestFailedStartLeavesNothing(t *testing.T) {
 // TestRefusedStartEnds: process access to an app that runs as the debug
 // user is refused by the cluster (debug.same-user) whoever tries, so the
 // start ends the session as a failed start, saying why, instead of leaving
-// it Approved for a retry that fails the same way; its grant is deleted
-// and the revoke audited after the grant.
+// it Approved for a retry that fails the same way; its grant is deleted,
+// the revoke audited after the grant and before the end.
 func TestRefusedStartEnds(t *testing.T) {
 	ns := cl.Namespace(t, "refused-start")
 	ctx := context.Background()
@@ -113,9 +113,9 @@ func TestRefusedStartEnds(t *testing.T) {
 	if err := cl.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "breakglass-s1"}, &rbacv1.RoleBinding{}); !apierrors.IsNotFound(err) {
 		t.Fatalf("the grant after a refused start: %v", err)
 	}
-	grant, revoke := strings.Index(log.String(), `"kind":"grant"`), strings.Index(log.String(), `"kind":"revoke"`)
-	if grant < 0 || revoke < grant {
-		t.Fatalf("the grant and its revoke are not audited in order:\n%s", log.String())
+	grant, revoke, end := strings.Index(log.String(), `"kind":"grant"`), strings.Index(log.String(), `"kind":"revoke"`), strings.Index(log.String(), `"kind":"end"`)
+	if grant < 0 || revoke < grant || end < revoke {
+		t.Fatalf("the grant, its revoke and the end are not audited in that order:\n%s", log.String())
 	}
 	if _, err := r.Start(ctx, got); err == nil || !strings.Contains(err.Error(), "not Approved") {
 		t.Fatalf("starting it again: %v", err)
