@@ -47,9 +47,19 @@ var (
 		{Caller{ID: "idp#carol", Name: "carol"}, map[Action]bool{ActionReview: true}},
 		{Caller{ID: "idp#dave", Name: "dave"}, map[Action]bool{ActionReview: true}},
 	}
-	modelSweeper = &sweeper.SessionSweeper{HeartbeatTimeout: 2 * time.Minute, Grace: time.Minute, ReviewWithin: 24 * time.Hour,
-		PendingFor: time.Hour, ApprovedFor: 30 * time.Minute, Evidence: modelStore{}, Anchors: modelStore{}, AnchorAfter: 5 * time.Minute}
+	modelReviewWithin = 24 * time.Hour
 )
+
+// modelSweeper is the sweeper as configured: with a transparency log, or
+// with none (recordings then never pend for an anchor).
+func modelSweeper(withLog bool) *sweeper.SessionSweeper {
+	sw := &sweeper.SessionSweeper{HeartbeatTimeout: 2 * time.Minute, Grace: time.Minute, ReviewWithin: modelReviewWithin,
+		PendingFor: time.Hour, ApprovedFor: 30 * time.Minute, Evidence: modelStore{}, AnchorAfter: 5 * time.Minute}
+	if withLog {
+		sw.Anchors = modelStore{}
+	}
+	return sw
+}
 
 // modelStore stands for the recording store and the log in the sweeper's
 // configuration: decide only asks whether they are there.
@@ -70,9 +80,10 @@ type modelState struct {
 
 func (m modelState) key() string {
 	b, _ := json.Marshal(struct {
+		P v1alpha1.SessionSpec
 		S v1alpha1.SessionStatus
 		T int64
-	}{m.sess.Status, m.now.Unix()})
+	}{m.sess.Spec, m.sess.Status, m.now.Unix()})
 	return string(b)
 }
 
@@ -88,6 +99,7 @@ type modelMove struct {
 // modelChecker explores the lifecycle and holds what it found.
 type modelChecker struct {
 	t      *testing.T
+	sw     *sweeper.SessionSweeper
 	policy *vap.Evaluator
 	states map[string]modelState
 	moves  map[string][]modelMove
@@ -95,12 +107,12 @@ type modelChecker struct {
 	refused []string
 }
 
-func newModelChecker(t *testing.T) *modelChecker {
+func newModelChecker(t *testing.T, sw *sweeper.SessionSweeper) *modelChecker {
 	pairs, err := vap.BuildAll(policies.Flight, policies.DefaultParams())
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &modelChecker{t: t, policy: vap.NewEvaluator(pairs), states: map[string]modelState{}, moves: map[string][]modelMove{}}
+	return &modelChecker{t: t, sw: sw, policy: vap.NewEvaluator(pairs), states: map[string]modelState{}, moves: map[string][]modelMove{}}
 }
 
 // starts are the three ways a Session begins, as Server.request writes them.
@@ -115,7 +127,7 @@ func modelStarts() []modelState {
 	asked := newSession(false)
 	asked.Status.Phase = v1alpha1.PhasePending
 	glass := newSession(true)
-	due := metav1.NewTime(modelT0.Add(modelSweeper.ReviewWithin))
+	due := metav1.NewTime(modelT0.Add(modelReviewWithin))
 	glass.Status = v1alpha1.SessionStatus{Phase: v1alpha1.PhaseApproved, Review: &v1alpha1.Review{DueAt: &due},
 		Approval: &v1alpha1.Approval{Kind: v1alpha1.ApprovalGlassBroken, By: "glass broken by alice", At: now, Mode: v1alpha1.ModeLive}}
 	free := newSession(false)
@@ -147,16 +159,18 @@ func (m *modelChecker) explore(starts []modelState) {
 // next is every move from s that the code allows and the cluster admits.
 func (m *modelChecker) next(s modelState) []modelMove {
 	var out []modelMove
+	at := metav1.NewTime(s.now)
+	pending := m.sw.Anchors != nil
 	write := func(actor, what string, byRequester bool, writer string, change func(st *v1alpha1.SessionStatus)) {
 		after := s.sess.DeepCopy()
 		change(&after.Status)
+		v1alpha1.SetConditions(&after.Status, at) // as lifecycle.Make writes every status
 		if res := m.judge(admissionregistrationv1.Update, "status", writer, after, s.sess); !res.Allowed() {
 			m.refused = append(m.refused, fmt.Sprintf("%s's %s from %s: %v", actor, what, s.sess.Status.Phase, res.Denials))
 			return
 		}
 		out = append(out, modelMove{actor: actor, what: what, to: modelState{after, s.now}, byRequester: byRequester})
 	}
-	at := metav1.NewTime(s.now)
 	for _, p := range append([]modelPerson{modelAlice}, modelOthers...) {
 		p := p
 		st := standing{c: p.Caller, cluster: "c", can: func(a Action) bool { return p.can[a] }, watching: true}
@@ -184,7 +198,7 @@ func (m *modelChecker) next(s modelState) []modelMove {
 				write(p.Name, string(o), mine, v1alpha1.PortalUsername, func(x *v1alpha1.SessionStatus) {
 					x.Phase, x.End = v1alpha1.PhaseEnded, end
 					if x.StartedAt != nil {
-						x.Evidence = modelEvidence()
+						x.Evidence = modelEvidence(pending)
 					}
 				})
 				if s.sess.Status.StartedAt != nil {
@@ -193,6 +207,11 @@ func (m *modelChecker) next(s modelState) []modelMove {
 						x.Phase, x.End = v1alpha1.PhaseEnded, end
 					})
 				}
+			case wire.OfferType, wire.OfferWatch, wire.OfferPlay:
+				// No change to the Session.
+			case wire.OfferExtend, wire.OfferDecideExtension:
+				// More time moves the deadline, never the phase: left out
+				// of the model (a bound it would make infinite).
 			case wire.OfferReview:
 				write(p.Name, "review", mine, v1alpha1.PortalUsername, func(x *v1alpha1.SessionStatus) {
 					if x.Review == nil {
@@ -200,10 +219,26 @@ func (m *modelChecker) next(s modelState) []modelMove {
 					}
 					x.Review.By, x.Review.ByID, x.Review.At = p.Name, p.ID, &at
 				})
+			default:
+				m.t.Errorf("the model does not know what offer %q does", o)
 			}
 		}
 	}
-	j := modelSweeper.Judge(s.sess, s.now)
+	// The relay's own moves: a start that fails (Runner.failedStart,
+	// endFailedStart), and a running session's limits.
+	switch s.sess.Status.Phase {
+	case v1alpha1.PhaseApproved:
+		// Only the requester's start fails: it is theirs to count on.
+		write("relay", "a failed start", true, v1alpha1.PortalUsername, func(x *v1alpha1.SessionStatus) {
+			x.Phase, x.End = v1alpha1.PhaseEnded, &v1alpha1.End{By: v1alpha1.PortalUsername, Reason: v1alpha1.EndFailedStart, At: at, Abnormal: true}
+		})
+	case v1alpha1.PhaseActive:
+		write("relay", "a limit", false, v1alpha1.PortalUsername, func(x *v1alpha1.SessionStatus) {
+			x.Phase, x.End = v1alpha1.PhaseEnded, &v1alpha1.End{By: v1alpha1.PortalUsername, Reason: v1alpha1.EndIdle, At: at}
+			x.Evidence = modelEvidence(pending)
+		})
+	}
+	j := m.sw.Judge(s.sess, s.now)
 	sweeps := []struct {
 		do     bool
 		what   string
@@ -213,7 +248,7 @@ func (m *modelChecker) next(s modelState) []modelMove {
 			x.Phase, x.End = v1alpha1.PhaseEnded, &v1alpha1.End{By: v1alpha1.SweeperUsername, Reason: v1alpha1.EndSwept, At: at, Abnormal: true}
 		}},
 		{j.Expire, "expire", func(x *v1alpha1.SessionStatus) { x.Phase = v1alpha1.PhaseExpired }},
-		{j.Finalize, "finalize the evidence", func(x *v1alpha1.SessionStatus) { x.Evidence = modelEvidence() }},
+		{j.Finalize, "finalize the evidence", func(x *v1alpha1.SessionStatus) { x.Evidence = modelEvidence(pending) }},
 		{j.Anchor, "anchor", func(x *v1alpha1.SessionStatus) {
 			e := *x.Evidence
 			e.AnchorPending, e.LogIndex, e.EntryID = false, new(int64), "entry-1"
@@ -239,8 +274,10 @@ func (m *modelChecker) next(s modelState) []modelMove {
 	return out
 }
 
-func modelEvidence() *v1alpha1.Evidence {
-	return &v1alpha1.Evidence{URIs: []string{"s3://recordings/shop/s-1/manifest.json"}, ManifestSHA256: strings.Repeat("a", 64), AnchorPending: true}
+// modelEvidence is a finalized recording, pending its anchor where a log
+// is configured.
+func modelEvidence(pending bool) *v1alpha1.Evidence {
+	return &v1alpha1.Evidence{URIs: []string{"s3://recordings/shop/s-1/manifest.json"}, ManifestSHA256: strings.Repeat("a", 64), AnchorPending: pending}
 }
 
 // judge runs the plane's policies on a write (or delete) of a Session.
@@ -315,7 +352,12 @@ func (m *modelChecker) describe(s modelState) string {
 // requester; a review that is open, once the session will not run again,
 // is offered to someone other than the requester.
 func TestLifecycleHasNoDeadEnds(t *testing.T) {
-	m := newModelChecker(t)
+	for name, withLog := range map[string]bool{"with a transparency log": true, "without one": false} {
+		t.Run(name, func(t *testing.T) { checkLifecycle(t, newModelChecker(t, modelSweeper(withLog))) })
+	}
+}
+
+func checkLifecycle(t *testing.T, m *modelChecker) {
 	m.explore(modelStarts())
 	moves := 0
 	for _, ms := range m.moves {

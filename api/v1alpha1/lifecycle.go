@@ -1,5 +1,7 @@
 package v1alpha1
 
+import "slices"
+
 // Writer is who may write a Session's status: the portal (the relay) or the
 // sweeper. Nobody else writes it; the admission policy on Sessions holds
 // every writer to this file's table.
@@ -77,11 +79,13 @@ func (s *Session) IsRequester(name, id string) bool {
 	return SamePerson(s.Spec.Requester, s.Spec.RequesterID, name, id)
 }
 
-// Final reports whether a Session in phase p never moves again: PhaseMoves
-// gives no way out of it. Every reader of "is it over" asks this, so that
+// Final reports whether a Session in phase p never moves again: a phase of
+// PhaseTerms that PhaseMoves gives no way out of. A phase this build does
+// not know (a newer plane's) is not final to it. Every reader of "is it over" asks this, so that
 // a new phase is final or not in one place.
 func (p SessionPhase) Final() bool {
-	return p != "" && len(PhaseMoves[p]) == 0
+	known := slices.ContainsFunc(PhaseTerms, func(t Term) bool { return t.Name == string(p) })
+	return known && len(PhaseMoves[p]) == 0
 }
 
 // FinalPhases are the phases a Session never leaves, in PhaseTerms' order:

@@ -1,6 +1,9 @@
 package v1alpha1
 
-import "testing"
+import (
+	"slices"
+	"testing"
+)
 
 // order ranks the phases along the lifecycle; a move never goes back.
 var order = map[SessionPhase]int{"": 0, PhasePending: 1, PhaseApproved: 2, PhaseDenied: 3, PhaseActive: 3, PhaseEnded: 4, PhaseExpired: 4}
@@ -42,6 +45,20 @@ func TestPhaseMoves(t *testing.T) {
 	} {
 		if got := CanMove(c.from, c.to, c.w); got != c.want {
 			t.Errorf("CanMove(%q, %s, %s) = %t, want %t", c.from, c.to, c.w, got, c.want)
+		}
+	}
+}
+
+// TestFinalPhases: the phases with no move out are final, in PhaseTerms'
+// order; no phase yet, or one this build does not know, is not.
+func TestFinalPhases(t *testing.T) {
+	got := FinalPhases()
+	if want := []SessionPhase{PhaseDenied, PhaseEnded, PhaseExpired}; !slices.Equal(got, want) {
+		t.Fatalf("FinalPhases() = %v, want %v", got, want)
+	}
+	for _, p := range []SessionPhase{"", PhasePending, PhaseApproved, PhaseActive, "Archived"} {
+		if p.Final() {
+			t.Errorf("%q is final", p)
 		}
 	}
 }
