@@ -30,7 +30,7 @@ export TOOLS_CACHE
 # $(call cached,MODULE_DIR,OUTPUTS,COMMAND): COMMAND writes OUTPUTS into $$OUT.
 cached = GO=$(GO) bash hack/tool-cache.sh $(1) $(BIN) '$(2)' '$(3)'
 
-.PHONY: test-release test-createapp test-images release-tools-cached print-release-checks help all build backstage browser openapi-specs test-oldest test-kyverno test-integration-main cross test-cross krew console node dev image rekor debian-packages test test-unit test-integration test-faults fuzz bench bench-load generate verify-generate lint tools clean
+.PHONY: test-release test-createapp test-images release-tools release-tools-cached print-release-checks help all build backstage browser openapi-specs test-oldest test-kyverno test-integration-main cross test-cross krew console node dev image rekor debian-packages test test-unit test-integration test-faults fuzz bench bench-load generate verify-generate lint tools clean
 
 all: build
 
@@ -398,6 +398,9 @@ test-createapp: backstage
 # print-release-checks: what make test leaves to make test-release (.ci/run names them when it runs only make test).
 print-release-checks:
 	@echo "$(RELEASE_CHECKS)"
+
+# release-tools: make test-release's own tools, built (.ci/run builds them for a later run when only that fits).
+release-tools: $(BIN)/kubectl-kyverno $(OLDEST_BINS)
 
 ## release-tools-cached: succeeds if make test-release's own tools are in the tool cache (.ci/run asks).
 release-tools-cached:
