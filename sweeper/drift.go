@@ -6,19 +6,14 @@ import (
 	"reflect"
 	"slices"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
-	"k8s.io/client-go/metadata/metadatainformer"
-	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -55,10 +50,9 @@ type PlaneDrift struct {
 	Profile  policies.Profile
 	Params   policies.Params
 
-	mu          sync.Mutex
-	last        []string
-	lastEvent   string
-	lastEventAt time.Time
+	mu      sync.Mutex
+	last    []string
+	warning portalWarning
 }
 
 // NeedLeaderElection is true: one sweeper looks at a time.
@@ -83,36 +77,7 @@ var compared = map[string][]string{
 
 // Start looks at once, then on the schedule and at each change, until ctx ends.
 func (d *PlaneDrift) Start(ctx context.Context) error {
-	changed := make(chan struct{}, 1)
-	if d.Metadata != nil {
-		factory := metadatainformer.NewSharedInformerFactory(d.Metadata, 0)
-		poke := func(any) {
-			select {
-			case changed <- struct{}{}:
-			default:
-			}
-		}
-		for _, gvr := range driftResources {
-			if _, err := factory.ForResource(gvr).Informer().AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-				AddFunc: poke, UpdateFunc: func(_, o any) { poke(o) }, DeleteFunc: poke}); err != nil {
-				return err
-			}
-		}
-		factory.Start(ctx.Done())
-		defer factory.Shutdown()
-		factory.WaitForCacheSync(ctx.Done())
-	}
-	tick := d.Clock.NewTicker(d.Every)
-	defer tick.Stop()
-	for {
-		d.Look(ctx)
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-tick.C():
-		case <-changed:
-		}
-	}
+	return lookOnChange(ctx, d.Metadata, driftResources, d.Clock, d.Every, d.Look)
 }
 
 // Last is what the last look found.
@@ -275,35 +240,18 @@ func isEmpty(v any) bool {
 // when it says something new, or after eventEvery.
 func (d *PlaneDrift) report(ctx context.Context, found []string) {
 	logger := log.FromContext(ctx).WithName("plane-drift")
-	summary := strings.Join(first(found, 8), "; ")
-	if len(found) > 8 {
-		summary += fmt.Sprintf(" (and %d more)", len(found)-8)
-	}
+	summary := someOf(found)
 	logger.Info("plane drift", "summary", summary)
-	m := &lifecycle.Machine{Writer: v1alpha1.WriterSweeper, Component: v1alpha1.SweeperUsername, Audit: d.Audit, Clock: d.Clock}
 	now := d.Clock.Now()
-	d.mu.Lock()
-	quiet := summary == d.lastEvent && now.Sub(d.lastEventAt) < eventEvery
-	if !quiet {
-		d.lastEvent, d.lastEventAt = summary, now
-	}
-	d.mu.Unlock()
-	if quiet {
+	if !d.warning.due(summary, now) {
 		return
 	}
+	m := &lifecycle.Machine{Writer: v1alpha1.WriterSweeper, Component: v1alpha1.SweeperUsername, Audit: d.Audit, Clock: d.Clock}
 	if err := m.NotePlane(ctx, v1alpha1.StepPlaneDrift, v1alpha1.SweeperUsername, "", summary,
 		map[string]string{"differences": fmt.Sprint(len(found))}); err != nil {
 		logger.Error(err, "auditing plane drift")
 	}
-	at := metav1.NewTime(now)
-	event := &corev1.Event{
-		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s.drift.%x", v1alpha1.PortalServiceAccount, now.UnixNano()), Namespace: v1alpha1.Namespace},
-		InvolvedObject: corev1.ObjectReference{APIVersion: "v1", Kind: "ServiceAccount", Namespace: v1alpha1.Namespace,
-			Name: v1alpha1.PortalServiceAccount},
-		Reason: "PlaneDrift", Message: truncate(summary, 1024), Type: corev1.EventTypeWarning,
-		Source: corev1.EventSource{Component: v1alpha1.SweeperUsername}, FirstTimestamp: at, LastTimestamp: at, Count: 1,
-	}
-	if _, err := d.Kube.CoreV1().Events(v1alpha1.Namespace).Create(ctx, event, metav1.CreateOptions{}); err != nil {
+	if err := warnPortal(ctx, d.Kube, "PlaneDrift", "drift", summary, now); err != nil {
 		logger.Error(err, "recording the plane-drift Event")
 	}
 }

@@ -11,15 +11,12 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	authorizationv1 "k8s.io/api/authorization/v1"
-	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
-	"k8s.io/client-go/metadata/metadatainformer"
-	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -64,10 +61,9 @@ type StandingRights struct {
 	// Session: where a standing binding would most likely be made.
 	Sample []string
 
-	mu          sync.Mutex
-	last        []Finding
-	lastEvent   string
-	lastEventAt time.Time
+	mu      sync.Mutex
+	last    []Finding
+	warning portalWarning
 }
 
 // Finding is one thing the portal may do without a grant giving it, and
@@ -96,42 +92,7 @@ var rbacResources = []schema.GroupVersionResource{
 // Start looks at once, then on the schedule and at each RBAC change, until
 // ctx ends.
 func (s *StandingRights) Start(ctx context.Context) error {
-	changed := make(chan struct{}, 1)
-	if s.Metadata != nil {
-		factory := metadatainformer.NewSharedInformerFactory(s.Metadata, 0)
-		poke := func(any) {
-			select {
-			case changed <- struct{}{}:
-			default:
-			}
-		}
-		for _, gvr := range rbacResources {
-			if _, err := factory.ForResource(gvr).Informer().AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-				AddFunc: poke, UpdateFunc: func(_, o any) { poke(o) }, DeleteFunc: poke}); err != nil {
-				return err
-			}
-		}
-		factory.Start(ctx.Done())
-		defer factory.Shutdown()
-		factory.WaitForCacheSync(ctx.Done())
-	}
-	tick := s.Clock.NewTicker(s.Every)
-	defer tick.Stop()
-	for {
-		s.Look(ctx)
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-tick.C():
-		case <-changed:
-			// A burst of changes (an install, an upgrade) is mostly one look.
-			select {
-			case <-ctx.Done():
-				return nil
-			case <-time.After(time.Second):
-			}
-		}
-	}
+	return lookOnChange(ctx, s.Metadata, rbacResources, s.Clock, s.Every, s.Look)
 }
 
 // Last is what the last look found.
@@ -344,11 +305,7 @@ func (s *StandingRights) report(ctx context.Context, findings []Finding, binding
 		for _, f := range findings {
 			found = append(found, f.String())
 		}
-		p := fmt.Sprintf("the portal may %s without a live grant", strings.Join(first(found, 8), "; "))
-		if len(found) > 8 {
-			p += fmt.Sprintf(" (and %d more)", len(found)-8)
-		}
-		parts = append(parts, p)
+		parts = append(parts, fmt.Sprintf("the portal may %s without a live grant", someOf(found)))
 	}
 	var named []string
 	for _, b := range bindings {
@@ -370,26 +327,10 @@ func (s *StandingRights) report(ctx context.Context, findings []Finding, binding
 		map[string]string{"findings": fmt.Sprint(len(findings))}); err != nil {
 		logger.Error(err, "auditing standing rights")
 	}
-	now := s.Clock.Now()
-	s.mu.Lock()
-	quiet := summary == s.lastEvent && now.Sub(s.lastEventAt) < eventEvery
-	if !quiet {
-		s.lastEvent, s.lastEventAt = summary, now
-	}
-	s.mu.Unlock()
-	if quiet {
-		return
-	}
-	at := metav1.NewTime(now)
-	event := &corev1.Event{
-		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s.standing.%x", v1alpha1.PortalServiceAccount, now.UnixNano()), Namespace: v1alpha1.Namespace},
-		InvolvedObject: corev1.ObjectReference{APIVersion: "v1", Kind: "ServiceAccount", Namespace: v1alpha1.Namespace,
-			Name: v1alpha1.PortalServiceAccount},
-		Reason: "StandingRights", Message: truncate(summary, 1024), Type: corev1.EventTypeWarning,
-		Source: corev1.EventSource{Component: v1alpha1.SweeperUsername}, FirstTimestamp: at, LastTimestamp: at, Count: 1,
-	}
-	if _, err := s.Kube.CoreV1().Events(v1alpha1.Namespace).Create(ctx, event, metav1.CreateOptions{}); err != nil {
-		logger.Error(err, "recording the standing-rights Event")
+	if now := s.Clock.Now(); s.warning.due(summary, now) {
+		if err := warnPortal(ctx, s.Kube, "StandingRights", "standing", summary, now); err != nil {
+			logger.Error(err, "recording the standing-rights Event")
+		}
 	}
 }
 
@@ -397,9 +338,6 @@ func (s *StandingRights) report(ctx context.Context, findings []Finding, binding
 func (s *StandingRights) lifecycle() *lifecycle.Machine {
 	return &lifecycle.Machine{Writer: v1alpha1.WriterSweeper, Component: v1alpha1.SweeperUsername, Audit: s.Audit, Clock: s.Clock}
 }
-
-// eventEvery is how often an unchanged finding is recorded again as an Event.
-const eventEvery = 10 * time.Minute
 
 // remove deletes a binding that names a plane account, audited first (a
 // failing audit sink does not keep standing rights standing: it is

@@ -12,7 +12,6 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
 	"github.com/tower-dev/breakglass/evidence/audit"
@@ -34,15 +33,7 @@ func TestPlaneDriftBackstop(t *testing.T) {
 	var log cluster.SyncBuffer
 	startSweeper(t, sweeper.Options{Profile: policies.Flight, Params: policies.DefaultParams(cluster.DebugImage), DriftEvery: time.Hour,
 		StandingEvery: time.Hour, Audit: audit.NewLog(audit.Event{}, nil, &audit.Writer{W: &log})})
-	drift := func() float64 {
-		families, _ := ctrlmetrics.Registry.Gather()
-		for _, f := range families {
-			if f.GetName() == "breakglass_plane_drift" {
-				return f.GetMetric()[0].GetGauge().GetValue()
-			}
-		}
-		return -1
-	}
+	drift := func() float64 { return gaugeValue("breakglass_plane_drift") }
 	cluster.Eventually(t, 20*time.Second, "a first look finding the plane as rendered", func() (bool, error) { return drift() == 0, nil })
 
 	// breakglass:debug widened: every later grant would carry it.

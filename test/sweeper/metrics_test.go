@@ -123,6 +123,18 @@ func gathered(t *testing.T, g prometheus.Gatherer) map[string]float64 {
 	return out
 }
 
+// gaugeValue is the sweeper's gauge of name, unlabelled, or -1 before it
+// is registered.
+func gaugeValue(name string) float64 {
+	families, _ := ctrlmetrics.Registry.Gather()
+	for _, f := range families {
+		if f.GetName() == name {
+			return f.GetMetric()[0].GetGauge().GetValue()
+		}
+	}
+	return -1
+}
+
 func histogramCount(t *testing.T) uint64 {
 	t.Helper()
 	families, err := ctrlmetrics.Registry.Gather()

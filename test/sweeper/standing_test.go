@@ -9,7 +9,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
 	"github.com/tower-dev/breakglass/evidence/audit"
@@ -39,15 +38,7 @@ func TestStandingRightsBackstop(t *testing.T) {
 	var log cluster.SyncBuffer
 	startSweeper(t, sweeper.Options{StandingEvery: time.Hour, StandingSample: []string{ns}, Audit: audit.NewLog(audit.Event{}, nil, &audit.Writer{W: &log})})
 	// Read on its own: the other figures need the sweeper's cache, still starting.
-	standing := func() float64 {
-		families, _ := ctrlmetrics.Registry.Gather()
-		for _, f := range families {
-			if f.GetName() == "breakglass_portal_standing_rights" {
-				return f.GetMetric()[0].GetGauge().GetValue()
-			}
-		}
-		return -1
-	}
+	standing := func() float64 { return gaugeValue("breakglass_portal_standing_rights") }
 	cluster.Eventually(t, 20*time.Second, "a first look with nothing standing", func() (bool, error) { return standing() == 0, nil })
 
 	// A live grant gives the portal pods in its namespace: no finding.
