@@ -292,19 +292,11 @@ func SessionRules() Policy {
 
 // terminalPhasesExpr are the phases a Session never leaves
 // (v1alpha1.FinalPhases, from the phase table).
-var terminalPhasesExpr = celList(finalPhaseNames())
-
-func finalPhaseNames() []string {
-	var names []string
-	for _, p := range v1alpha1.FinalPhases() {
-		names = append(names, string(p))
-	}
-	return names
-}
+var terminalPhasesExpr = celList(v1alpha1.FinalPhases())
 
 // finalPhasesSaid is them as a person reads them: "Denied, Ended or Expired".
 var finalPhasesSaid = func() string {
-	n := finalPhaseNames()
+	n := v1alpha1.FinalPhases()
 	return strings.Join(n[:len(n)-1], ", ") + " or " + n[len(n)-1]
 }()
 

@@ -88,13 +88,14 @@ func (p SessionPhase) Final() bool {
 	return known && len(PhaseMoves[p]) == 0
 }
 
-// FinalPhases are the phases a Session never leaves, in PhaseTerms' order:
-// for the Session policies' CEL and the web front ends' vocabulary.
-func FinalPhases() []SessionPhase {
-	var out []SessionPhase
+// FinalPhases are the names of the phases a Session never leaves, in
+// PhaseTerms' order: for the Session policies' CEL and words, and the web
+// front ends' vocabulary.
+func FinalPhases() []string {
+	var out []string
 	for _, t := range PhaseTerms {
-		if p := SessionPhase(t.Name); p.Final() {
-			out = append(out, p)
+		if SessionPhase(t.Name).Final() {
+			out = append(out, t.Name)
 		}
 	}
 	return out

@@ -53,7 +53,7 @@ func TestPhaseMoves(t *testing.T) {
 // order; no phase yet, or one this build does not know, is not.
 func TestFinalPhases(t *testing.T) {
 	got := FinalPhases()
-	if want := []SessionPhase{PhaseDenied, PhaseEnded, PhaseExpired}; !slices.Equal(got, want) {
+	if want := []string{string(PhaseDenied), string(PhaseEnded), string(PhaseExpired)}; !slices.Equal(got, want) {
 		t.Fatalf("FinalPhases() = %v, want %v", got, want)
 	}
 	for _, p := range []SessionPhase{"", PhasePending, PhaseApproved, PhaseActive, "Archived"} {

@@ -77,7 +77,7 @@ func vocabulary() []byte {
 	b.WriteString("/** A word a person reads: the label a page shows, and what it means. */\n")
 	b.WriteString("export interface Term {\n  readonly label: string;\n  readonly means: string;\n}\n\n")
 	terms(&b, "phases", "Phase", "What each phase of a session means.", v1alpha1.PhaseTerms)
-	fmt.Fprintf(&b, "/** The phases a session never leaves. */\nexport const finalPhases: readonly Phase[] = %s;\n\n", js(finalPhases()))
+	fmt.Fprintf(&b, "/** The phases a session never leaves. */\nexport const finalPhases: readonly Phase[] = %s;\n\n", js(v1alpha1.FinalPhases()))
 	terms(&b, "endReasons", "EndReason", "Why a session ended; the label completes \"Ended by bob, ...\".", v1alpha1.EndReasonTerms)
 	terms(&b, "modes", "Mode", "What each mode does, as the request form offers it.", v1alpha1.ModeTerms)
 	terms(&b, "offers", "Offer", "What a person may do to a session: the relay lists them in its `may`; the page shows them, in this order.", wire.Offers)
@@ -110,16 +110,6 @@ func terms(b *bytes.Buffer, name, typ, doc string, list []v1alpha1.Term) {
 		fmt.Fprintf(b, "  %s: { label: %s, means: %s },\n", js(t.Name), js(t.Label), js(t.Means))
 	}
 	fmt.Fprintf(b, "} as const satisfies Record<string, Term>;\nexport type %s = keyof typeof %s;\n\n", typ, name)
-}
-
-// finalPhases are the phases PhaseMoves gives no way out of, in the
-// phases' order.
-func finalPhases() []string {
-	var out []string
-	for _, p := range v1alpha1.FinalPhases() {
-		out = append(out, string(p))
-	}
-	return out
 }
 
 // jsonNames are a struct's fields as encoding/json names them.
