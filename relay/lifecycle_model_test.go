@@ -37,6 +37,12 @@ type modelPerson struct {
 	can map[Action]bool
 }
 
+// standing is the person toward any session of the model, as the relay
+// judges a caller: their permissions in its one namespace, watching.
+func (p modelPerson) standing() standing {
+	return standing{c: p.Caller, cluster: "c", can: func(a Action) bool { return p.can[a] }, watching: true}
+}
+
 var (
 	modelT0 = time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
 	// alice asks; bob approves and reviews; carol reviews only; dave is
@@ -172,8 +178,7 @@ func (m *modelChecker) next(s modelState) []modelMove {
 		out = append(out, modelMove{actor: actor, what: what, to: modelState{after, s.now}, byRequester: byRequester})
 	}
 	for _, p := range append([]modelPerson{modelAlice}, modelOthers...) {
-		p := p
-		st := standing{c: p.Caller, cluster: "c", can: func(a Action) bool { return p.can[a] }, watching: true}
+		st := p.standing()
 		mine := p.IsRequester(s.sess)
 		for _, o := range st.offers(s.sess) {
 			switch o {
@@ -387,7 +392,7 @@ func checkLifecycle(t *testing.T, m *modelChecker) {
 		}
 		offered := false
 		for _, p := range modelOthers {
-			st := standing{c: p.Caller, cluster: "c", can: func(a Action) bool { return p.can[a] }, watching: true}
+			st := p.standing()
 			for _, o := range st.offers(s.sess) {
 				offered = offered || o == wire.OfferReview
 			}
