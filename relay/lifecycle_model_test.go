@@ -4,19 +4,24 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/authentication/user"
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
+	"github.com/tower-dev/breakglass/manifests"
 	"github.com/tower-dev/breakglass/policies"
+	"github.com/tower-dev/breakglass/relay/debugsession"
 	"github.com/tower-dev/breakglass/relay/wire"
 	"github.com/tower-dev/breakglass/sweeper"
 	"github.com/tower-dev/breakglass/vap"
@@ -78,37 +83,101 @@ func (modelStore) Anchor(context.Context, *v1alpha1.Session) (*v1alpha1.Evidence
 	return nil, nil
 }
 
-// modelState is a Session and the clock.
+// modelRunner is the relay's grant and extension decisions as configured
+// by default: the grace after a hard stop, the longest grant, one
+// extension within two hours.
+func modelRunner() *debugsession.Runner {
+	return &debugsession.Runner{Grace: 2 * time.Minute, MaxTTL: 75 * time.Minute,
+		Extensions: debugsession.ExtensionLimits{Max: v1alpha1.DefaultMaxExtensions, MaxTotal: v1alpha1.DefaultMaxTotal}}
+}
+
+// modelState is a Session, the grants standing for it, and the clock.
 type modelState struct {
 	sess *v1alpha1.Session
-	now  time.Time
+	// grants are the session's RoleBindings, by name.
+	grants []*rbacv1.RoleBinding
+	now    time.Time
 }
 
 func (m modelState) key() string {
+	type grant struct {
+		Name, TTL string
+		At        int64
+	}
+	gs := []grant{}
+	for _, g := range m.grants {
+		gs = append(gs, grant{g.Name, g.Labels[v1alpha1.TTLLabel], g.CreationTimestamp.Unix()})
+	}
+	// When a condition changed, a review or denial was made or more time
+	// asked and answered is written down, and no decision reads it: states
+	// apart only by those times are one.
+	st := *m.sess.Status.DeepCopy()
+	for i := range st.Conditions {
+		st.Conditions[i].LastTransitionTime = metav1.Time{}
+	}
+	if st.Review != nil {
+		st.Review.At = nil
+	}
+	if st.Denial != nil {
+		st.Denial.At = metav1.Time{}
+	}
+	if st.ExtensionRequest != nil {
+		st.ExtensionRequest.At = metav1.Time{}
+	}
+	for i := range st.Extensions {
+		st.Extensions[i].At, st.Extensions[i].DecidedAt = metav1.Time{}, metav1.Time{}
+	}
 	b, _ := json.Marshal(struct {
 		P v1alpha1.SessionSpec
 		S v1alpha1.SessionStatus
+		G []grant
 		T int64
-	}{m.sess.Spec, m.sess.Status, m.now.Unix()})
+	}{m.sess.Spec, st, gs, m.now.Unix()})
 	return string(b)
+}
+
+// modelEdit is what one move changes: the Session's status, and the
+// grants it makes and deletes.
+type modelEdit struct {
+	status *v1alpha1.SessionStatus
+	grants []*rbacv1.RoleBinding
+}
+
+// grant makes a grant now, named and lasting as the relay makes it.
+func (e *modelEdit) grant(name, role string, ttl time.Duration, now time.Time) {
+	g := manifests.Grant("shop", name, "s-1", role, ttl.String())
+	g.CreationTimestamp = metav1.NewTime(now)
+	e.grants = append(e.grants, g)
+	sort.Slice(e.grants, func(i, j int) bool { return e.grants[i].Name < e.grants[j].Name })
+}
+
+// revoke deletes the grant named, if it stands.
+func (e *modelEdit) revoke(name string) {
+	e.grants = slices.DeleteFunc(e.grants, func(g *rbacv1.RoleBinding) bool { return g.Name == name })
 }
 
 // modelMove is one actor's move: who, what, and the state after it.
 type modelMove struct {
 	actor, what string
 	to          modelState
-	// byRequester: the requester's own move, which the no-dead-end
-	// property may not count on (they may be gone).
-	byRequester bool
+	// byPerson: a person's move (not the plane's or the clock's);
+	// byRequester: the requester's own, which the no-dead-end property
+	// may not count on (they may be gone).
+	byPerson, byRequester bool
 }
 
 // modelChecker explores the lifecycle and holds what it found.
 type modelChecker struct {
 	t      *testing.T
 	sw     *sweeper.SessionSweeper
+	runner *debugsession.Runner
 	policy *vap.Evaluator
-	states map[string]modelState
-	moves  map[string][]modelMove
+	// offers and grantDue are the relay's and the grant sweeper's
+	// decisions; a seeded bug replaces one.
+	offers   func(standing, *v1alpha1.Session) []wire.Offer
+	grantDue func(*rbacv1.RoleBinding, time.Time) (bool, time.Duration)
+	states   map[string]modelState
+	moves    map[string][]modelMove
 	// refused are moves the code decided and the cluster refused.
 	refused []string
 }
@@ -118,7 +187,8 @@ func newModelChecker(t *testing.T, sw *sweeper.SessionSweeper) *modelChecker {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &modelChecker{t: t, sw: sw, policy: vap.NewEvaluator(pairs), states: map[string]modelState{}, moves: map[string][]modelMove{}}
+	return &modelChecker{t: t, sw: sw, runner: modelRunner(), policy: vap.NewEvaluator(pairs),
+		offers: standing.offers, grantDue: sweeper.GrantDue, states: map[string]modelState{}, moves: map[string][]modelMove{}}
 }
 
 // starts are the three ways a Session begins, as Server.request writes them.
@@ -139,7 +209,7 @@ func modelStarts() []modelState {
 	free := newSession(false)
 	free.Status = v1alpha1.SessionStatus{Phase: v1alpha1.PhaseApproved,
 		Approval: &v1alpha1.Approval{Kind: v1alpha1.ApprovalNotRequired, By: "approval not required on c", At: now, Mode: v1alpha1.ModeLive}}
-	return []modelState{{asked, modelT0}, {glass, modelT0}, {free, modelT0}}
+	return []modelState{{sess: asked, now: modelT0}, {sess: glass, now: modelT0}, {sess: free, now: modelT0}}
 }
 
 // explore walks every state reachable from the starts, breadth-first.
@@ -162,127 +232,31 @@ func (m *modelChecker) explore(starts []modelState) {
 	}
 }
 
-// next is every move from s that the code allows and the cluster admits.
-func (m *modelChecker) next(s modelState) []modelMove {
-	var out []modelMove
-	at := metav1.NewTime(s.now)
-	pending := m.sw.Anchors != nil
-	write := func(actor, what string, byRequester bool, writer string, change func(st *v1alpha1.SessionStatus)) {
-		after := s.sess.DeepCopy()
-		change(&after.Status)
-		v1alpha1.SetConditions(&after.Status, at) // as lifecycle.Make writes every status
+// apply makes one move from s if the cluster admits it: the status write
+// and each grant made are judged by the policies, as the API server
+// judges them.
+func (m *modelChecker) apply(s modelState, mv modelMove, writer string, change func(e *modelEdit)) (modelMove, bool) {
+	after := s.sess.DeepCopy()
+	e := &modelEdit{status: &after.Status, grants: slices.Clone(s.grants)}
+	change(e)
+	for _, g := range e.grants {
+		if slices.Contains(s.grants, g) {
+			continue
+		}
+		if res := m.judgeGrant(g); !res.Allowed() {
+			m.refused = append(m.refused, fmt.Sprintf("%s's %s: grant %s: %v", mv.actor, mv.what, g.Name, res.Denials))
+			return mv, false
+		}
+	}
+	if !equality.Semantic.DeepEqual(after.Status, s.sess.Status) {
+		v1alpha1.SetConditions(&after.Status, metav1.NewTime(s.now)) // as lifecycle.Make writes every status
 		if res := m.judge(admissionregistrationv1.Update, "status", writer, after, s.sess); !res.Allowed() {
-			m.refused = append(m.refused, fmt.Sprintf("%s's %s from %s: %v", actor, what, s.sess.Status.Phase, res.Denials))
-			return
-		}
-		out = append(out, modelMove{actor: actor, what: what, to: modelState{after, s.now}, byRequester: byRequester})
-	}
-	for _, p := range append([]modelPerson{modelAlice}, modelOthers...) {
-		st := p.standing()
-		mine := p.IsRequester(s.sess)
-		for _, o := range st.offers(s.sess) {
-			switch o {
-			case wire.OfferApprove:
-				write(p.Name, "approve", mine, v1alpha1.PortalUsername, func(x *v1alpha1.SessionStatus) {
-					x.Phase, x.Approval = v1alpha1.PhaseApproved, &v1alpha1.Approval{Kind: v1alpha1.ApprovalPerson, By: p.Name, ByID: p.ID, At: at, Mode: v1alpha1.ModeLive}
-				})
-			case wire.OfferDeny:
-				write(p.Name, "deny", mine, v1alpha1.PortalUsername, func(x *v1alpha1.SessionStatus) {
-					x.Phase, x.Denial = v1alpha1.PhaseDenied, &v1alpha1.Denial{By: p.Name, ByID: p.ID, At: at, Reason: "not now"}
-				})
-			case wire.OfferStart:
-				write(p.Name, "start", mine, v1alpha1.PortalUsername, func(x *v1alpha1.SessionStatus) {
-					deadline := metav1.NewTime(s.now.Add(s.sess.Spec.Duration.Duration))
-					x.Phase, x.StartedAt, x.Deadline, x.Heartbeat = v1alpha1.PhaseActive, &at, &deadline, &at
-					x.Grant = &v1alpha1.Grant{RoleBinding: "breakglass-s-1", Role: "breakglass:debug", ExpiresAt: metav1.NewTime(deadline.Add(5 * time.Minute))}
-					x.DebugContainer = &v1alpha1.DebugContainer{Pod: "web-1", Name: "debug-s-1"}
-				})
-			case wire.OfferEnd, wire.OfferWithdraw, wire.OfferCancel:
-				reason, _ := st.mayEnd(s.sess)
-				end := &v1alpha1.End{By: p.Name, Reason: reason, At: at}
-				write(p.Name, string(o), mine, v1alpha1.PortalUsername, func(x *v1alpha1.SessionStatus) {
-					x.Phase, x.End = v1alpha1.PhaseEnded, end
-					if x.StartedAt != nil {
-						x.Evidence = modelEvidence(pending)
-					}
-				})
-				if s.sess.Status.StartedAt != nil {
-					// The store away at the end: the relay ends it without evidence.
-					write(p.Name, string(o)+" (store away)", mine, v1alpha1.PortalUsername, func(x *v1alpha1.SessionStatus) {
-						x.Phase, x.End = v1alpha1.PhaseEnded, end
-					})
-				}
-			case wire.OfferType, wire.OfferWatch, wire.OfferPlay:
-				// No change to the Session.
-			case wire.OfferExtend, wire.OfferDecideExtension:
-				// More time moves the deadline, never the phase: left out
-				// of the model (a bound it would make infinite).
-			case wire.OfferReview:
-				write(p.Name, "review", mine, v1alpha1.PortalUsername, func(x *v1alpha1.SessionStatus) {
-					if x.Review == nil {
-						x.Review = &v1alpha1.Review{}
-					}
-					x.Review.By, x.Review.ByID, x.Review.At = p.Name, p.ID, &at
-				})
-			default:
-				m.t.Errorf("the model does not know what offer %q does", o)
-			}
+			m.refused = append(m.refused, fmt.Sprintf("%s's %s from %s: %v", mv.actor, mv.what, s.sess.Status.Phase, res.Denials))
+			return mv, false
 		}
 	}
-	// The relay's own moves: a start that fails (Runner.failedStart,
-	// endFailedStart), and a running session's limits.
-	switch s.sess.Status.Phase {
-	case v1alpha1.PhaseApproved:
-		// Only the requester's start fails: it is theirs to count on.
-		write("relay", "a failed start", true, v1alpha1.PortalUsername, func(x *v1alpha1.SessionStatus) {
-			x.Phase, x.End = v1alpha1.PhaseEnded, &v1alpha1.End{By: v1alpha1.PortalUsername, Reason: v1alpha1.EndFailedStart, At: at, Abnormal: true}
-		})
-	case v1alpha1.PhaseActive:
-		write("relay", "a limit", false, v1alpha1.PortalUsername, func(x *v1alpha1.SessionStatus) {
-			x.Phase, x.End = v1alpha1.PhaseEnded, &v1alpha1.End{By: v1alpha1.PortalUsername, Reason: v1alpha1.EndIdle, At: at}
-			x.Evidence = modelEvidence(pending)
-		})
-	}
-	j := m.sw.Judge(s.sess, s.now)
-	sweeps := []struct {
-		do     bool
-		what   string
-		change func(x *v1alpha1.SessionStatus)
-	}{
-		{j.End, "end an abandoned session", func(x *v1alpha1.SessionStatus) {
-			x.Phase, x.End = v1alpha1.PhaseEnded, &v1alpha1.End{By: v1alpha1.SweeperUsername, Reason: v1alpha1.EndSwept, At: at, Abnormal: true}
-		}},
-		{j.Expire, "expire", func(x *v1alpha1.SessionStatus) { x.Phase = v1alpha1.PhaseExpired }},
-		{j.Finalize, "finalize the evidence", func(x *v1alpha1.SessionStatus) { x.Evidence = modelEvidence(pending) }},
-		{j.Anchor, "anchor", func(x *v1alpha1.SessionStatus) {
-			e := *x.Evidence
-			e.AnchorPending, e.LogIndex, e.EntryID = false, new(int64), "entry-1"
-			x.Evidence = &e
-		}},
-		{j.SetDueAt != nil, "set the review's due date", func(x *v1alpha1.SessionStatus) {
-			due := metav1.NewTime(*j.SetDueAt)
-			if x.Review == nil {
-				x.Review = &v1alpha1.Review{}
-			}
-			x.Review.DueAt = &due
-		}},
-		{j.NotifyFallback, "tell the fallback reviewer", func(x *v1alpha1.SessionStatus) { x.Review.FallbackNotified = true }},
-	}
-	for _, sw := range sweeps {
-		if sw.do {
-			write("sweeper", sw.what, false, v1alpha1.SweeperUsername, sw.change)
-		}
-	}
-	if j.RequeueIn > 0 {
-		out = append(out, modelMove{actor: "clock", what: "passes " + j.RequeueIn.String(), to: modelState{s.sess, s.now.Add(j.RequeueIn)}})
-	}
-	return out
-}
-
-// modelEvidence is a finalized recording, pending its anchor where a log
-// is configured.
-func modelEvidence(pending bool) *v1alpha1.Evidence {
-	return &v1alpha1.Evidence{URIs: []string{"s3://recordings/shop/s-1/manifest.json"}, ManifestSHA256: strings.Repeat("a", 64), AnchorPending: pending}
+	mv.to = modelState{sess: after, grants: e.grants, now: s.now}
+	return mv, true
 }
 
 // judge runs the plane's policies on a write (or delete) of a Session.
@@ -297,45 +271,35 @@ func (m *modelChecker) judge(op admissionregistrationv1.OperationType, sub, user
 		}
 		return u
 	}
+	return m.policy.Evaluate(context.Background(), vap.Request{Operation: op, SubResource: sub, Namespace: "shop", Name: "s-1",
+		Resource: schema.GroupVersionResource{Group: v1alpha1.GroupVersion.Group, Version: "v1alpha1", Resource: "sessions"},
+		Kind:     v1alpha1.GroupVersion.WithKind("Session"), Object: toMap(obj), OldObject: toMap(old), User: modelUser(username)})
+}
+
+// modelUser is who the API server takes a writer for.
+func modelUser(username string) user.Info {
 	u := &user.DefaultInfo{Name: username}
 	if username == v1alpha1.PortalUsername || username == v1alpha1.SweeperUsername {
 		// The plane's writes come from its pods' bound tokens.
 		u.Extra = map[string][]string{"authentication.kubernetes.io/pod-name": {"tower-breakglass-0"}}
 	}
-	return m.policy.Evaluate(context.Background(), vap.Request{Operation: op, SubResource: sub, Namespace: "shop", Name: "s-1",
-		Resource: schema.GroupVersionResource{Group: v1alpha1.GroupVersion.Group, Version: "v1alpha1", Resource: "sessions"},
-		Kind:     v1alpha1.GroupVersion.WithKind("Session"), Object: toMap(obj), OldObject: toMap(old), User: u})
+	return u
+}
+
+// judgeGrant runs the plane's policies on the relay's create of a grant.
+func (m *modelChecker) judgeGrant(g *rbacv1.RoleBinding) vap.Result {
+	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(g)
+	if err != nil {
+		m.t.Fatal(err)
+	}
+	return m.policy.Evaluate(context.Background(), vap.Request{Operation: admissionregistrationv1.Create, Namespace: "shop", Name: g.Name,
+		Resource: rbacv1.SchemeGroupVersion.WithResource("rolebindings"), Kind: rbacv1.SchemeGroupVersion.WithKind("RoleBinding"),
+		Object: u, User: modelUser(v1alpha1.PortalUsername)})
 }
 
 // deletable: a cluster admin's delete of the Session is admitted.
 func (m *modelChecker) deletable(s modelState) bool {
 	return m.judge(admissionregistrationv1.Delete, "", "admin", nil, s.sess).Allowed()
-}
-
-// finishable are the states from which a deletable one is reached by the
-// plane, the clock and people other than the requester alone.
-func (m *modelChecker) finishable() map[string]bool {
-	ok := map[string]bool{}
-	for k, s := range m.states {
-		if m.deletable(s) {
-			ok[k] = true
-		}
-	}
-	for changed := true; changed; {
-		changed = false
-		for k, moves := range m.moves {
-			if ok[k] {
-				continue
-			}
-			for _, mv := range moves {
-				if !mv.byRequester && ok[mv.to.key()] {
-					ok[k], changed = true, true
-					break
-				}
-			}
-		}
-	}
-	return ok
 }
 
 func (m *modelChecker) describe(s modelState) string {
@@ -349,56 +313,4 @@ func (m *modelChecker) describe(s modelState) string {
 		parts = append(parts, fmt.Sprintf("review(due=%t by=%q)", st.Review.DueAt != nil, st.Review.By))
 	}
 	return strings.Join(parts, " ") + " at +" + s.now.Sub(modelT0).String()
-}
-
-// TestLifecycleHasNoDeadEnds explores the lifecycle and holds it to its
-// properties: every move the code makes is admitted by the cluster; from
-// every state the record can be finished and deleted without its
-// requester; a review that is open, once the session will not run again,
-// is offered to someone other than the requester.
-func TestLifecycleHasNoDeadEnds(t *testing.T) {
-	for name, withLog := range map[string]bool{"with a transparency log": true, "without one": false} {
-		t.Run(name, func(t *testing.T) { checkLifecycle(t, newModelChecker(t, modelSweeper(withLog))) })
-	}
-}
-
-func checkLifecycle(t *testing.T, m *modelChecker) {
-	m.explore(modelStarts())
-	moves := 0
-	for _, ms := range m.moves {
-		moves += len(ms)
-	}
-	t.Logf("%d states, %d moves explored", len(m.states), moves)
-	if len(m.states) < 20 {
-		t.Fatalf("only %d states explored: the model stopped early", len(m.states))
-	}
-	for _, r := range m.refused {
-		t.Errorf("a move the code made was refused by the cluster: %s", r)
-	}
-	ok := m.finishable()
-	var stuck []string
-	for k, s := range m.states {
-		if !ok[k] {
-			stuck = append(stuck, m.describe(s))
-		}
-	}
-	sort.Strings(stuck)
-	for _, s := range stuck {
-		t.Errorf("a dead end: from %s no move of the plane, the clock or anyone but the requester leads to a record that may be deleted", s)
-	}
-	for _, s := range m.states {
-		if !s.sess.ReviewOpen() || !s.sess.Status.Phase.Final() {
-			continue
-		}
-		offered := false
-		for _, p := range modelOthers {
-			st := p.standing()
-			for _, o := range st.offers(s.sess) {
-				offered = offered || o == wire.OfferReview
-			}
-		}
-		if !offered {
-			t.Errorf("%s waits for a review nobody but its requester is offered", m.describe(s))
-		}
-	}
 }

@@ -35,6 +35,18 @@ func GrantExpiry(rb *rbacv1.RoleBinding) (expiry time.Time, ok bool) {
 	return rb.CreationTimestamp.Add(d), true
 }
 
+// GrantDue is the grant sweeper's whole judgement on a session grant at
+// now: delete it (its TTL ran out, or it has none readable), or look again
+// in requeueIn, the moment it runs out. Nothing else wakes the sweeper for
+// a grant that stands unchanged.
+func GrantDue(rb *rbacv1.RoleBinding, now time.Time) (expired bool, requeueIn time.Duration) {
+	expiry, readable := GrantExpiry(rb)
+	if readable && now.Before(expiry) {
+		return false, expiry.Sub(now)
+	}
+	return true, 0
+}
+
 // GrantSweeper deletes session grants whose TTL has run out, and requeues
 // each one for exactly the moment it runs out.
 type GrantSweeper struct {
@@ -56,11 +68,11 @@ func (g *GrantSweeper) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Re
 	if _, ok := rb.Labels[v1alpha1.SessionLabel]; !ok || !rb.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil
 	}
-	expiry, readable := GrantExpiry(rb)
 	now := g.Clock.Now()
-	if readable && now.Before(expiry) {
-		return ctrl.Result{RequeueAfter: expiry.Sub(now)}, nil
+	if expired, in := GrantDue(rb, now); !expired {
+		return ctrl.Result{RequeueAfter: in}, nil
 	}
+	expiry, _ := GrantExpiry(rb)
 	takeAway(ctx, g.Audit, v1alpha1.StepRevoke, g.Identity, rb.Namespace, rb.Labels[v1alpha1.SessionLabel],
 		fmt.Sprintf("grant %s (ttl %s) expired at %s", rb.Name, rb.Labels[v1alpha1.TTLLabel], expiry.UTC().Format(time.RFC3339)))
 	// The UID precondition keeps a grant re-created under the same name safe.

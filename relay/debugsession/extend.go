@@ -49,7 +49,7 @@ func (l *Live) AskExtension(ctx context.Context, by, byID string, d time.Duratio
 	if q := s.Status.ExtensionRequest; q != nil {
 		return refused("%s asked for %s more at %s: that waits for a decision first", q.By, q.Duration.Duration, q.At.UTC().Format(time.RFC3339))
 	}
-	if err := l.r.fits(s, d, now); err != nil {
+	if _, _, err := l.r.PlanExtension(s, d, now); err != nil {
 		return err
 	}
 	ask := &v1alpha1.ExtensionRequest{Duration: metav1.Duration{Duration: d}, Reason: reason, By: by, ByID: byID, At: metav1.NewTime(now)}
@@ -99,12 +99,12 @@ func (l *Live) DecideExtension(ctx context.Context, by, byID string, approve boo
 				st.Extensions, st.ExtensionRequest = append(st.Extensions, decided), nil
 			}})
 	}
-	if err := l.r.fits(s, q.Duration.Duration, now); err != nil {
+	at, ttl, err := l.r.PlanExtension(s, q.Duration.Duration, now)
+	if err != nil {
 		return err
 	}
 	old := *s.Status.Grant
-	deadline := metav1.NewTime(s.Status.Deadline.Add(q.Duration.Duration))
-	ttl := l.r.extensionTTL(deadline.Time, now)
+	deadline := metav1.NewTime(at)
 	_, approved := s.Extended()
 	grant := manifests.Grant(s.Namespace, v1alpha1.ExtensionGrantName(s.Name, approved+1), s.Name, old.Role, ttl.String())
 	// One left from an approval whose status write failed is this
@@ -150,10 +150,17 @@ func (l *Live) Snapshot() *v1alpha1.Session {
 // extensible says whether an extension may be asked for or decided now:
 // while the session runs here and before its hard stop. Call under l.mu.
 func (l *Live) extensible(now time.Time) error {
-	s := l.Session
-	switch {
-	case l.Ending():
+	if l.Ending() {
 		return refused("the session is ending")
+	}
+	return Extensible(l.Session, now)
+}
+
+// Extensible says whether a session may be given more time now, as far as
+// its record tells: running, before its hard stop, and in a mode whose
+// pod can live longer.
+func Extensible(s *v1alpha1.Session, now time.Time) error {
+	switch {
 	case s.Status.Phase != v1alpha1.PhaseActive || s.Status.Deadline == nil || s.Status.Grant == nil || s.Status.StartedAt == nil:
 		return refused("the session is %s, not running", s.Status.Phase)
 	case !now.Before(s.Status.Deadline.Time):
@@ -168,26 +175,33 @@ func (l *Live) extensible(now time.Time) error {
 	return nil
 }
 
-// fits checks d more against the session's limits now: how many
-// extensions, how long in all, and a grant that can cover the new hard
-// stop from now within the longest TTL the policies allow.
-func (r *Runner) fits(s *v1alpha1.Session, d time.Duration, now time.Time) error {
+// PlanExtension checks d more for a running session against its limits
+// now (how many extensions, how long in all, and a grant that can cover
+// the new hard stop from now within the longest TTL the policies allow),
+// and gives the new hard stop and the TTL of the grant that covers it.
+func (r *Runner) PlanExtension(s *v1alpha1.Session, d time.Duration, now time.Time) (deadline time.Time, ttl time.Duration, err error) {
 	_, approved := s.Extended()
 	if approved >= r.Extensions.Max {
-		return refused("a session may be extended %d time(s), and this one has been", r.Extensions.Max)
+		return deadline, 0, refused("a session may be extended %d time(s), and this one has been", r.Extensions.Max)
 	}
 	if d < v1alpha1.MinExtension || d%time.Second != 0 {
-		return refused("ask for at least %s, in whole seconds, not %s", v1alpha1.MinExtension, d)
+		return deadline, 0, refused("ask for at least %s, in whole seconds, not %s", v1alpha1.MinExtension, d)
 	}
-	deadline := s.Status.Deadline.Add(d)
+	deadline = s.Status.Deadline.Add(d)
 	if total := deadline.Sub(s.Status.StartedAt.Time); total > r.Extensions.MaxTotal {
-		return refused("a session runs at most %s in all: %s more would make it %s", r.Extensions.MaxTotal, d, total)
+		return deadline, 0, refused("a session runs at most %s in all: %s more would make it %s", r.Extensions.MaxTotal, d, total)
 	}
-	if ttl := r.extensionTTL(deadline, now); ttl > r.MaxTTL {
+	if ttl = r.extensionTTL(deadline, now); ttl > r.MaxTTL {
 		room := r.MaxTTL - r.Grace - s.Status.Deadline.Sub(now)
-		return refused("the new grant would need %s, more than the %s a grant may last: ask for at most %s now, or later", ttl, r.MaxTTL, room.Truncate(time.Minute))
+		return deadline, 0, refused("the new grant would need %s, more than the %s a grant may last: ask for at most %s now, or later", ttl, r.MaxTTL, room.Truncate(time.Minute))
 	}
-	return nil
+	return deadline, ttl, nil
+}
+
+// StartTTL is the TTL of a session's first grant: its duration and the
+// grace after its hard stop, within the longest the policies allow.
+func (r *Runner) StartTTL(s *v1alpha1.Session) time.Duration {
+	return min(s.Spec.Duration.Duration+r.Grace, r.MaxTTL)
 }
 
 // extensionTTL is the TTL of a grant made now that covers a hard stop at

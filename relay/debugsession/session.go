@@ -137,7 +137,7 @@ func (r *Runner) Start(ctx context.Context, s *v1alpha1.Session) (_ *Live, err e
 	if processAccess {
 		role = v1alpha1.DebugProcessRole
 	}
-	ttl := min(s.Spec.Duration.Duration+r.Grace, r.MaxTTL)
+	ttl := r.StartTTL(s)
 	grant := manifests.Grant(s.Namespace, v1alpha1.GrantName(s.Name), s.Name, role, ttl.String())
 	if err := r.Client.Create(ctx, grant); err != nil {
 		return nil, fmt.Errorf("granting the debug role: %w", err)
