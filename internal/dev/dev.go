@@ -63,6 +63,9 @@ type Options struct {
 	// ReviewWithin is when a glass-broken session's review falls due
 	// (default 24h); after it, the fallback reviewer is told.
 	ReviewWithin time.Duration
+	// ApprovedFor is how long an approved session waits for its start
+	// before the sweeper expires it (default the sweeper's, 30m).
+	ApprovedFor time.Duration
 	// Backstage also runs Backstage's backend with Tower's plugins in front
 	// of the relay (make backstage; PostgreSQL from Debian), signing people
 	// in at the local issuer. BackstageAllowAll swaps its break-glass
@@ -234,7 +237,7 @@ func Up(ctx context.Context, o Options, logs io.Writer) (err error) {
 			pl.c, pl.realNode = first, o.RealNode
 		}
 		if err := pl.start(ctx, step, &stops, image.String(), reg.Host, keyFile, store, anchorer,
-			notifier(notes.URL, portalURL, pl.name), o.ReviewWithin); err != nil {
+			notifier(notes.URL, portalURL, pl.name), sweepLimits{ReviewWithin: o.ReviewWithin, ApprovedFor: o.ApprovedFor}); err != nil {
 			return err
 		}
 		planes = append(planes, pl)

@@ -55,10 +55,14 @@ func (p *plane) kubeConfig() clientcmdapi.Config {
 	return k
 }
 
+// sweepLimits are the sweeper's session limits the local plane sets (zero:
+// the sweeper's own defaults).
+type sweepLimits struct{ ReviewWithin, ApprovedFor time.Duration }
+
 // start brings the cluster up (unless it runs already, on a real node),
 // with the webhook, the sweeper and the demo app.
 func (p *plane) start(ctx context.Context, step func(string), stops *[]func() error, image, registryHost, keyFile string,
-	store *recording.Dir, anchorer *tlog.Anchorer, notes *notify.Webhook, reviewWithin time.Duration) error {
+	store *recording.Dir, anchorer *tlog.Anchorer, notes *notify.Webhook, limits sweepLimits) error {
 	if err := os.MkdirAll(p.dir, 0o700); err != nil {
 		return err
 	}
@@ -96,7 +100,7 @@ func (p *plane) start(ctx context.Context, step func(string), stops *[]func() er
 	// SeveralInOneProcess: one sweeper per cluster, and the walkthrough
 	// tests bring the plane up more than once in one process.
 	opts := sweeper.Options{MetricsAddr: "0", HealthAddr: "0", Evidence: finalizer, SeveralInOneProcess: true,
-		Notifier: notes, ReviewWithin: reviewWithin}
+		Notifier: notes, ReviewWithin: limits.ReviewWithin, ApprovedFor: limits.ApprovedFor}
 	if anchorer != nil {
 		opts.Anchors = finalizer
 	}

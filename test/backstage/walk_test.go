@@ -49,7 +49,7 @@ func TestBackstageWalk(t *testing.T) {
 	if err := os.Mkdir(state, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	info, _, logs := plane(t, dev.Options{Profile: policies.Flight, Both: true, Rekor: true, ReviewWithin: 20 * time.Second,
+	info, _, logs := plane(t, dev.Options{Profile: policies.Flight, Both: true, Rekor: true, ReviewWithin: 20 * time.Second, ApprovedFor: walkplan.ApprovedFor,
 		Moderated: []string{"shop"}, Dir: state})
 	pods := map[string]string{}
 	for _, c := range info.Clusters {

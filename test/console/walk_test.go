@@ -51,7 +51,7 @@ func TestConsoleWalk(t *testing.T) {
 	// Tokens that run out in 40 s: each page must renew its sign-in (at
 	// least once, during the walk) before its calls and event stream meet
 	// a 401.
-	running, err := dev.Background(context.Background(), dev.Options{Profile: policies.Flight, Both: true, Rekor: true, ReviewWithin: 20 * time.Second,
+	running, err := dev.Background(context.Background(), dev.Options{Profile: policies.Flight, Both: true, Rekor: true, ReviewWithin: 20 * time.Second, ApprovedFor: walkplan.ApprovedFor,
 		Moderated: []string{"shop"}, TokenTTL: 40 * time.Second,
 		RelayAddr: "127.0.0.1:0", Dir: state}, &logs)
 	if err != nil {

@@ -12,7 +12,8 @@
 //   Ground: a copy, a held copy, live with process access; non-root, no
 //     token, read-only; the recording's hash, what was typed.
 //   Glass broken, then reviewed by someone else; the fallback reviewer
-//     told of an overdue one.
+//     told of an overdue one; a glass broken and never used, expired,
+//     then reviewed.
 //   A sensitive recording refused to the wrong person.
 //   Never one's own; a second tab; a pod that is not there.
 const { apiPath, nameOf, T } = require('./lib.js');
@@ -334,6 +335,35 @@ async function never(w, fe, dave, bob) {
   w.facts.dave.reviewBody = review.body;
 }
 
+// unusedGlass: alice breaks the glass and never starts the session. It
+// waits, Approved, while the rest of the plan runs, for the sweeper to
+// expire it (the walk's plane expires an approval not started within 45 s).
+async function unusedGlass(w, fe, alice) {
+  const path = await fe.request(alice, { cluster: 'flight', pod: w.cfg.pods.flight, reason: 'site down, then it came back', glass: true });
+  await w.phase(alice, 'Approved');
+  await alice.waitForSelector('#glass-broken', { timeout: T });
+  return path;
+}
+
+// expired: the glass broken and never used is shown Expired in the
+// front end, still owes its review, and bob reviews it.
+async function expired(w, fe, alice, bob, path) {
+  await fe.visit(alice, fe.sessionPage(path));
+  await alice.waitForFunction(() => document.querySelector('#session-title .phase')?.textContent === 'Expired', null, { timeout: 3 * T });
+  await alice.waitForSelector('#outcome', { timeout: T });
+  w.facts.expired = { session: nameOf(path), outcome: await alice.locator('#outcome').innerText(),
+    aliceReviewForm: await alice.locator('#review-comment').count() };
+  await w.shot(alice, 'glass-expired');
+  await w.accessible(alice, 'session, expired');
+  await fe.visit(bob, fe.sessionPage(path, 'review'));
+  await bob.waitForSelector('#review-comment', { timeout: T });
+  await bob.fill('#review-comment', 'never used: the site came back by itself');
+  await bob.click('#review-button');
+  await bob.waitForSelector('#reviewed', { timeout: T });
+  w.facts.expired.reviewed = await bob.locator('#reviewed').innerText();
+  await w.shot(bob, 'glass-expired-reviewed');
+}
+
 // run walks the whole plan as four people; what it saw is in w.facts.
 async function run(w, fe) {
   const [alice, bob, carol, dave] = await Promise.all(['alice', 'bob', 'carol', 'dave'].map((p) => w.person(p)));
@@ -342,12 +372,14 @@ async function run(w, fe) {
   // The front end's own pages around the plan: where a person lands, what
   // its navigation offers.
   w.facts.tour = await fe.tour(alice);
+  const unused = await unusedGlass(w, fe, alice);
   await flight(w, fe, alice, bob);
   await ground(w, fe, alice, bob);
   await glass(w, fe, alice, bob, carol);
   await recordings(w, fe, alice, bob);
   await never(w, fe, dave, bob);
   await missing(w, fe, alice, bob);
+  await expired(w, fe, alice, bob, unused);
   w.facts.signOut = await fe.signOut(dave);
   await fe.visit(bob, fe.home);
   await bob.waitForSelector('.queue-title', { timeout: T });

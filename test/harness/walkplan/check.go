@@ -81,6 +81,13 @@ func Check(t *testing.T, fe FrontEnd, r Result, info dev.Info, state string) {
 			t.Errorf("the overdue review: %+v", o)
 		}
 	})
+	t.Run("a glass broken and never used", func(t *testing.T) {
+		e := f.Expired
+		if !strings.HasPrefix(e.Outcome, "Expired: approved, but never started") || e.AliceReviewForm != 0 ||
+			e.Reviewed != "Reviewed by bob@example.com: “never used: the site came back by itself”" {
+			t.Errorf("the expired glass-broken session: %+v", e)
+		}
+	})
 	t.Run("only what each person may do", func(t *testing.T) {
 		c := f.CarolHome
 		if c.MayRequest || !slices.Equal(c.Headings, []string{"Reviews due"}) {

@@ -13,6 +13,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 )
 
 // Result is what plan.js saw.
@@ -76,7 +77,13 @@ type Facts struct {
 		Session, AliceReviewBody, Broadcast, Reviewed, ReviewLink string
 		AliceReviewForm, AliceReviewAPI                           int
 	}
-	Overdue   struct{ Session, To, Link, Reviewed string }
+	Overdue struct{ Session, To, Link, Reviewed string }
+	// Expired is the glass broken and never started, once the sweeper
+	// expired it: its page's outcome, alice's review forms, bob's review.
+	Expired struct {
+		Session, Outcome, Reviewed string
+		AliceReviewForm            int
+	}
 	Sensitive struct {
 		RefusedToAlice, AliceRow string
 		AliceDownloads           int
@@ -102,6 +109,11 @@ type Facts struct {
 		Headings   []string
 	}
 }
+
+// ApprovedFor is how long the walks' plane lets an approved session wait
+// for its start: the plan's glass broken and never used expires while the
+// rest of the plan runs, and every other session starts at once.
+const ApprovedFor = 45 * time.Second
 
 // BrowserDir is test/browser, where the walks and their artifacts are.
 func BrowserDir() string {

@@ -54,7 +54,7 @@ export const breakGlass = {
   understood: 'I understand: this is an emergency and I will be asked why.',
   confirm: 'Break the glass now',
   notConfirmed: 'Tick the box to confirm you understand what breaking the glass does.',
-  tag: 'Glass broken: started without approval, reviewed afterwards',
+  tag: 'Glass broken: approved without an approver, reviewed afterwards',
 };
 
 /** The request a form's values make: blanks left out, the reason as typed. */
