@@ -25,7 +25,7 @@ import (
 // several relays, the API server lets one take each session. Sessions past
 // their hard stop or grant are the sweeper's.
 func (s *Server) Adopt(ctx context.Context, every time.Duration) {
-	stale := 3 * s.cfg.Limits.Heartbeat.Duration
+	stale := debugsession.StaleAfter(s.cfg.Limits.Heartbeat.Duration)
 	kick := make(chan struct{}, 1)
 	s.present(func() {
 		select {
@@ -102,10 +102,25 @@ func (s *Server) adoptOnce(ctx context.Context, stale time.Duration) {
 		s.mu.Lock()
 		presence := t.presence
 		s.mu.Unlock()
+		if presence != nil && !presence.present() {
+			// Not present (cut off, or just let go): the others may be
+			// taking its sessions up; it takes nothing up until its
+			// Lease is written again.
+			continue
+		}
 		var list v1alpha1.SessionList
 		if err := t.Client.List(ctx, &list); err != nil {
 			s.log.Error(err, "listing sessions to adopt", "cluster", name)
 			continue
+		}
+		// Each Lease is looked at once a look, after the list: a replica
+		// back since is seen back.
+		there := map[string]bool{}
+		leaseThere := func(replica string) bool {
+			if _, seen := there[replica]; !seen {
+				there[replica] = presence.leaseThere(ctx, replica)
+			}
+			return there[replica]
 		}
 		for i := range list.Items {
 			sess := &list.Items[i]
@@ -113,10 +128,7 @@ func (s *Server) adoptOnce(ctx context.Context, stale time.Duration) {
 				continue
 			}
 			key := sessionKey{name, sess.Namespace, sess.Name}
-			// Gone: its replica's presence lapsed, or it names this replica
-			// but this process does not run it (a process before this one of
-			// the same name, or this one after letting go).
-			gone := presence != nil && sess.Status.Relay != "" && (sess.Status.Relay == s.peers.Self || presence.isGone(sess.Status.Relay))
+			gone := presence != nil && holderGone(sess.Status.Relay, s.peers.Self, presence.present(), presence.isGone, leaseThere)
 			s.mu.Lock()
 			_, held := s.live[key]
 			waiting := s.clock.Now().Before(s.adoptAfter[key])
@@ -138,6 +150,26 @@ func (s *Server) adoptOnce(ctx context.Context, stale time.Duration) {
 		}
 	}
 	wg.Wait()
+}
+
+// holderGone says whether the replica a session names (holder) is gone,
+// so that self takes the session up without waiting for its heartbeat to
+// go stale: it is self's own name (a process before this one of the same
+// name, or this one after letting go) while self is present again; or
+// another replica self counts gone whose Lease is still not there when
+// looked at after the sessions were listed. A replica that let go and
+// came back writes its Lease before it takes its sessions up again, so
+// two replicas never both take one up as gone
+// (relay/relays_model_test.go).
+func holderGone(holder, self string, selfPresent bool, countedGone, leaseThere func(string) bool) bool {
+	switch holder {
+	case "":
+		return false
+	case self:
+		return selfPresent
+	default:
+		return countedGone(holder) && !leaseThere(holder)
+	}
 }
 
 // adopt resumes one session this relay has marked as its own to try.

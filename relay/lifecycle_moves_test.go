@@ -247,4 +247,3 @@ func (m *modelChecker) sweeperMoves(s modelState, pending bool) []modelMove {
 func modelEvidence(pending bool) *v1alpha1.Evidence {
 	return &v1alpha1.Evidence{URIs: []string{"s3://recordings/shop/s-1/manifest.json"}, ManifestSHA256: strings.Repeat("a", 64), AnchorPending: pending}
 }
-

@@ -36,7 +36,8 @@ import (
 // while its attach streams still run. It lets go as well when it finds its
 // Lease deleted by someone else. Either way it writes nothing (it may not
 // reach the API server); its sessions are taken up by whichever replica
-// gets there first, itself included (adoptOnce).
+// gets there first, itself included once its Lease is written again
+// (adoptOnce, holderGone).
 const (
 	PresenceRenew = time.Second
 	PresenceLapse = 5 * time.Second
@@ -96,6 +97,23 @@ func (p *presence) isGone(replica string) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.gone[replica]
+}
+
+// present says whether this replica's own Lease has been written since it
+// last let go of its sessions: only then may it take up the sessions that
+// name it, for the others see it present and no longer count it gone.
+func (p *presence) present() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return !p.renewing.IsZero()
+}
+
+// leaseThere looks, now, for replica's Lease: a replica counted gone whose
+// Lease is there again is back (it may be taking its sessions up itself).
+// An answer other than "not found" counts as there.
+func (p *presence) leaseThere(ctx context.Context, replica string) bool {
+	_, err := p.kube.CoordinationV1().Leases(v1alpha1.Namespace).Get(ctx, presencePrefix+replica, metav1.GetOptions{})
+	return !apierrors.IsNotFound(err)
 }
 
 // run renews this replica's Lease and watches the others' until ctx ends,
@@ -196,7 +214,7 @@ func (p *presence) judge(ctx context.Context) {
 	}
 	due := map[string]string{}
 	for replica, s := range p.seen {
-		if time.Since(later(s.at, p.renewing)) >= PresenceLapse {
+		if lapsed(s.at, p.renewing, time.Now()) {
 			due[replica] = s.version
 		}
 	}
@@ -299,7 +317,7 @@ func (p *presence) failed(err error) {
 	p.mu.Lock()
 	p.renewing = time.Time{}
 	p.mu.Unlock()
-	if !p.lastOK.IsZero() && time.Since(p.lastOK) >= PresenceFence {
+	if mustFence(p.lastOK, time.Now()) {
 		p.fence("this replica could not renew its presence for " + PresenceFence.String() + ": another may take its sessions up")
 	}
 }
@@ -310,8 +328,25 @@ func (p *presence) fence(why string) {
 		return
 	}
 	p.fenced = true
+	p.mu.Lock()
+	p.renewing = time.Time{}
+	p.mu.Unlock()
 	p.log.Info("letting go of this replica's sessions", "why", why)
 	p.letGo(why)
+}
+
+// lapsed says whether another replica's Lease, last seen to change at
+// seen, has lapsed by now, counting only since this replica's own renewals
+// have succeeded without a break (renewing; zero while they fail).
+func lapsed(seen, renewing, now time.Time) bool {
+	return !renewing.IsZero() && now.Sub(later(seen, renewing)) >= PresenceLapse
+}
+
+// mustFence says whether this replica, whose last renewal that succeeded
+// was sent at lastOK, must let go of its sessions by now: before any
+// other can count its Lease lapsed.
+func mustFence(lastOK, now time.Time) bool {
+	return !lastOK.IsZero() && now.Sub(lastOK) >= PresenceFence
 }
 
 func later(a, b time.Time) time.Time {

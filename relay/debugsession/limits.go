@@ -84,9 +84,32 @@ func (l *Live) Watch(ctx context.Context, limits Limits) (v1alpha1.EndReason, er
 			}
 			if err == nil {
 				lastBeat = now
+			} else if MustLetGo(lastBeat, r.Clock.Now(), limits.Heartbeat) {
+				// Others may count it left soon: this relay stops first.
+				r.Log.Error(err, "the session's heartbeat could not be written: letting go of it", "session", l.Session.Namespace+"/"+l.Session.Name,
+					"last", lastBeat)
+				l.Lose()
+				return "", nil
 			}
 		}
 	}
+}
+
+// StaleAfter is how long a session's heartbeat must have been silent
+// before another relay may take it up: three of its relay's intervals.
+func StaleAfter(every time.Duration) time.Duration { return 3 * every }
+
+// MustLetGo says whether a relay whose last heartbeat for a session was
+// written at lastBeat must let go of it by now: one interval before its
+// heartbeat counts as stale and another relay may take it up.
+func MustLetGo(lastBeat, now time.Time, every time.Duration) bool {
+	return now.Sub(lastBeat) >= StaleAfter(every)-every
+}
+
+// TakenUp says whether the Session as read now (fresh) is no longer the
+// one this relay runs (held): another relay resumed it, or it ended.
+func TakenUp(held, fresh *v1alpha1.Session) bool {
+	return fresh.Status.Phase != v1alpha1.PhaseActive || fresh.Status.Resumes != held.Status.Resumes
 }
 
 // errTakenUp says another relay resumed the session (or the sweeper ended
@@ -102,7 +125,7 @@ func (l *Live) heartbeat(ctx context.Context) error {
 	if l.Session.Status.Phase != v1alpha1.PhaseActive {
 		return nil
 	}
-	resumes := l.Session.Status.Resumes
+	held := l.Session.DeepCopy()
 	err := l.r.Lifecycle().Beat(ctx, l.Session)
 	if !apierrors.IsConflict(err) {
 		return err
@@ -111,7 +134,7 @@ func (l *Live) heartbeat(ctx context.Context) error {
 	if gerr := l.r.Client.Get(ctx, client.ObjectKeyFromObject(l.Session), fresh); gerr != nil {
 		return err
 	}
-	if fresh.Status.Phase != v1alpha1.PhaseActive || fresh.Status.Resumes != resumes {
+	if TakenUp(held, fresh) {
 		return errTakenUp
 	}
 	*l.Session = *fresh // someone wrote something else: beat from there next time

@@ -36,13 +36,8 @@ var ErrNotResumable = errors.New("not resumable here")
 func (r *Runner) Resume(ctx context.Context, s *v1alpha1.Session, stale time.Duration, relayGone bool) (*Live, error) {
 	st := s.Status
 	now := r.Clock.Now()
-	switch {
-	case st.Phase != v1alpha1.PhaseActive || st.Grant == nil || st.DebugContainer == nil || st.StartedAt == nil || st.Deadline == nil:
-		return nil, fmt.Errorf("session %s is %s without a running record: %w", s.Name, st.Phase, ErrNotResumable)
-	case st.Released == nil && !relayGone && st.Heartbeat != nil && now.Sub(st.Heartbeat.Time) < stale:
-		return nil, fmt.Errorf("session %s: its relay sent a heartbeat %s ago: %w", s.Name, now.Sub(st.Heartbeat.Time).Round(time.Second), ErrNotResumable)
-	case !now.Before(st.Deadline.Time) || !now.Before(st.Grant.ExpiresAt.Time):
-		return nil, fmt.Errorf("session %s is past its hard stop or its grant: the sweeper ends it: %w", s.Name, ErrNotResumable)
+	if err := Resumable(s, now, stale, relayGone); err != nil {
+		return nil, err
 	}
 	rb := &rbacv1.RoleBinding{}
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: s.Namespace, Name: st.Grant.RoleBinding}, rb); err != nil {
@@ -112,6 +107,22 @@ func (r *Runner) Resume(ctx context.Context, s *v1alpha1.Session, stale time.Dur
 		return nil, errors.Join(fmt.Errorf("auditing the attach: %w", err), live.finish(context.Background(), relayEnding(v1alpha1.EndDisconnect, detail, true)))
 	}
 	return live, nil
+}
+
+// Resumable says whether a relay may take s up now: Active with a running
+// record, its relay gone, released or silent for stale, and within its
+// hard stop and grant. The claim that follows settles which relay does.
+func Resumable(s *v1alpha1.Session, now time.Time, stale time.Duration, relayGone bool) error {
+	st := s.Status
+	switch {
+	case st.Phase != v1alpha1.PhaseActive || st.Grant == nil || st.DebugContainer == nil || st.StartedAt == nil || st.Deadline == nil:
+		return fmt.Errorf("session %s is %s without a running record: %w", s.Name, st.Phase, ErrNotResumable)
+	case st.Released == nil && !relayGone && st.Heartbeat != nil && now.Sub(st.Heartbeat.Time) < stale:
+		return fmt.Errorf("session %s: its relay sent a heartbeat %s ago: %w", s.Name, now.Sub(st.Heartbeat.Time).Round(time.Second), ErrNotResumable)
+	case !now.Before(st.Deadline.Time) || !now.Before(st.Grant.ExpiresAt.Time):
+		return fmt.Errorf("session %s is past its hard stop or its grant: the sweeper ends it: %w", s.Name, ErrNotResumable)
+	}
+	return nil
 }
 
 func orNone(replica string) string {
