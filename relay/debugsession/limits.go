@@ -84,7 +84,7 @@ func (l *Live) Watch(ctx context.Context, limits Limits) (v1alpha1.EndReason, er
 			}
 			if err == nil {
 				lastBeat = now
-			} else if MustLetGo(lastBeat, r.Clock.Now(), limits.Heartbeat) {
+			} else if MustLetGo(lastBeat, now, limits.Heartbeat) {
 				// Others may count it left soon: this relay stops first.
 				r.Log.Error(err, "the session's heartbeat could not be written: letting go of it", "session", l.Session.Namespace+"/"+l.Session.Name,
 					"last", lastBeat)
