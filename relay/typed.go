@@ -15,6 +15,7 @@ import (
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
 	"github.com/tower-dev/breakglass/evidence/recording"
+	"github.com/tower-dev/breakglass/evidence/transcript"
 	"github.com/tower-dev/breakglass/lifecycle"
 	"github.com/tower-dev/breakglass/relay/wire"
 )
@@ -48,9 +49,9 @@ func parseQuery(v url.Values, namespace bool) (recordingQuery, error) {
 	}
 	switch stream := v.Get("stream"); stream {
 	case "", "both":
-	case recording.StreamInput:
+	case transcript.StreamInput:
 		q.opts.Input = true
-	case recording.StreamOutput:
+	case transcript.StreamOutput:
 		q.opts.Output = true
 	default:
 		return q, badRequest("stream: %q is not one of input, output, both", stream)
@@ -91,7 +92,7 @@ func parseSince(raw string) (time.Duration, error) {
 func (q recordingQuery) String() string {
 	stream := "both"
 	if q.opts.Input != q.opts.Output {
-		stream = map[bool]string{true: recording.StreamInput, false: recording.StreamOutput}[q.opts.Input]
+		stream = map[bool]string{true: transcript.StreamInput, false: transcript.StreamOutput}[q.opts.Input]
 	}
 	return fmt.Sprintf("search %q in %s", q.text, stream)
 }
@@ -126,9 +127,9 @@ func (s *Server) recordingCommands(w http.ResponseWriter, r *http.Request, c Cal
 	}
 	cmds := recording.Commands(records)
 	if cmds == nil {
-		cmds = []recording.Command{}
+		cmds = []transcript.Command{}
 	}
-	writeJSON(w, http.StatusOK, map[string][]recording.Command{"commands": cmds})
+	writeJSON(w, http.StatusOK, map[string][]transcript.Command{"commands": cmds})
 	return nil
 }
 
@@ -147,7 +148,7 @@ func (s *Server) searchRecording(w http.ResponseWriter, r *http.Request, c Calle
 		return err
 	}
 	if matches == nil {
-		matches = []recording.Match{}
+		matches = []transcript.Match{}
 	}
 	writeJSON(w, http.StatusOK, wire.SessionSearch{Query: q.text, Truncated: len(matches) >= maxMatches, Matches: matches})
 	return nil

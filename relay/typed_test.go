@@ -13,6 +13,7 @@ import (
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
 	"github.com/tower-dev/breakglass/evidence/recording"
+	"github.com/tower-dev/breakglass/evidence/transcript"
 	"github.com/tower-dev/breakglass/relay/wire"
 )
 
@@ -154,8 +155,8 @@ func TestSearchSessions(t *testing.T) {
 	want := wire.RecordingSearch{Query: "passwd", Since: now.Add(-7 * 24 * time.Hour), Searched: []string{"s-2", "s-1", "s-over"}, Withheld: 1,
 		Unreadable:  []wire.SessionProblem{{Session: "s-gone", Problem: "the recording's transcript.raw is not in the store"}},
 		Overwritten: []string{"s-over"},
-		Results: []wire.SearchResult{{Session: "s-2", At: 1, Stream: recording.StreamInput, Context: "cat /etc/passwd"}, {Session: "s-1", At: 1, Stream: recording.StreamInput, Context: "cat /etc/passwd"},
-			{Session: "s-over", At: 1, Stream: recording.StreamInput, Context: "cat /etc/passwd"}}}
+		Results: []wire.SearchResult{{Session: "s-2", At: 1, Stream: transcript.StreamInput, Context: "cat /etc/passwd"}, {Session: "s-1", At: 1, Stream: transcript.StreamInput, Context: "cat /etc/passwd"},
+			{Session: "s-over", At: 1, Stream: transcript.StreamInput, Context: "cat /etc/passwd"}}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("-want +got:\n%s", diff)
 	}

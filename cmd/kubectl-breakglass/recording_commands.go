@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tower-dev/breakglass/evidence/recording"
+	"github.com/tower-dev/breakglass/evidence/transcript"
 )
 
 func newRecordingCommandsCommand() *cobra.Command {
@@ -40,7 +41,7 @@ line's input byte range too. This checks nothing: run "recording verify" first.`
 			}
 			cmds := recording.Commands(records)
 			if cmds == nil {
-				cmds = []recording.Command{}
+				cmds = []transcript.Command{}
 			}
 			if asJSON {
 				return writeIndented(cmd.OutOrStdout(), map[string]any{"commands": cmds})
@@ -74,7 +75,7 @@ commands" rebuilds them). One match per line, in time order; --output or
 			}
 			matches := recording.Search(records, args[1], opts)
 			if matches == nil {
-				matches = []recording.Match{}
+				matches = []transcript.Match{}
 			}
 			if asJSON {
 				return writeIndented(cmd.OutOrStdout(), map[string]any{"matches": matches})
@@ -129,7 +130,7 @@ func readTranscriptArg(path string) ([]recording.Record, error) {
 	return records, nil
 }
 
-func printCommands(w io.Writer, file string, cmds []recording.Command) error {
+func printCommands(w io.Writer, file string, cmds []transcript.Command) error {
 	if len(cmds) == 0 {
 		_, err := fmt.Fprintln(w, "no commands were typed")
 		return err
@@ -144,11 +145,11 @@ func printCommands(w io.Writer, file string, cmds []recording.Command) error {
 			mark, uncertain = "?", uncertain+1
 		}
 		switch c.Ended {
-		case recording.EndInterrupt:
+		case transcript.EndInterrupt:
 			mark += "^C"
-		case recording.EndEOF:
+		case transcript.EndEOF:
 			mark += "^D"
-		case recording.EndUnfinished:
+		case transcript.EndUnfinished:
 			mark += "…"
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", offset(c.At), mark, visible(c.Line), c.Why)

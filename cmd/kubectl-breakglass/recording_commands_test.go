@@ -11,6 +11,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/tower-dev/breakglass/evidence/recording"
+	"github.com/tower-dev/breakglass/evidence/transcript"
 )
 
 // typedSession records a short session: a typo corrected, a completion,
@@ -73,11 +74,11 @@ func TestRecordingCommands(t *testing.T) {
 		}
 	}
 	out, err := runCLI("recording", "commands", "--json", dir)
-	var got struct{ Commands []recording.Command }
+	var got struct{ Commands []transcript.Command }
 	if err != nil || json.Unmarshal([]byte(out), &got) != nil || len(got.Commands) != 4 {
 		t.Fatalf("--json: %v\n%s", err, out)
 	}
-	if c := got.Commands[1]; c.Line != "cat /etc/pas" || c.At != 70*time.Second || !c.Uncertain || c.Ended != recording.EndEnter {
+	if c := got.Commands[1]; c.Line != "cat /etc/pas" || c.At != 70*time.Second || !c.Uncertain || c.Ended != transcript.EndEnter {
 		t.Errorf("--json: %+v", c)
 	}
 	if _, err := runCLI("recording", "commands", filepath.Join(dir, recording.CastFile)); err == nil || !strings.Contains(err.Error(), "is an asciicast") {
@@ -96,7 +97,7 @@ func TestRecordingSearch(t *testing.T) {
 		t.Fatalf("--input: %v\n%s", err, out)
 	}
 	out, err = runCLI("recording", "search", "--json", "--max", "1", dir, "$")
-	var got struct{ Matches []recording.Match }
+	var got struct{ Matches []transcript.Match }
 	if err != nil || json.Unmarshal([]byte(out), &got) != nil || len(got.Matches) != 1 || got.Matches[0].At != 0 {
 		t.Fatalf("--json --max 1: %v\n%s", err, out)
 	}

@@ -2,13 +2,13 @@ package recording
 
 import (
 	"bytes"
-	"encoding/json"
-	"math"
 	"slices"
 	"sort"
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/tower-dev/breakglass/evidence/transcript"
 )
 
 // What was typed. The transcript holds keys, not commands: the shell's
@@ -17,44 +17,6 @@ import (
 // line-editing keys and marks every line it cannot be sure of, saying why.
 // Each line keeps the exact input bytes it came from, so that the
 // reconstruction never stands between a reviewer and what was sent.
-
-// Command is one line entered at the terminal.
-type Command struct {
-	// Line is the line as the keys made it: what the shell received, unless
-	// Uncertain. Always valid UTF-8.
-	Line string
-	// At is when the line's first key came and EndAt its last (the Enter),
-	// since the start of the recording: `recording play --from At` starts
-	// the replay there.
-	At, EndAt time.Duration
-	// InputStart and InputEnd are the bytes [InputStart, InputEnd) of the
-	// input stream (InputStream) the line came from, its end included.
-	// The ranges of successive commands are ordered and never overlap; the
-	// bytes between them are keys that made no line (an Enter alone).
-	InputStart, InputEnd int
-	// Ended is how the line ended.
-	Ended LineEnd
-	// Uncertain says Line may not be what the shell received.
-	Uncertain bool
-	// Why says what was marked, each reason once, "; " between: why the
-	// line is Uncertain, and what else a reviewer should know (a paste, a
-	// line abandoned).
-	Why string
-}
-
-// LineEnd is how a line ended.
-type LineEnd string
-
-const (
-	// EndEnter is Enter; the shell (or the program reading) took the line.
-	EndEnter LineEnd = "enter"
-	// EndInterrupt is Ctrl-C; the line was abandoned, never run.
-	EndInterrupt LineEnd = "interrupt"
-	// EndEOF is Ctrl-D on an empty line, the end of input: a shell exits.
-	EndEOF LineEnd = "eof"
-	// EndUnfinished is a line the recording ended before; never run.
-	EndUnfinished LineEnd = "unfinished"
-)
 
 // Why a line is marked. The uncertain ones say what the shell may have done
 // that the input does not show.
@@ -93,7 +55,7 @@ func InputStream(records []Record) []byte {
 // marks, rather than guesses, what it cannot see: history, completion,
 // other escape sequences, keys sent while a full-screen program held the
 // terminal. A line with no key but its Enter (or Ctrl-C) is no command.
-func Commands(records []Record) []Command {
+func Commands(records []Record) []transcript.Command {
 	p := lineParser{in: inputOf(records)}
 	for p.i < len(p.in.bytes) {
 		p.fullScreenCheck()
@@ -107,7 +69,7 @@ func Commands(records []Record) []Command {
 		p.mark(whyPasteUnended, true)
 	}
 	if p.keyed {
-		p.end(EndUnfinished)
+		p.end(transcript.EndUnfinished)
 	}
 	return p.out
 }
@@ -156,7 +118,7 @@ type lineParser struct {
 	in    inputStream
 	i     int // the next byte
 	chunk int // the chunk holding byte i
-	out   []Command
+	out   []transcript.Command
 
 	// The line being typed.
 	buf       []rune
@@ -192,17 +154,17 @@ func (p *lineParser) mark(why string, uncertain bool) {
 }
 
 // end closes the line at p.i (its end consumed) and starts the next.
-func (p *lineParser) end(how LineEnd) {
-	if p.keyed || how == EndEOF {
+func (p *lineParser) end(how transcript.LineEnd) {
+	if p.keyed || how == transcript.EndEOF {
 		switch how {
-		case EndInterrupt:
+		case transcript.EndInterrupt:
 			p.mark(whyInterrupt, false)
-		case EndEOF:
+		case transcript.EndEOF:
 			p.mark(whyEOF, false)
-		case EndUnfinished:
+		case transcript.EndUnfinished:
 			p.mark(whyUnfinished, false)
 		}
-		p.out = append(p.out, Command{Line: string(p.buf), At: p.in.at(p.start), EndAt: p.in.at(p.i - 1),
+		p.out = append(p.out, transcript.Command{Line: string(p.buf), At: p.in.at(p.start), EndAt: p.in.at(p.i - 1),
 			InputStart: p.start, InputEnd: p.i, Ended: how, Uncertain: p.uncertain, Why: strings.Join(p.why, "; ")})
 	}
 	p.buf, p.cur, p.start, p.keyed, p.uncertain, p.why, p.depth, p.saved = nil, 0, p.i, false, false, nil, 0, nil
@@ -214,7 +176,7 @@ func (p *lineParser) enter() {
 		p.i++
 	}
 	p.i++
-	p.end(EndEnter)
+	p.end(transcript.EndEnter)
 }
 
 // key reads one key at p.i and applies it.
@@ -229,13 +191,13 @@ func (p *lineParser) key() {
 		return
 	case 0x03: // Ctrl-C
 		p.i++
-		p.end(EndInterrupt)
+		p.end(transcript.EndInterrupt)
 		return
 	case 0x04: // Ctrl-D: the end of input on an empty line, else Delete
 		p.i++
 		if len(p.buf) == 0 {
 			p.keyed = true
-			p.end(EndEOF)
+			p.end(transcript.EndEOF)
 			return
 		}
 		p.deleteAt()
@@ -379,34 +341,3 @@ func (p *lineParser) pasteKey() {
 		p.keyed = true
 	}
 }
-
-// Commands and Match travel as JSON with times in seconds, as asciicast
-// and web players count them.
-
-type commandJSON struct {
-	Line       string  `json:"line"`
-	At         float64 `json:"at"`
-	EndAt      float64 `json:"endAt"`
-	InputStart int     `json:"inputStart"`
-	InputEnd   int     `json:"inputEnd"`
-	Ended      LineEnd `json:"ended"`
-	Uncertain  bool    `json:"uncertain,omitempty"`
-	Why        string  `json:"why,omitempty"`
-}
-
-// MarshalJSON writes the times in seconds.
-func (c Command) MarshalJSON() ([]byte, error) {
-	return json.Marshal(commandJSON{c.Line, c.At.Seconds(), c.EndAt.Seconds(), c.InputStart, c.InputEnd, c.Ended, c.Uncertain, c.Why})
-}
-
-// UnmarshalJSON reads what MarshalJSON writes.
-func (c *Command) UnmarshalJSON(b []byte) error {
-	var w commandJSON
-	if err := json.Unmarshal(b, &w); err != nil {
-		return err
-	}
-	*c = Command{w.Line, fromSeconds(w.At), fromSeconds(w.EndAt), w.InputStart, w.InputEnd, w.Ended, w.Uncertain, w.Why}
-	return nil
-}
-
-func fromSeconds(s float64) time.Duration { return time.Duration(math.Round(s * float64(time.Second))) }

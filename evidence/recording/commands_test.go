@@ -9,6 +9,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/tower-dev/breakglass/evidence/transcript"
 )
 
 // typed makes a transcript of keys, one record a second from 1s: kinds
@@ -27,12 +29,12 @@ func typed(keys ...string) []Record {
 
 type line struct {
 	Line      string
-	Ended     LineEnd
+	Ended     transcript.LineEnd
 	Uncertain bool
 	Why       string
 }
 
-func lines(cs []Command) []line {
+func lines(cs []transcript.Command) []line {
 	var out []line
 	for _, c := range cs {
 		out = append(out, line{c.Line, c.Ended, c.Uncertain, c.Why})
@@ -45,46 +47,46 @@ func TestCommands(t *testing.T) {
 		keys []string
 		want []line
 	}{
-		"a line":                     {[]string{"ls -la\r"}, []line{{"ls -la", EndEnter, false, ""}}},
-		"CR LF and LF end lines":     {[]string{"a\r\n", "b\n"}, []line{{"a", EndEnter, false, ""}, {"b", EndEnter, false, ""}}},
-		"an Enter alone is no line":  {[]string{"\r", "\r", "id\r"}, []line{{"id", EndEnter, false, ""}}},
-		"backspace":                  {[]string{"lss", "\x7f", " -l\r"}, []line{{"ls -l", EndEnter, false, ""}}},
-		"backspace deletes a rune":   {[]string{"café", "\x08", "e\r"}, []line{{"cafe", EndEnter, false, ""}}},
-		"a rune cut across records":  {[]string{"caf\xc3", "\xa9\r"}, []line{{"café", EndEnter, false, ""}}},
-		"bytes that are not UTF-8":   {[]string{"a\xffb\r"}, []line{{"a\uFFFDb", EndEnter, true, whyNotUTF8}}},
-		"Ctrl-U kills the line":      {[]string{"rm -rf /", "\x15", "ls\r"}, []line{{"ls", EndEnter, false, ""}}},
-		"Ctrl-U kills to the cursor": {[]string{"abcdef", "\x1b[D\x1b[D", "\x15", "\r"}, []line{{"ef", EndEnter, false, whyCursor}}},
-		"Ctrl-W deletes a word":      {[]string{"cat /etc/passwd", "\x17", "hosts\r"}, []line{{"cat hosts", EndEnter, false, ""}}},
-		"Ctrl-K cuts to the end":     {[]string{"echo hi # note", "\x01\x06\x06\x06\x06\x06\x06\x06", "\x0b", "\r"}, []line{{"echo hi", EndEnter, false, whyCursor}}},
-		"Ctrl-C abandons":            {[]string{"rm -rf /", "\x03"}, []line{{"rm -rf /", EndInterrupt, false, whyInterrupt}}},
+		"a line":                     {[]string{"ls -la\r"}, []line{{"ls -la", transcript.EndEnter, false, ""}}},
+		"CR LF and LF end lines":     {[]string{"a\r\n", "b\n"}, []line{{"a", transcript.EndEnter, false, ""}, {"b", transcript.EndEnter, false, ""}}},
+		"an Enter alone is no line":  {[]string{"\r", "\r", "id\r"}, []line{{"id", transcript.EndEnter, false, ""}}},
+		"backspace":                  {[]string{"lss", "\x7f", " -l\r"}, []line{{"ls -l", transcript.EndEnter, false, ""}}},
+		"backspace deletes a rune":   {[]string{"café", "\x08", "e\r"}, []line{{"cafe", transcript.EndEnter, false, ""}}},
+		"a rune cut across records":  {[]string{"caf\xc3", "\xa9\r"}, []line{{"café", transcript.EndEnter, false, ""}}},
+		"bytes that are not UTF-8":   {[]string{"a\xffb\r"}, []line{{"a\uFFFDb", transcript.EndEnter, true, whyNotUTF8}}},
+		"Ctrl-U kills the line":      {[]string{"rm -rf /", "\x15", "ls\r"}, []line{{"ls", transcript.EndEnter, false, ""}}},
+		"Ctrl-U kills to the cursor": {[]string{"abcdef", "\x1b[D\x1b[D", "\x15", "\r"}, []line{{"ef", transcript.EndEnter, false, whyCursor}}},
+		"Ctrl-W deletes a word":      {[]string{"cat /etc/passwd", "\x17", "hosts\r"}, []line{{"cat hosts", transcript.EndEnter, false, ""}}},
+		"Ctrl-K cuts to the end":     {[]string{"echo hi # note", "\x01\x06\x06\x06\x06\x06\x06\x06", "\x0b", "\r"}, []line{{"echo hi", transcript.EndEnter, false, whyCursor}}},
+		"Ctrl-C abandons":            {[]string{"rm -rf /", "\x03"}, []line{{"rm -rf /", transcript.EndInterrupt, false, whyInterrupt}}},
 		"Ctrl-C alone is no line":    {[]string{"\x03", "\r"}, nil},
-		"Ctrl-D on an empty line":    {[]string{"\x04"}, []line{{"", EndEOF, false, whyEOF}}},
-		"Ctrl-D deletes in a line":   {[]string{"xls", "\x01", "\x04", "\r"}, []line{{"ls", EndEnter, false, whyCursor}}},
-		"insert at the cursor":       {[]string{"echo wrld", "\x1b[D\x1b[D\x1b[D", "o", "\r"}, []line{{"echo world", EndEnter, false, whyCursor}}},
+		"Ctrl-D on an empty line":    {[]string{"\x04"}, []line{{"", transcript.EndEOF, false, whyEOF}}},
+		"Ctrl-D deletes in a line":   {[]string{"xls", "\x01", "\x04", "\r"}, []line{{"ls", transcript.EndEnter, false, whyCursor}}},
+		"insert at the cursor":       {[]string{"echo wrld", "\x1b[D\x1b[D\x1b[D", "o", "\r"}, []line{{"echo world", transcript.EndEnter, false, whyCursor}}},
 		"Home and End, every form": {[]string{"bc", "\x1bOH", "a", "\x1b[4~", "d", "\x1b[1~", ">", "\x1b[F", "!", "\x1b[7~", "<\r"},
-			[]line{{"<>abcd!", EndEnter, false, whyCursor}}},
-		"Delete":                       {[]string{"abc", "\x1b[H", "\x1b[3~", "\r"}, []line{{"bc", EndEnter, false, whyCursor}}},
-		"the up arrow recalls history": {[]string{"\x1b[A", "\r"}, []line{{"", EndEnter, true, whyHistory}}},
-		"typing after a recall":        {[]string{"\x1bOA", " | grep x\r"}, []line{{" | grep x", EndEnter, true, whyHistory}}},
-		"down back to the line typed":  {[]string{"ls", "\x1b[A\x1b[A", "\x1b[B\x1b[B", "\r"}, []line{{"ls", EndEnter, true, whyHistory}}},
-		"tab completion":               {[]string{"cat /etc/pas", "\t", "\r"}, []line{{"cat /etc/pas", EndEnter, true, whyTab}}},
-		"a history search":             {[]string{"\x12", "kubectl", "\r"}, []line{{"kubectl", EndEnter, true, whySearch}}},
+			[]line{{"<>abcd!", transcript.EndEnter, false, whyCursor}}},
+		"Delete":                       {[]string{"abc", "\x1b[H", "\x1b[3~", "\r"}, []line{{"bc", transcript.EndEnter, false, whyCursor}}},
+		"the up arrow recalls history": {[]string{"\x1b[A", "\r"}, []line{{"", transcript.EndEnter, true, whyHistory}}},
+		"typing after a recall":        {[]string{"\x1bOA", " | grep x\r"}, []line{{" | grep x", transcript.EndEnter, true, whyHistory}}},
+		"down back to the line typed":  {[]string{"ls", "\x1b[A\x1b[A", "\x1b[B\x1b[B", "\r"}, []line{{"ls", transcript.EndEnter, true, whyHistory}}},
+		"tab completion":               {[]string{"cat /etc/pas", "\t", "\r"}, []line{{"cat /etc/pas", transcript.EndEnter, true, whyTab}}},
+		"a history search":             {[]string{"\x12", "kubectl", "\r"}, []line{{"kubectl", transcript.EndEnter, true, whySearch}}},
 		"a paste of two lines": {[]string{"\x1b[200~echo a\recho b\x1b[201~", "\r"},
-			[]line{{"echo a", EndEnter, false, whyPaste}, {"echo b", EndEnter, false, whyPaste}}},
-		"a paste is literal":    {[]string{"\x1b[200~a\tb\x7fc\x1b[201~\r"}, []line{{"a\tb\x7fc", EndEnter, false, whyPaste}}},
-		"a paste never ended":   {[]string{"\x1b[200~abc"}, []line{{"abc", EndUnfinished, true, whyPaste + "; " + whyPasteUnended + "; " + whyUnfinished}}},
-		"an unknown key":        {[]string{"ls", "\x1b[24~", "\r"}, []line{{"ls", EndEnter, true, whyEscape}}},
-		"Escape, then Enter":    {[]string{"ls", "\x1b", "\r"}, []line{{"ls", EndEnter, true, whyEscape}}},
-		"Alt-b moves by a word": {[]string{"git push", "\x1bb", "-f ", "\r"}, []line{{"git -f push", EndEnter, true, whyWords}}},
+			[]line{{"echo a", transcript.EndEnter, false, whyPaste}, {"echo b", transcript.EndEnter, false, whyPaste}}},
+		"a paste is literal":    {[]string{"\x1b[200~a\tb\x7fc\x1b[201~\r"}, []line{{"a\tb\x7fc", transcript.EndEnter, false, whyPaste}}},
+		"a paste never ended":   {[]string{"\x1b[200~abc"}, []line{{"abc", transcript.EndUnfinished, true, whyPaste + "; " + whyPasteUnended + "; " + whyUnfinished}}},
+		"an unknown key":        {[]string{"ls", "\x1b[24~", "\r"}, []line{{"ls", transcript.EndEnter, true, whyEscape}}},
+		"Escape, then Enter":    {[]string{"ls", "\x1b", "\r"}, []line{{"ls", transcript.EndEnter, true, whyEscape}}},
+		"Alt-b moves by a word": {[]string{"git push", "\x1bb", "-f ", "\r"}, []line{{"git -f push", transcript.EndEnter, true, whyWords}}},
 		"Ctrl-Left, Alt-Backspace": {[]string{"a bb cc", "\x1b[1;5D", "\x1b\x7f", "\r"},
-			[]line{{"a cc", EndEnter, true, whyWords}}},
-		"Ctrl-Y pastes back": {[]string{"secret", "\x15", "\x19", "\r"}, []line{{"secret", EndEnter, true, whyYank}}},
-		"a control key":      {[]string{"sleep 9", "\x1a", "\r"}, []line{{"sleep 9", EndEnter, true, whyControl}}},
+			[]line{{"a cc", transcript.EndEnter, true, whyWords}}},
+		"Ctrl-Y pastes back": {[]string{"secret", "\x15", "\x19", "\r"}, []line{{"secret", transcript.EndEnter, true, whyYank}}},
+		"a control key":      {[]string{"sleep 9", "\x1a", "\r"}, []line{{"sleep 9", transcript.EndEnter, true, whyControl}}},
 		"the terminal's answers are no keys": {[]string{"\x1b[12;40R", "\x1b]11;rgb:0000/0000/0000\x07", "\x1b[I", "ls\r"},
-			[]line{{"ls", EndEnter, false, ""}}},
+			[]line{{"ls", transcript.EndEnter, false, ""}}},
 		"keys to a full-screen program": {[]string{"vim x\r", "o:\x1b[?1049h", ":wq\r", "o:\x1b[?10", "o:49l", "ls\r"},
-			[]line{{"vim x", EndEnter, false, ""}, {":wq", EndEnter, true, whyFullScreen}, {"ls", EndEnter, false, ""}}},
-		"never entered": {[]string{"ls -l"}, []line{{"ls -l", EndUnfinished, false, whyUnfinished}}},
+			[]line{{"vim x", transcript.EndEnter, false, ""}, {":wq", transcript.EndEnter, true, whyFullScreen}, {"ls", transcript.EndEnter, false, ""}}},
+		"never entered": {[]string{"ls -l"}, []line{{"ls -l", transcript.EndUnfinished, false, whyUnfinished}}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			if diff := cmp.Diff(tc.want, lines(Commands(typed(tc.keys...)))); diff != "" {
@@ -127,7 +129,7 @@ func TestCommandsTimesAndRanges(t *testing.T) {
 	if err != nil || string(raw) != `{"line":"ls","at":1,"endAt":2,"inputStart":0,"inputEnd":3,"ended":"enter"}` {
 		t.Fatalf("JSON %s, %v", raw, err)
 	}
-	var back Command
+	var back transcript.Command
 	if err := json.Unmarshal(raw, &back); err != nil || back != got[0] {
 		t.Fatalf("back from JSON: %+v, %v", back, err)
 	}

@@ -1,12 +1,13 @@
 package recording
 
 import (
-	"encoding/json"
 	"sort"
 	"strings"
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/tower-dev/breakglass/evidence/transcript"
 )
 
 // SearchOptions say what Search looks through.
@@ -21,31 +22,13 @@ type SearchOptions struct {
 // DefaultSearchMax is how many matches Search returns unless told.
 const DefaultSearchMax = 100
 
-// The streams a Match is found in.
-const (
-	StreamOutput = "output"
-	StreamInput  = "input"
-)
-
-// Match is one place a search found its text.
-type Match struct {
-	// At is when the first character matched was shown (output) or when
-	// the line it is in was begun (input), since the start of the recording.
-	At time.Duration
-	// Stream is StreamOutput or StreamInput.
-	Stream string
-	// Context is the line around the match, as text: control characters
-	// are spaces, a long line is cut around the match ("…").
-	Context string
-}
-
 // Search finds query, ignoring case, in what a person saw and typed: the
 // output with its escape sequences (colours, cursor moves) applied or
 // removed, and the reconstructed command lines, not the raw bytes, in
 // which a colour code or a corrected typo would split the words. Text
 // shown and then erased or overwritten is found too, at the moment it was
 // shown. One match per line, in time order, at most opts.Max.
-func Search(records []Record, query string, opts SearchOptions) []Match {
+func Search(records []Record, query string, opts SearchOptions) []transcript.Match {
 	q := lower([]rune(query))
 	if q == "" {
 		return nil
@@ -55,7 +38,7 @@ func Search(records []Record, query string, opts SearchOptions) []Match {
 		limit = DefaultSearchMax
 	}
 	both := opts.Output == opts.Input
-	var out []Match
+	var out []transcript.Match
 	if both || opts.Output {
 		out = searchOutput(records, q, limit)
 	}
@@ -64,7 +47,7 @@ func Search(records []Record, query string, opts SearchOptions) []Match {
 		for _, c := range Commands(records) {
 			line := []rune(c.Line)
 			if col := find(line, q); col >= 0 && found < limit {
-				out = append(out, Match{At: c.At, Stream: StreamInput, Context: contextOf(line, col, utf8.RuneCountInString(q))})
+				out = append(out, transcript.Match{At: c.At, Stream: transcript.StreamInput, Context: contextOf(line, col, utf8.RuneCountInString(q))})
 				found++
 			}
 		}
@@ -76,9 +59,9 @@ func Search(records []Record, query string, opts SearchOptions) []Match {
 // searchOutput finds q in the lines of the output. An earlier state of a
 // line (before an erase or an overwrite) that still shows q in its later
 // state is one match, at the time it first showed.
-func searchOutput(records []Record, q string, limit int) []Match {
-	var out []Match
-	var pending *Match // in a line's earlier state, until its later one is seen
+func searchOutput(records []Record, q string, limit int) []transcript.Match {
+	var out []transcript.Match
+	var pending *transcript.Match // in a line's earlier state, until its later one is seen
 	n := utf8.RuneCountInString(q)
 	sc := screen{emit: func(line []rune, times []time.Duration, continued bool) bool {
 		col := find(line, q)
@@ -92,7 +75,7 @@ func searchOutput(records []Record, q string, limit int) []Match {
 			out, pending = append(out, *pending), nil
 		}
 		if col >= 0 {
-			m := Match{At: times[col], Stream: StreamOutput, Context: contextOf(line, col, n)}
+			m := transcript.Match{At: times[col], Stream: transcript.StreamOutput, Context: contextOf(line, col, n)}
 			if continued {
 				pending = &m
 			} else {
@@ -151,25 +134,4 @@ func contextOf(line []rune, col, n int) string {
 		b.WriteString("…")
 	}
 	return strings.TrimSpace(b.String())
-}
-
-type matchJSON struct {
-	At      float64 `json:"at"`
-	Stream  string  `json:"stream"`
-	Context string  `json:"context"`
-}
-
-// MarshalJSON writes the time in seconds.
-func (m Match) MarshalJSON() ([]byte, error) {
-	return json.Marshal(matchJSON{m.At.Seconds(), m.Stream, m.Context})
-}
-
-// UnmarshalJSON reads what MarshalJSON writes.
-func (m *Match) UnmarshalJSON(b []byte) error {
-	var w matchJSON
-	if err := json.Unmarshal(b, &w); err != nil {
-		return err
-	}
-	*m = Match{fromSeconds(w.At), w.Stream, w.Context}
-	return nil
 }

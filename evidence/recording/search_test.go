@@ -9,6 +9,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/tower-dev/breakglass/evidence/transcript"
 )
 
 func TestSearch(t *testing.T) {
@@ -17,31 +19,31 @@ func TestSearch(t *testing.T) {
 		records []string // as typed() takes them: "o:" is output
 		query   string
 		opts    SearchOptions
-		want    []Match
+		want    []transcript.Match
 	}{
 		"colours do not split words": {[]string{"o:\x1b[1;31mPass\x1b[0mword: \x1b[Khunter2\r\n"}, "password", SearchOptions{},
-			[]Match{{sec(1), StreamOutput, "Password: hunter2"}}},
+			[]transcript.Match{found(sec(1), transcript.StreamOutput, "Password: hunter2")}},
 		"sequences and characters cut across writes": {[]string{"o:\x1b[3", "o:1mcaf\xc3", "o:\xa9 au lait\r\n"}, "CAFÉ", SearchOptions{},
-			[]Match{{sec(2), StreamOutput, "café au lait"}}},
+			[]transcript.Match{found(sec(2), transcript.StreamOutput, "café au lait")}},
 		"shown, then rubbed out": {[]string{"o:$ cat sec", "o:\b\b\b\x1b[K", "o:public\r\n"}, "sec", SearchOptions{},
-			[]Match{{sec(1), StreamOutput, "$ cat sec"}}},
+			[]transcript.Match{found(sec(1), transcript.StreamOutput, "$ cat sec")}},
 		"still shown after a redraw: once, when first shown": {[]string{"o:$ ls", "o:\r\x1b[K$ ls -la\r\n"}, "ls", SearchOptions{},
-			[]Match{{sec(1), StreamOutput, "$ ls"}}},
+			[]transcript.Match{found(sec(1), transcript.StreamOutput, "$ ls")}},
 		"overwritten in place": {[]string{"o:10% secret\r", "o:20%       \r\n"}, "secret", SearchOptions{},
-			[]Match{{sec(1), StreamOutput, "10% secret"}}},
+			[]transcript.Match{found(sec(1), transcript.StreamOutput, "10% secret")}},
 		"a title is not shown": {[]string{"o:\x1b]0;secret title\x07hello\r\n"}, "secret", SearchOptions{}, nil},
 		"what was typed, as the line it made": {[]string{"cat /etc/shax", "\x7f", "d", "\t", "\r", "o:cat /etc/shadow\r\n"}, "/etc/SHAD", SearchOptions{Input: true},
-			[]Match{{sec(1), StreamInput, "cat /etc/shad"}}},
+			[]transcript.Match{found(sec(1), transcript.StreamInput, "cat /etc/shad")}},
 		"both streams, in time order": {[]string{"echo kubeconfig\r", "o:kubeconfig\r\n"}, "kubeconfig", SearchOptions{},
-			[]Match{{sec(1), StreamInput, "echo kubeconfig"}, {sec(2), StreamOutput, "kubeconfig"}}},
+			[]transcript.Match{found(sec(1), transcript.StreamInput, "echo kubeconfig"), found(sec(2), transcript.StreamOutput, "kubeconfig")}},
 		"the output only": {[]string{"echo kubeconfig\r", "o:kubeconfig\r\n"}, "kubeconfig", SearchOptions{Output: true},
-			[]Match{{sec(2), StreamOutput, "kubeconfig"}}},
+			[]transcript.Match{found(sec(2), transcript.StreamOutput, "kubeconfig")}},
 		"at most Max, the first": {[]string{"o:x1\r\n", "o:x2\r\n", "o:x3\r\n"}, "x", SearchOptions{Max: 2},
-			[]Match{{sec(1), StreamOutput, "x1"}, {sec(2), StreamOutput, "x2"}}},
+			[]transcript.Match{found(sec(1), transcript.StreamOutput, "x1"), found(sec(2), transcript.StreamOutput, "x2")}},
 		"a row of its own after a cursor move": {[]string{"o:top\x1b[2;1Hsecond row"}, "top", SearchOptions{},
-			[]Match{{sec(1), StreamOutput, "top"}}},
+			[]transcript.Match{found(sec(1), transcript.StreamOutput, "top")}},
 		"nothing to find":    {[]string{"o:hello\r\n"}, "", SearchOptions{}, nil},
-		"control characters": {[]string{"o:a\x07b\x1b[2Cc\r\n"}, "ab", SearchOptions{}, []Match{{sec(1), StreamOutput, "ab  c"}}},
+		"control characters": {[]string{"o:a\x07b\x1b[2Cc\r\n"}, "ab", SearchOptions{}, []transcript.Match{found(sec(1), transcript.StreamOutput, "ab  c")}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			if diff := cmp.Diff(tc.want, Search(typed(tc.records...), tc.query, tc.opts)); diff != "" {
@@ -94,4 +96,9 @@ func FuzzSearch(f *testing.F) {
 			}
 		}
 	})
+}
+
+// found is a Match as Search gives it.
+func found(at time.Duration, stream, context string) transcript.Match {
+	return transcript.Match{At: at, Stream: stream, Context: context}
 }

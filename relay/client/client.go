@@ -15,7 +15,7 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/tower-dev/breakglass/evidence/recording"
+	"github.com/tower-dev/breakglass/evidence/transcript"
 	"github.com/tower-dev/breakglass/relay/wire"
 )
 
@@ -220,8 +220,8 @@ func (c *Client) Review(ctx context.Context, t Target, comment string) (wire.Ses
 }
 
 // Commands are what was typed in an ended session, rebuilt from its recording.
-func (c *Client) Commands(ctx context.Context, t Target) ([]recording.Command, error) {
-	var v struct{ Commands []recording.Command }
+func (c *Client) Commands(ctx context.Context, t Target) ([]transcript.Command, error) {
+	var v struct{ Commands []transcript.Command }
 	err := c.do(ctx, http.MethodGet, t.path()+"/recording/commands", nil, &v)
 	return v.Commands, err
 }

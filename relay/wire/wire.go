@@ -10,7 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
-	"github.com/tower-dev/breakglass/evidence/recording"
+	"github.com/tower-dev/breakglass/evidence/transcript"
 )
 
 // SessionView is a session as the API shows it.
@@ -119,8 +119,8 @@ type SessionEvent struct {
 type SessionSearch struct {
 	Query string `json:"query"`
 	// Truncated: the matches reached their bound; there may be more.
-	Truncated bool              `json:"truncated"`
-	Matches   []recording.Match `json:"matches"`
+	Truncated bool               `json:"truncated"`
+	Matches   []transcript.Match `json:"matches"`
 }
 
 // RecordingSearch is where a search found its text in the recordings of a

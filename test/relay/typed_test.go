@@ -9,7 +9,7 @@ import (
 
 	"k8s.io/utils/clock"
 
-	"github.com/tower-dev/breakglass/evidence/recording"
+	"github.com/tower-dev/breakglass/evidence/transcript"
 	"github.com/tower-dev/breakglass/internal/oidcissuer"
 	"github.com/tower-dev/breakglass/relay/wire"
 )
@@ -47,7 +47,7 @@ func TestWhatWasTyped(t *testing.T) {
 	name := run("web-1", "", "echo typx", "\x7fed-$((40+2))\r")
 	path := sessionPath(ns, name)
 
-	var cmds struct{ Commands []recording.Command }
+	var cmds struct{ Commands []transcript.Command }
 	if err := json.Unmarshal(tr.must(t, http.StatusOK, token(t, bob), "GET", path+"/recording/commands", "").body, &cmds); err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +58,7 @@ func TestWhatWasTyped(t *testing.T) {
 	if err := json.Unmarshal(tr.must(t, http.StatusOK, token(t, bob), "GET", path+"/recording/search?q=TYPED-42&stream=output", "").body, &found); err != nil {
 		t.Fatal(err)
 	}
-	if len(found.Matches) == 0 || found.Matches[0].Stream != recording.StreamOutput || !strings.Contains(found.Matches[0].Context, "typed-42") {
+	if len(found.Matches) == 0 || found.Matches[0].Stream != transcript.StreamOutput || !strings.Contains(found.Matches[0].Context, "typed-42") {
 		t.Fatalf("the search: %+v", found)
 	}
 
