@@ -24,6 +24,7 @@ import (
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
 	"github.com/tower-dev/breakglass/evidence/audit"
+	"github.com/tower-dev/breakglass/evidence/checkpoint"
 	"github.com/tower-dev/breakglass/evidence/recording"
 	"github.com/tower-dev/breakglass/evidence/tlog"
 	"github.com/tower-dev/breakglass/lifecycle"
@@ -58,7 +59,7 @@ type Options struct {
 	Anchorer *tlog.Anchorer
 	// Checkpoints, when set, anchors the audit chain's head every
 	// CheckpointEvery and once more when the server closes.
-	Checkpoints     *audit.Checkpointer
+	Checkpoints     *checkpoint.Keeper
 	CheckpointEvery time.Duration
 	Clock           clock.Clock
 	Log             logr.Logger

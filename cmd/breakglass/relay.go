@@ -21,6 +21,7 @@ import (
 
 	"github.com/tower-dev/breakglass/api"
 	"github.com/tower-dev/breakglass/evidence/audit"
+	"github.com/tower-dev/breakglass/evidence/checkpoint"
 	"github.com/tower-dev/breakglass/evidence/recording"
 	"github.com/tower-dev/breakglass/evidence/tlog"
 	"github.com/tower-dev/breakglass/internal/probes"
@@ -209,7 +210,7 @@ func buildRelay(ctx context.Context, cfg *relay.Config, peers *relay.Peers, kube
 		if anchorer, err = loadAnchorer(ctx, logConfig{url: r.URL, keyRef: r.KeyFile, certFile: r.CertificateFile, version: r.APIVersion, logKeyFile: r.PublicKeyFile}); err != nil {
 			return fail(fmt.Errorf("rekor: %w", err))
 		}
-		cp, err := audit.LatestCheckpoint(ctx, store, cfg.Audit.Chain, anchorer)
+		cp, err := checkpoint.Latest(ctx, store, cfg.Audit.Chain, anchorer)
 		if err != nil {
 			return fail(fmt.Errorf("the audit chain's last checkpoint: %w", err))
 		}
@@ -268,9 +269,9 @@ func buildRelay(ctx context.Context, cfg *relay.Config, peers *relay.Peers, kube
 		notifications.MustRegister(d)
 		notifier = d
 	}
-	var checkpoints *audit.Checkpointer
+	var checkpoints *checkpoint.Keeper
 	if anchorer != nil {
-		checkpoints = &audit.Checkpointer{Log: auditLog, Chain: cfg.Audit.Chain, Store: store, Anchorer: anchorer,
+		checkpoints = &checkpoint.Keeper{Log: auditLog, Chain: cfg.Audit.Chain, Store: store, Anchorer: anchorer,
 			Retention: cfg.Recording.Retention.Duration, Logger: ctrl.Log.WithName("audit")}
 	}
 	srv, err := relay.New(ctx, relay.Options{Config: cfg, Targets: targets, Store: store,

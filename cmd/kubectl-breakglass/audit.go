@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tower-dev/breakglass/evidence/audit"
+	"github.com/tower-dev/breakglass/evidence/checkpoint"
 	"github.com/tower-dev/breakglass/evidence/tlog"
 )
 
@@ -96,7 +97,7 @@ func readCheckpoints(cmd *cobra.Command, dir, rekorKeyFile string, signer tlog.S
 	var cps []audit.Checkpoint
 	var failed error
 	for _, name := range names {
-		if !audit.IsCheckpoint(name) {
+		if !checkpoint.NamesCheckpoint(name) {
 			continue
 		}
 		cp, err := readCheckpoint(cmd, name, logKey, signer)
@@ -130,7 +131,7 @@ func readCheckpoint(cmd *cobra.Command, name string, logKey []byte, signer tlog.
 	if err := json.Unmarshal(body, &cp); err != nil || cp.Seq == 0 || cp.Hash == "" {
 		return audit.Checkpoint{}, errors.New("not an audit checkpoint")
 	}
-	b, err := readBundleFile(strings.TrimSuffix(name, ".json") + audit.BundleSuffix)
+	b, err := readBundleFile(strings.TrimSuffix(name, ".json") + checkpoint.BundleSuffix)
 	if err != nil {
 		return audit.Checkpoint{}, err
 	}

@@ -176,6 +176,19 @@ func (l *Log) writeBatch(ctx context.Context) {
 // returns the number of events, or the first problem with its line.
 func Verify(r io.Reader) (int, error) { return VerifyAgainst(r, nil) }
 
+// Checkpoint is the chain's head at a moment: signed by the relay and
+// anchored in the transparency log, kept in the evidence store
+// (evidence/checkpoint). A log truncated before a checkpoint, or
+// re-chained (events edited and every hash after them recomputed), no
+// longer holds the event it names, which `audit verify --checkpoints`
+// reports.
+type Checkpoint struct {
+	Chain string    `json:"chain"`
+	Seq   uint64    `json:"seq"`
+	Hash  string    `json:"hash"`
+	Time  time.Time `json:"time"`
+}
+
 // VerifyAgainst is Verify, and then that the log holds each checkpoint's
 // event (its sequence number with its hash) and reaches the newest: a log
 // truncated before a checkpoint, or re-chained after one, fails. The

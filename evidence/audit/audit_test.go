@@ -13,8 +13,9 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/prometheus/client_golang/prometheus/testutil"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
 func writeLog(t *testing.T, n int) []string {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tower-dev/breakglass/evidence/audit"
+	"github.com/tower-dev/breakglass/evidence/checkpoint"
 	"github.com/tower-dev/breakglass/evidence/recording"
 )
 
@@ -30,7 +31,7 @@ func TestAuditCheckpoints(t *testing.T) {
 	defer file.Close()
 	relay := anchorer(t)
 	l := audit.NewLog(last, nil, file)
-	cp := &audit.Checkpointer{Log: l, Chain: "relay", Store: store, Anchorer: relay, Retention: time.Hour}
+	cp := &checkpoint.Keeper{Log: l, Chain: "relay", Store: store, Anchorer: relay, Retention: time.Hour}
 	record := func(kinds ...string) {
 		for _, k := range kinds {
 			if _, err := l.Record(ctx, audit.Event{Kind: k, Actor: "bob@example.com", Session: "shop/s1"}); err != nil {
@@ -49,7 +50,7 @@ func TestAuditCheckpoints(t *testing.T) {
 	if err := cp.Checkpoint(ctx); err != nil { // the head did not move: nothing new
 		t.Fatal(err)
 	}
-	keys, _ := store.List(ctx, audit.CheckpointPrefix("relay"))
+	keys, _ := store.List(ctx, checkpoint.Prefix("relay"))
 	if len(keys) != 6 {
 		t.Fatalf("the store holds %v, want two checkpoints with their two bundles each", keys)
 	}
@@ -57,14 +58,14 @@ func TestAuditCheckpoints(t *testing.T) {
 	// checks it with the relay's key.
 	relayPub := writePublicKey(t, relay.Signer)
 	for _, k := range keys {
-		if !audit.IsCheckpoint(k) {
+		if !checkpoint.NamesCheckpoint(k) {
 			continue
 		}
 		body, err := store.Get(ctx, k, "")
 		if err != nil {
 			t.Fatal(err)
 		}
-		sb, err := store.Get(ctx, strings.TrimSuffix(k, ".json")+audit.SigstoreSuffix, "")
+		sb, err := store.Get(ctx, strings.TrimSuffix(k, ".json")+checkpoint.SigstoreSuffix, "")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -73,7 +74,7 @@ func TestAuditCheckpoints(t *testing.T) {
 		}
 	}
 	checkpoints := filepath.Join(dir, "checkpoints")
-	if err := os.CopyFS(checkpoints, os.DirFS(filepath.Join(store.Root, audit.CheckpointPrefix("relay")))); err != nil {
+	if err := os.CopyFS(checkpoints, os.DirFS(filepath.Join(store.Root, checkpoint.Prefix("relay")))); err != nil {
 		t.Fatal(err)
 	}
 	logFile := filepath.Join(dir, "audit.log")
@@ -130,24 +131,24 @@ func TestAuditCheckpoints(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := (&audit.Checkpointer{Log: forgedLog, Chain: "relay", Store: forgedStore, Anchorer: anchorer(t), Retention: time.Hour}).Checkpoint(ctx); err != nil {
+	if err := (&checkpoint.Keeper{Log: forgedLog, Chain: "relay", Store: forgedStore, Anchorer: anchorer(t), Retention: time.Hour}).Checkpoint(ctx); err != nil {
 		t.Fatal(err)
 	}
-	forgedCheckpoints := filepath.Join(forgedStore.Root, audit.CheckpointPrefix("relay"))
+	forgedCheckpoints := filepath.Join(forgedStore.Root, checkpoint.Prefix("relay"))
 	if out, err := cli("audit", "verify", rechainedFile, "--checkpoints", forgedCheckpoints, "--key", pub, "--rekor-public-key", logKey); err == nil || !strings.Contains(out, "signed by another key") {
 		t.Fatalf("checkpoints signed by another key: %v\n%s", err, out)
 	}
 
 	// Someone with the store's keys plants a later checkpoint: unsigned by
 	// the relay, it is passed over.
-	planted := audit.CheckpointPrefix("relay") + "00000000000000000099-ffffffffffffffff"
-	for k, v := range map[string]string{".json": `{"chain":"relay","seq":99,"hash":"ff","time":"2026-11-30T10:00:00Z"}`, audit.BundleSuffix: "{}"} {
+	planted := checkpoint.Prefix("relay") + "00000000000000000099-ffffffffffffffff"
+	for k, v := range map[string]string{".json": `{"chain":"relay","seq":99,"hash":"ff","time":"2026-11-30T10:00:00Z"}`, checkpoint.BundleSuffix: "{}"} {
 		if _, err := store.Put(ctx, planted+k, []byte(v), time.Now().Add(time.Hour)); err != nil {
 			t.Fatal(err)
 		}
 	}
 	// A relay restarted without its file goes on from the newest checkpoint.
-	latest, err := audit.LatestCheckpoint(ctx, store, "relay", relay)
+	latest, err := checkpoint.Latest(ctx, store, "relay", relay)
 	if err != nil || latest.Seq != 5 {
 		t.Fatalf("the latest checkpoint: %+v, %v", latest, err)
 	}

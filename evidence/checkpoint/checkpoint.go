@@ -1,4 +1,7 @@
-package audit
+// Package checkpoint anchors the audit chain's head in the transparency
+// log and keeps it in the evidence store, beside the recordings' anchors:
+// the audit log itself (evidence/audit) links no log or store.
+package checkpoint
 
 import (
 	"context"
@@ -11,27 +14,16 @@ import (
 
 	"github.com/go-logr/logr"
 
+	"github.com/tower-dev/breakglass/evidence/audit"
 	"github.com/tower-dev/breakglass/evidence/recording"
 	"github.com/tower-dev/breakglass/evidence/tlog"
 )
 
-// Checkpoint is the chain's head at a moment: signed by the relay and
-// anchored in the transparency log, kept in the evidence store. A log
-// truncated before a checkpoint, or re-chained (events edited and every
-// hash after them recomputed), no longer holds the event it names, which
-// `audit verify --checkpoints` reports.
-type Checkpoint struct {
-	Chain string    `json:"chain"`
-	Seq   uint64    `json:"seq"`
-	Hash  string    `json:"hash"`
-	Time  time.Time `json:"time"`
-}
-
-// CheckpointPrefix is where a chain's checkpoints are kept in the store:
+// Prefix is where a chain's checkpoints are kept in the store:
 // <seq>.json beside its <seq>.rekor-bundle.json and, for stock tools
 // (cosign verify-blob), the same anchor as a Sigstore bundle,
 // <seq>.sigstore.json.
-func CheckpointPrefix(chain string) string { return "audit/" + chain + "/checkpoints/" }
+func Prefix(chain string) string { return "audit/" + chain + "/checkpoints/" }
 
 // BundleSuffix and SigstoreSuffix name a checkpoint's anchor beside it.
 const (
@@ -39,15 +31,15 @@ const (
 	SigstoreSuffix = ".sigstore.json"
 )
 
-// IsCheckpoint says whether a file or key names a checkpoint rather than
+// NamesCheckpoint says whether a file or key names a checkpoint rather than
 // one of its anchors.
-func IsCheckpoint(name string) bool {
+func NamesCheckpoint(name string) bool {
 	return strings.HasSuffix(name, ".json") && !strings.HasSuffix(name, BundleSuffix) && !strings.HasSuffix(name, SigstoreSuffix)
 }
 
-// Checkpointer anchors a log's head, periodically and at shutdown.
-type Checkpointer struct {
-	Log       *Log
+// Keeper anchors a log's head, periodically and at shutdown.
+type Keeper struct {
+	Log       *audit.Log
 	Chain     string
 	Store     recording.Store
 	Anchorer  *tlog.Anchorer
@@ -61,14 +53,14 @@ type Checkpointer struct {
 
 // Checkpoint signs and anchors the head if it moved since the last
 // checkpoint, and keeps it with its bundle in the store.
-func (c *Checkpointer) Checkpoint(ctx context.Context) error {
+func (c *Keeper) Checkpoint(ctx context.Context) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	seq, hash := c.Log.Head()
 	if seq == 0 || seq == c.last {
 		return nil
 	}
-	body, err := json.Marshal(Checkpoint{Chain: c.Chain, Seq: seq, Hash: hash, Time: time.Now().UTC()})
+	body, err := json.Marshal(audit.Checkpoint{Chain: c.Chain, Seq: seq, Hash: hash, Time: time.Now().UTC()})
 	if err != nil {
 		return err
 	}
@@ -86,7 +78,7 @@ func (c *Checkpointer) Checkpoint(ctx context.Context) error {
 	}
 	// Named by the head's hash as well: nobody can plant a checkpoint
 	// under a name the relay will later need.
-	key := fmt.Sprintf("%s%020d-%s", CheckpointPrefix(c.Chain), seq, hash[:min(16, len(hash))])
+	key := fmt.Sprintf("%s%020d-%s", Prefix(c.Chain), seq, hash[:min(16, len(hash))])
 	retain := time.Now().Add(c.Retention)
 	for k, data := range map[string][]byte{key + ".json": body, key + BundleSuffix: raw, key + SigstoreSuffix: sigstore} {
 		if _, err := c.Store.Put(ctx, k, data, retain); err != nil && !errors.Is(err, recording.ErrExists) {
@@ -99,7 +91,7 @@ func (c *Checkpointer) Checkpoint(ctx context.Context) error {
 
 // Run checkpoints every interval until ctx ends, then once more (the head
 // at shutdown), with a few seconds of its own.
-func (c *Checkpointer) Run(ctx context.Context, every time.Duration) {
+func (c *Keeper) Run(ctx context.Context, every time.Duration) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
@@ -119,30 +111,30 @@ func (c *Checkpointer) Run(ctx context.Context, every time.Duration) {
 	}
 }
 
-// LatestCheckpoint is the newest checkpoint of chain in store that a
+// Latest is the newest checkpoint of chain in store that a
 // signed and logged it (anchored by a's key, in a's log), or a zero
 // Checkpoint when there is none: where a relay without an audit file
 // continues the chain after a restart, and what a relay with one checks its
 // file against. Anything else under the checkpoints' prefix is passed over.
-func LatestCheckpoint(ctx context.Context, store recording.Store, chain string, a *tlog.Anchorer) (Checkpoint, error) {
-	keys, err := store.List(ctx, CheckpointPrefix(chain))
+func Latest(ctx context.Context, store recording.Store, chain string, a *tlog.Anchorer) (audit.Checkpoint, error) {
+	keys, err := store.List(ctx, Prefix(chain))
 	if err != nil {
-		return Checkpoint{}, err
+		return audit.Checkpoint{}, err
 	}
 	pub, err := a.Signer.PublicKey()
 	if err != nil {
-		return Checkpoint{}, err
+		return audit.Checkpoint{}, err
 	}
 	var logKey []byte
 	for i := len(keys) - 1; i >= 0; i-- {
-		if !IsCheckpoint(keys[i]) {
+		if !NamesCheckpoint(keys[i]) {
 			continue
 		}
 		body, err := store.Get(ctx, keys[i], "")
 		if err != nil {
-			return Checkpoint{}, err
+			return audit.Checkpoint{}, err
 		}
-		var cp Checkpoint
+		var cp audit.Checkpoint
 		if json.Unmarshal(body, &cp) != nil || cp.Chain != chain {
 			continue
 		}
@@ -156,7 +148,7 @@ func LatestCheckpoint(ctx context.Context, store recording.Store, chain string, 
 		}
 		if logKey == nil {
 			if logKey, err = a.LogPublicKey(ctx); err != nil {
-				return Checkpoint{}, err
+				return audit.Checkpoint{}, err
 			}
 		}
 		if _, err := b.VerifySigned(ctx, body, logKey, tlog.Signer{Key: pub}); err != nil {
@@ -164,5 +156,5 @@ func LatestCheckpoint(ctx context.Context, store recording.Store, chain string, 
 		}
 		return cp, nil
 	}
-	return Checkpoint{}, nil
+	return audit.Checkpoint{}, nil
 }
