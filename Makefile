@@ -32,6 +32,7 @@ cached = GO=$(GO) bash hack/tool-cache.sh $(1) $(BIN) '$(2)' '$(3)'
 
 .PHONY: test-release test-createapp test-images release-tools release-tools-cached print-release-checks help all build backstage browser openapi-specs test-oldest test-kyverno test-integration-main cross test-cross krew console node dev image rekor debian-packages test test-unit test-integration test-faults fuzz bench bench-load generate verify-generate lint tools clean
 
+## all: build (the default target).
 all: build
 
 ## help: these lines: what each target does.
@@ -275,7 +276,8 @@ lint: $(BIN)/golangci-lint
 	$(GO) vet ./...
 	$(BIN)/golangci-lint run --allow-parallel-runners ./...
 
-# Unit tests; -race where goroutines meet (the sweeper's controllers, the webhook's cache).
+# Unit tests; -race where goroutines meet (the sweeper's controllers, the webhook's cache, the relay's
+# sessions and replicas).
 ## test-unit: the unit tests (no tool needed but the console), -race on the concurrent packages.
 test-unit: console
 	$(GO) test $$($(GO) list ./... | grep -v /test/) ./test/harness/prereq/ ./test/harness/measure/
@@ -286,7 +288,6 @@ test-unit: console
 # all, a missing one fails it instead.
 test-unit test-integration test-integration-main test-kyverno test-oldest test-faults fuzz bench bench-load: export BREAKGLASS_REQUIRE_TOOLS := 1
 
-# On the real kube-apiserver and etcd; the sweeper's with -race.
 ## browser: the browser tests' npm packages (playwright-core, xterm.js); Chromium comes from Debian.
 browser: test/browser/node_modules/.package-lock.json
 test/browser/node_modules/.package-lock.json: test/browser/package.json test/browser/package-lock.json
@@ -297,6 +298,8 @@ INTEGRATION_DEPS := console image $(OPENAPI_SPECS) $(BIN)/kube-apiserver $(NODE_
 ## test-integration: every suite on the real API server, node, store, log and browser (not the faults).
 test-integration: test-integration-main test-kyverno test-oldest
 
+## test-integration-main: the suites on the real parts, without Kyverno's CLI and the oldest Kubernetes;
+## the sweeper's, the cluster harness's, the debug runner's and the relay's with -race.
 test-integration-main: $(INTEGRATION_DEPS)
 	$(GO) test -count=1 -timeout 20m -skip '^TestFault' ./test/integration/... ./test/evidence/... ./test/tlog/...
 	$(GO) test -count=1 -timeout 20m -race -skip '^TestFault' ./test/sweeper/... ./test/harness/cluster/... ./test/debugsession/... ./test/relay/...
@@ -369,8 +372,8 @@ test-release: debian-packages
 	$(MAKE) -j2 IN_ORDER=release $(RELEASE_SUITES)
 	@echo ">> make test-release passed: $(RELEASE_CHECKS)."
 
-# test-images: both images for every architecture, as a release pushes
-# them (the build refuses an architecture it lacks a binary for).
+## test-images: both images for every architecture, as a release pushes
+## them (the build refuses an architecture it lacks a binary for).
 test-images: image
 
 # Under make test and make test-release, each suite and each build waits
@@ -395,11 +398,11 @@ endif
 test-createapp: backstage
 	BREAKGLASS_RELEASE=1 $(GO) test -count=1 -timeout 45m -v ./test/createapp/
 
-# print-release-checks: what make test leaves to make test-release (.ci/run names them when it runs only make test).
+## print-release-checks: what make test leaves to make test-release (.ci/run names them when it runs only make test).
 print-release-checks:
 	@echo "$(RELEASE_CHECKS)"
 
-# release-tools: make test-release's own tools, built (.ci/run builds them for a later run when only that fits).
+## release-tools: make test-release's own tools, built (.ci/run builds them for a later run when only that fits).
 release-tools: $(BIN)/kubectl-kyverno $(OLDEST_BINS)
 
 ## release-tools-cached: succeeds if make test-release's own tools are in the tool cache (.ci/run asks).

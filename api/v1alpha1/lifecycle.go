@@ -62,9 +62,12 @@ func (s *Session) KeepsPod() bool {
 // or deciding an extension of their own session, and says whether an
 // extension is asked for by the requester: two people are the same when
 // both their identities ("issuer#subject") are recorded and equal, or, when
-// either is not, when their names are. Two people of one display name are
-// told apart by identity; one person under two names (a changed e-mail, a
-// second spelling) is still one. The Session policy's rules are built from
+// either is not, when their names are. Where both identities are recorded
+// (the relay records them with every request and decision), two people of
+// one display name are told apart and one person under two names (a
+// changed e-mail, a second spelling) is still one; where one is missing,
+// only the names are compared, and a second spelling passes for another
+// person. The Session policy's rules are built from
 // policies.SamePersonExpr, which says the same in CEL.
 func SamePerson(name, id, otherName, otherID string) bool {
 	if id != "" && otherID != "" {
