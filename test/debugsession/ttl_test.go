@@ -40,9 +40,11 @@ func TestStreamClosedAtGrantExpiry(t *testing.T) {
 	out := live.Output()
 	defer out.Close()
 	waitOutput(t, out, "marker-23")
-	if !shellRunning(t, "sleep 1000") {
-		t.Fatal("the debug shell's command is not running: the test proves nothing")
-	}
+	// The echo is seen before the shell has started sleep: wait for it, or
+	// the test proves nothing.
+	cluster.Eventually(t, 10*time.Second, "the debug shell's command runs", func() (bool, error) {
+		return shellRunning(t, "sleep 1000"), nil
+	})
 	expires := live.Session.Status.Grant.ExpiresAt.Time
 	later := metav1.NewTime(expires.Add(time.Hour))
 	live.Session.Status.Deadline = &later // what the Session claims
