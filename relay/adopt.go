@@ -84,9 +84,14 @@ func (s *Server) letGoAll(cluster, why string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for key, l := range s.live {
-		if key.cluster == cluster && l.live != nil {
+		switch {
+		case key.cluster != cluster:
+		case l.live != nil:
 			s.log.Info("letting go of a session", "session", key.String(), "why", why)
 			go l.live.Lose()
+		default:
+			// Starting or being taken up: it is let go of once it settles.
+			l.lost = true
 		}
 	}
 }
@@ -118,7 +123,7 @@ func (s *Server) adoptOnce(ctx context.Context, stale time.Duration) {
 		there := map[string]bool{}
 		leaseThere := func(replica string) bool {
 			if _, seen := there[replica]; !seen {
-				there[replica] = presence.leaseThere(ctx, replica)
+				there[replica] = leaseThere(ctx, t.Kube, replica)
 			}
 			return there[replica]
 		}

@@ -32,6 +32,10 @@ type liveSession struct {
 	// ready is closed once the start or take-up has settled: live is set,
 	// or the entry is gone from Server.live.
 	ready chan struct{}
+	// lost (under Server.mu): this replica let go of its sessions while
+	// this one was starting or being taken up; it is let go of as it
+	// settles, for another replica may be taking it up meanwhile.
+	lost bool
 	// typing holds the requester's one terminal: one at a time.
 	// moveTyping (under mu) closes to move it to another tab or window.
 	typing     chan struct{}
@@ -151,8 +155,13 @@ func (s *Server) settle(key sessionKey, held *liveSession, live *debugsession.Li
 	} else {
 		held.live = live
 	}
+	lost := held.lost
 	s.mu.Unlock()
 	close(held.ready)
+	if live != nil && lost {
+		s.log.Info("letting go of a session that settled after this replica let go", "session", key.String())
+		go live.Lose()
+	}
 }
 
 // running is the session sess as this relay runs it. A session this relay
@@ -208,6 +217,11 @@ func (s *Server) start(w http.ResponseWriter, r *http.Request, c Caller) error {
 	if _, ok := s.live[key]; ok {
 		s.mu.Unlock()
 		return conflict("the session is starting or started already")
+	}
+	if t.presence != nil && !t.presence.present() {
+		s.mu.Unlock()
+		return &apiError{http.StatusServiceUnavailable, "NotPresent", fmt.Sprintf(
+			"this relay replica has lost touch with cluster %s a moment ago and starts nothing there until it is back: try again in a few seconds", t.Name)}
 	}
 	held := newLiveSession()
 	s.live[key] = held

@@ -110,9 +110,10 @@ func (p *presence) present() bool {
 
 // leaseThere looks, now, for replica's Lease: a replica counted gone whose
 // Lease is there again is back (it may be taking its sessions up itself).
-// An answer other than "not found" counts as there.
-func (p *presence) leaseThere(ctx context.Context, replica string) bool {
-	_, err := p.kube.CoordinationV1().Leases(v1alpha1.Namespace).Get(ctx, presencePrefix+replica, metav1.GetOptions{})
+// An answer other than "not found" counts as there. It asks with kube,
+// not with the presence's own client, which renewals must not wait on.
+func leaseThere(ctx context.Context, kube kubernetes.Interface, replica string) bool {
+	_, err := kube.CoordinationV1().Leases(v1alpha1.Namespace).Get(ctx, presencePrefix+replica, metav1.GetOptions{})
 	return !apierrors.IsNotFound(err)
 }
 
@@ -304,9 +305,15 @@ func (p *presence) renew(ctx context.Context) {
 func (p *presence) renewed(l *coordinationv1.Lease, sent time.Time) {
 	p.own, p.lastOK, p.fenced = l, sent, false
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.renewing.IsZero() {
+	back := p.renewing.IsZero()
+	if back {
 		p.renewing = time.Now()
+	}
+	p.mu.Unlock()
+	if back {
+		// Present (again): its sessions may be taken up now, not at the
+		// next look.
+		p.changed()
 	}
 }
 

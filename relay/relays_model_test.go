@@ -14,9 +14,9 @@ import (
 
 // Two replicas and one running session, checked exhaustively: second by
 // second, every way the replicas can fail (cut off from the API server,
-// their Session writes refused, killed) and every moment each can try to
-// take the session up, and the property that no two of them ever run it
-// at once. Each replica's decisions are the code's: its presence (lapsed,
+// their Session writes refused, killed), every moment each can claim the
+// session and, any time later, have its new debug container running, and
+// the property that no two of them ever run it at once. Each replica's decisions are the code's: its presence (lapsed,
 // mustFence), its heartbeat (debugsession.TakenUp, MustLetGo), whom it
 // takes for gone (holderGone) and its resume (debugsession.Resumable,
 // StaleAfter). One clock serves both
@@ -33,17 +33,22 @@ import (
 type replicaState struct {
 	up, reaches, writes bool // running; reaching the API server; its Session writes admitted
 	holds               bool // it runs the session
-	heldResumes         int32
-	lastBeat            int // its last heartbeat (or claim) written
-	lastOK, renewing    int // presence: last renewal that succeeded; since when they succeed unbroken
-	fenced, leaseGone   bool
-	seen                int  // when it last saw the other's Lease change
-	otherGone           bool // it counts the other gone
+	// starting: it claimed the session and its debug container is not yet
+	// running (Resume between its claim and its attach); lost: it let go
+	// of its sessions meanwhile, so it lets go of this one as it settles.
+	starting, lost bool
+	// current: the Session's resumes are still those of this replica's
+	// claim (only their equality is read: TakenUp).
+	current           bool
+	lastBeat          int // its last heartbeat (or claim) written
+	lastOK, renewing  int // presence: last renewal that succeeded; since when they succeed unbroken
+	fenced, leaseGone bool
+	seen              int  // when it last saw the other's Lease change
+	otherGone         bool // it counts the other gone
 }
 
 type replicasState struct {
 	holder           int // the replica the Session names
-	resumes          int32
 	heartbeat        int
 	released, active bool
 	r                [2]replicaState
@@ -56,8 +61,10 @@ type replicasModel struct {
 	maxFaults int
 	fence     func(lastOK, now time.Time) bool
 	letGo     func(lastBeat, now time.Time, every time.Duration) bool
-	// absentAdopts: a replica not present takes sessions up (a seeded bug).
-	absentAdopts bool
+	// absentAdopts: a replica not present takes sessions up; keepsLost: a
+	// take-up that settles after its replica let go runs on; keepsLate: a
+	// take-up runs however long after its claim (seeded bugs).
+	absentAdopts, keepsLost, keepsLate bool
 }
 
 func newReplicasModel() *replicasModel {
@@ -98,7 +105,7 @@ func older(age, max int) int {
 func (m *replicasModel) session(s replicasState) *v1alpha1.Session {
 	start, deadline, beat := metav1.NewTime(modelT0), metav1.NewTime(modelT0.Add(30*time.Minute)), metav1.NewTime(at(s.heartbeat))
 	sess := &v1alpha1.Session{ObjectMeta: metav1.ObjectMeta{Name: "s-1", Namespace: "shop"}, Status: v1alpha1.SessionStatus{
-		Phase: v1alpha1.PhaseActive, StartedAt: &start, Deadline: &deadline, Heartbeat: &beat, Relay: replicaNames[s.holder], Resumes: s.resumes,
+		Phase: v1alpha1.PhaseActive, StartedAt: &start, Deadline: &deadline, Heartbeat: &beat, Relay: replicaNames[s.holder], Resumes: 1,
 		Grant:          &v1alpha1.Grant{RoleBinding: "breakglass-s-1", Role: v1alpha1.DebugRole, ExpiresAt: metav1.NewTime(modelT0.Add(32 * time.Minute))},
 		DebugContainer: &v1alpha1.DebugContainer{Pod: "web-1", Name: "debug-s-1"}}}
 	if s.released {
@@ -131,6 +138,7 @@ func (m *replicasModel) tick(s replicasState) replicasState {
 				// Its renewal finds its Lease deleted: it lets go, then
 				// writes it anew.
 				me.holds, me.renewing = false, -1
+				me.lost = me.lost || me.starting
 			}
 			me.leaseGone, me.fenced, me.lastOK = false, false, 0
 			if me.renewing < 0 {
@@ -142,6 +150,7 @@ func (m *replicasModel) tick(s replicasState) replicasState {
 		} else {
 			if m.fence(at(me.lastOK), now) && !me.fenced {
 				me.fenced, me.holds = true, false
+				me.lost = me.lost || me.starting
 			}
 			me.renewing = -1
 		}
@@ -154,8 +163,8 @@ func (m *replicasModel) tick(s replicasState) replicasState {
 				if m.letGo(at(me.lastBeat), now, m.every) {
 					me.holds = false
 				}
-			case s.holder != i || s.resumes != me.heldResumes || !s.active:
-				held.Status.Resumes = me.heldResumes
+			case !me.current || !s.active:
+				held.Status.Resumes = 0
 				if debugsession.TakenUp(held, m.session(s)) {
 					me.holds = false
 				}
@@ -171,8 +180,8 @@ func (m *replicasModel) tick(s replicasState) replicasState {
 // while it runs nothing.
 func (s replicasState) normal() replicasState {
 	for i := range s.r {
-		if !s.r[i].holds {
-			s.r[i].lastBeat, s.r[i].heldResumes = -1, 0
+		if !s.r[i].holds && !s.r[i].starting {
+			s.r[i].lastBeat, s.r[i].current = -1, false
 		}
 	}
 	return s
@@ -195,7 +204,17 @@ func (m *replicasModel) next(s replicasState) []replicasMove {
 		}
 		name := replicaNames[i]
 		present := me.renewing >= 0 && !me.leaseGone
-		if !me.holds && me.reaches && me.writes && (present || m.absentAdopts) {
+		if me.starting {
+			// Its debug container runs and its Watch begins, counting
+			// from the claim's heartbeat (settle: let go of if lost).
+			t := s
+			// Resume refuses to run a take-up whose claim is past the
+			// let-go mark; settle lets go of one its replica let go of.
+			late := m.letGo(at(me.lastBeat), replicasNow, m.every) && !m.keepsLate
+			t.r[i].starting, t.r[i].holds, t.r[i].lost = false, (!me.lost || m.keepsLost) && !late, false
+			out = append(out, replicasMove{name + "'s take-up settles", t.normal()})
+		}
+		if !me.holds && !me.starting && me.reaches && me.writes && (present || m.absentAdopts) {
 			// adoptOnce: its replica gone (the other, counted gone; or
 			// this one's name, which this process does not run).
 			other := s.r[1-i]
@@ -203,12 +222,13 @@ func (m *replicasModel) next(s replicasState) []replicasMove {
 				func(string) bool { return me.otherGone }, func(string) bool { return !other.leaseGone })
 			if debugsession.Resumable(m.session(s), replicasNow, debugsession.StaleAfter(m.every), gone) == nil {
 				t := s
-				t.holder, t.resumes, t.heartbeat, t.released = i, s.resumes+1, 0, false
-				t.r[i].holds, t.r[i].heldResumes, t.r[i].lastBeat = true, s.resumes+1, 0
-				out = append(out, replicasMove{name + " takes the session up", t})
+				t.holder, t.heartbeat, t.released = i, 0, false
+				t.r[i].starting, t.r[i].current, t.r[i].lastBeat = true, true, 0
+				t.r[1-i].current = false
+				out = append(out, replicasMove{name + " claims the session", t})
 			}
 		}
-		if me.holds && me.reaches && me.writes && s.holder == i && s.resumes == me.heldResumes {
+		if me.holds && me.reaches && me.writes && me.current {
 			t := s
 			t.released, t.r[i].holds, t.r[i].up = true, false, false
 			out = append(out, replicasMove{name + " hands the session over and stops", t.normal()})
@@ -232,7 +252,7 @@ func (m *replicasModel) next(s replicasState) []replicasMove {
 		} else {
 			fault("has its Session writes admitted again", func(r *replicaState) { r.writes = true })
 		}
-		fault("is killed", func(r *replicaState) { r.up, r.holds = false, false })
+		fault("is killed", func(r *replicaState) { r.up, r.holds, r.starting, r.lost = false, false, false, false })
 	}
 	return out
 }
@@ -242,7 +262,7 @@ func (m *replicasModel) next(s replicasState) []replicasMove {
 func (m *replicasModel) explore() (states int, twoHolders []string) {
 	replica := replicaState{up: true, reaches: true, writes: true}
 	start := replicasState{active: true, r: [2]replicaState{replica, replica}}
-	start.r[0].holds = true
+	start.r[0].holds, start.r[0].current = true, true
 	type parent struct {
 		what string
 		prev replicasState
@@ -280,6 +300,7 @@ func (m *replicasModel) explore() (states int, twoHolders []string) {
 
 // TestNoTwoReplicasRunOneSession holds the replicas to the property.
 func TestNoTwoReplicasRunOneSession(t *testing.T) {
+	sequentialOnly(t)
 	states, path := newReplicasModel().explore()
 	t.Logf("%d states explored", states)
 	if path != nil {
@@ -293,6 +314,7 @@ func TestNoTwoReplicasRunOneSession(t *testing.T) {
 // TestNoTwoReplicasCatchesSeededBugs seeds a bug into one decision at a
 // time and wants the property broken.
 func TestNoTwoReplicasCatchesSeededBugs(t *testing.T) {
+	sequentialOnly(t)
 	for name, seed := range map[string]func(m *replicasModel){
 		"a replica cut off lets go only once others count it gone": func(m *replicasModel) {
 			m.fence = func(lastOK, now time.Time) bool { return now.Sub(lastOK) >= PresenceLapse+time.Second }
@@ -300,7 +322,9 @@ func TestNoTwoReplicasCatchesSeededBugs(t *testing.T) {
 		"a replica whose heartbeats are refused holds on": func(m *replicasModel) {
 			m.letGo = func(time.Time, time.Time, time.Duration) bool { return false }
 		},
-		"a replica not present takes sessions up": func(m *replicasModel) { m.absentAdopts = true },
+		"a replica not present takes sessions up":                 func(m *replicasModel) { m.absentAdopts = true },
+		"a take-up that settles after its replica let go runs on": func(m *replicasModel) { m.keepsLost = true },
+		"a take-up runs however long after its claim":             func(m *replicasModel) { m.keepsLate = true },
 	} {
 		t.Run(name, func(t *testing.T) {
 			m := newReplicasModel()

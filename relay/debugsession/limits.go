@@ -43,6 +43,13 @@ func (l *Live) Watch(ctx context.Context, limits Limits) (v1alpha1.EndReason, er
 	}
 	l.beatEvery.Store(int64(limits.Heartbeat))
 	lastBeat, lastFlush := r.Clock.Now(), r.Clock.Now()
+	// Others count from the heartbeat the Session holds (the start's or the
+	// claim's, written before the debug container ran), not from now.
+	l.mu.Lock()
+	if hb := l.Session.Status.Heartbeat; hb != nil && hb.Time.Before(lastBeat) {
+		lastBeat = hb.Time
+	}
+	l.mu.Unlock()
 	for {
 		select {
 		case <-ctx.Done():
@@ -77,14 +84,21 @@ func (l *Live) Watch(ctx context.Context, limits Limits) (v1alpha1.EndReason, er
 			}
 		}
 		if now.Sub(lastBeat) >= limits.Heartbeat {
-			err := l.heartbeat(ctx)
+			// A heartbeat waits no longer than the let-go mark (a second at
+			// least): one that hangs must not keep this relay on past it.
+			// One written late is still safe: it is written at the version
+			// this relay last wrote, which another's claim would have moved.
+			left := max(StaleAfter(limits.Heartbeat)-limits.Heartbeat-now.Sub(lastBeat), time.Second)
+			bctx, cancel := context.WithTimeout(ctx, left)
+			err := l.heartbeat(bctx)
+			cancel()
 			if errors.Is(err, errTakenUp) {
 				l.Lose()
 				return "", nil
 			}
 			if err == nil {
 				lastBeat = now
-			} else if MustLetGo(lastBeat, now, limits.Heartbeat) {
+			} else if MustLetGo(lastBeat, r.Clock.Now(), limits.Heartbeat) {
 				// Others may count it left soon: this relay stops first.
 				r.Log.Error(err, "the session's heartbeat could not be written: letting go of it", "session", l.Session.Namespace+"/"+l.Session.Name,
 					"last", lastBeat)
@@ -95,9 +109,13 @@ func (l *Live) Watch(ctx context.Context, limits Limits) (v1alpha1.EndReason, er
 	}
 }
 
+// staleBeats is how many heartbeat intervals a session's heartbeat must
+// have been silent before another relay may take it up.
+const staleBeats = 3
+
 // StaleAfter is how long a session's heartbeat must have been silent
-// before another relay may take it up: three of its relay's intervals.
-func StaleAfter(every time.Duration) time.Duration { return 3 * every }
+// before another relay may take it up.
+func StaleAfter(every time.Duration) time.Duration { return staleBeats * every }
 
 // MustLetGo says whether a relay whose last heartbeat for a session was
 // written at lastBeat must let go of it by now: one interval before its

@@ -97,6 +97,12 @@ func (r *Runner) Resume(ctx context.Context, s *v1alpha1.Session, stale time.Dur
 	if err := r.waitRunning(ctx, s.Namespace, pod, container); err != nil {
 		return nil, err
 	}
+	// A take-up slow enough that its claim's heartbeat is past the let-go
+	// mark is not run: another relay may take the session up from its
+	// stale heartbeat before this one's first beat.
+	if late := r.Clock.Now().Sub(beat.Time); MustLetGo(beat.Time, r.Clock.Now(), stale/staleBeats) {
+		return nil, fmt.Errorf("session %s: its debug container %s ran %s after this relay's claim, too late to run it: it is left to be taken up again", s.Name, container, late.Round(time.Second))
+	}
 	live, err := r.attach(s, pod, container, rec)
 	if err != nil {
 		return nil, err
