@@ -11,22 +11,15 @@ import (
 	"testing"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	"github.com/tower-dev/breakglass/api/v1alpha1"
+	"github.com/tower-dev/breakglass/test/harness/sessiontest"
 )
 
 var testAt = time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
 
 // makeSession is a pending request for pod web-1 in shop.
 func makeSession(name string, edit ...func(*v1alpha1.Session)) *v1alpha1.Session {
-	s := &v1alpha1.Session{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: name},
-		Spec: v1alpha1.SessionSpec{TargetPod: "web-1", Mode: v1alpha1.ModeLive, Duration: metav1.Duration{Duration: 30 * time.Minute},
-			Requester: "alice@example.com", Reason: "checkout returns 500s"}}
-	for _, e := range edit {
-		e(s)
-	}
-	return s
+	return sessiontest.Make("shop", name).Requester("alice@example.com", "").With(edit...).Obj()
 }
 
 // makeNotice is the notice of kind about makeSession(name).

@@ -24,6 +24,7 @@ import (
 	"github.com/tower-dev/breakglass/relay/debugsession"
 	"github.com/tower-dev/breakglass/relay/wire"
 	"github.com/tower-dev/breakglass/sweeper"
+	"github.com/tower-dev/breakglass/test/harness/sessiontest"
 	"github.com/tower-dev/breakglass/vap"
 )
 
@@ -194,10 +195,11 @@ func newModelChecker(t *testing.T, sw *sweeper.SessionSweeper) *modelChecker {
 // starts are the three ways a Session begins, as Server.request writes them.
 func modelStarts() []modelState {
 	newSession := func(glass bool) *v1alpha1.Session {
-		return &v1alpha1.Session{TypeMeta: metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: "Session"},
-			ObjectMeta: metav1.ObjectMeta{Name: "s-1", Namespace: "shop", CreationTimestamp: metav1.NewTime(modelT0)},
-			Spec: v1alpha1.SessionSpec{TargetPod: "web-1", Mode: v1alpha1.ModeLive, Duration: metav1.Duration{Duration: 30 * time.Minute},
-				Reason: "checkout 500s", Requester: modelAlice.Name, RequesterID: modelAlice.ID, GlassBroken: glass}}
+		w := sessiontest.Make("shop", "s-1").Created(modelT0).Requester(modelAlice.Name, modelAlice.ID)
+		if glass {
+			w.GlassBroken()
+		}
+		return w.Obj()
 	}
 	now := metav1.NewTime(modelT0)
 	asked := newSession(false)

@@ -9,17 +9,12 @@ import (
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
 	"github.com/tower-dev/breakglass/relay/wire"
+	"github.com/tower-dev/breakglass/test/harness/sessiontest"
 )
 
 // A session in each state its page shows, and who looks at it.
 func mayCase(phase v1alpha1.SessionPhase, edit ...func(*v1alpha1.Session)) *v1alpha1.Session {
-	s := &v1alpha1.Session{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "s-1"},
-		Spec:   v1alpha1.SessionSpec{TargetPod: "web-1", Mode: v1alpha1.ModeLive, Requester: "alice@example.com", RequesterID: "iss#alice"},
-		Status: v1alpha1.SessionStatus{Phase: phase}}
-	for _, e := range edit {
-		e(s)
-	}
-	return s
+	return sessiontest.Make("shop", "s-1").Requester("alice@example.com", "iss#alice").Phase(phase).With(edit...).Obj()
 }
 
 func approvedBy(id string) func(*v1alpha1.Session) {

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
+	"github.com/tower-dev/breakglass/test/harness/sessiontest"
 )
 
 var t0 = time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
@@ -40,15 +41,7 @@ func TestDecide(t *testing.T) {
 	s := &SessionSweeper{HeartbeatTimeout: time.Minute, Grace: 30 * time.Second, ReviewWithin: 24 * time.Hour,
 		PendingFor: time.Hour, ApprovedFor: 30 * time.Minute}
 	active := func(mut func(*v1alpha1.Session)) *v1alpha1.Session {
-		sess := &v1alpha1.Session{
-			ObjectMeta: metav1.ObjectMeta{CreationTimestamp: metav1.NewTime(t0)},
-			Spec:       v1alpha1.SessionSpec{Duration: metav1.Duration{Duration: 30 * time.Minute}},
-			Status:     v1alpha1.SessionStatus{Phase: v1alpha1.PhaseActive, StartedAt: at(0), Deadline: at(30 * time.Minute), Heartbeat: at(10 * time.Minute)},
-		}
-		if mut != nil {
-			mut(sess)
-		}
-		return sess
+		return sessiontest.Make("shop", "s1").Created(t0).Started(t0).Heartbeat(t0.Add(10 * time.Minute)).With(mut).Obj()
 	}
 	for _, tc := range []struct {
 		name        string

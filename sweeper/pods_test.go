@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
+	"github.com/tower-dev/breakglass/test/harness/sessiontest"
 )
 
 // makePod is a pod created at t0+created, carrying the given ephemeral containers.
@@ -34,30 +35,19 @@ func appPod(containers ...string) *corev1.Pod {
 	return makePod("web-1", -time.Hour, map[string]string{"app": "web"}, containers...)
 }
 
-// makeSession is a 30-minute session on web-1 in phase; Active sessions
-// started at t0 with their deadline at t0+30m.
+// makeSession is a 30-minute session on web-1 in phase, approved by bob
+// at t0 unless Pending; Active (and later) sessions started at t0 with
+// their deadline at t0+30m, without a heartbeat.
 func makeSession(name string, mode v1alpha1.SessionMode, phase v1alpha1.SessionPhase, mut ...func(*v1alpha1.Session)) *v1alpha1.Session {
-	s := &v1alpha1.Session{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "shop"},
-		Spec:       v1alpha1.SessionSpec{TargetPod: "web-1", Mode: mode, Duration: metav1.Duration{Duration: 30 * time.Minute}},
-		Status:     v1alpha1.SessionStatus{Phase: phase},
-	}
+	w := sessiontest.Make("shop", name).Mode(mode)
 	if phase != v1alpha1.PhasePending {
-		s.Status.Approval = &v1alpha1.Approval{By: "bob", At: *at(0), Mode: mode}
-	}
-	pod := "web-1"
-	if mode != v1alpha1.ModeLive {
-		pod = v1alpha1.DebugContainerPrefix + name
+		w.Approved("bob", "", t0)
 	}
 	switch phase {
 	case v1alpha1.PhaseActive, v1alpha1.PhaseEnded, v1alpha1.PhaseExpired:
-		s.Status.StartedAt, s.Status.Deadline = at(0), at(30*time.Minute)
-		s.Status.DebugContainer = &v1alpha1.DebugContainer{Pod: pod, Name: v1alpha1.DebugContainerPrefix + name}
+		w.Started(t0).Heartbeat(time.Time{})
 	}
-	for _, m := range mut {
-		m(s)
-	}
-	return s
+	return w.Phase(phase).With(mut...).Obj()
 }
 
 func keep(s *v1alpha1.Session) { s.Status.Approval.KeepPod = true }
