@@ -38,10 +38,8 @@ func TestBrowserTerminal(t *testing.T) {
 	tr := startRelay(t, cfg, clock.RealClock{})
 	ns := cl.Namespace(t, "relay-browser")
 	cl.RunningPod(t, ns, "web-1")
-	s := tr.request(t, alice, ns, "web-1", "")
+	s := tr.started(t, ns, "web-1", "")
 	path := sessionPath(ns, s.Name)
-	tr.must(t, http.StatusOK, token(t, bob), "POST", path+"/approve", `{}`)
-	tr.must(t, http.StatusOK, token(t, alice), "POST", path+"/start", "")
 
 	ws := "ws" + strings.TrimPrefix(tr.url, "http") + path + "/terminal"
 	url := page.URL + "/?ws=" + ws + "&token=" + token(t, alice)

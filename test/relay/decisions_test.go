@@ -95,12 +95,10 @@ func TestProcessAccessApproved(t *testing.T) {
 	ns := cl.Namespace(t, "relay-process")
 	cl.RunningPod(t, ns, "web-1")
 	tr := startRelay(t, config(), clock.RealClock{})
-	s := tr.request(t, alice, ns, "web-1", `,"container":"web","processAccess":true`)
+	s := tr.started(t, ns, "web-1", `,"container":"web","processAccess":true`)
 	path := sessionPath(ns, s.Name)
-	tr.must(t, http.StatusOK, token(t, bob), "POST", path+"/approve", `{}`)
-	started := tr.must(t, http.StatusOK, token(t, alice), "POST", path+"/start", "").session(t)
-	if started.Status.Grant.Role != v1alpha1.DebugProcessRole || !started.Status.Approval.ProcessAccess {
-		t.Fatalf("the grant: %+v", started.Status)
+	if s.Status.Grant.Role != v1alpha1.DebugProcessRole || !s.Status.Approval.ProcessAccess {
+		t.Fatalf("the grant: %+v", s.Status)
 	}
 	tr.must(t, http.StatusConflict, token(t, dana), "GET", path+"/recording", "")
 	// bob, watching without viewSensitive, sees what follows his joining,
@@ -248,13 +246,7 @@ func TestLimitsThroughTheRelay(t *testing.T) {
 	tr := startRelay(t, config(), fake)
 	ctx := context.Background()
 
-	start := func(pod string) string {
-		s := tr.request(t, alice, ns, pod, "")
-		path := sessionPath(ns, s.Name)
-		tr.must(t, http.StatusOK, token(t, bob), "POST", path+"/approve", `{}`)
-		tr.must(t, http.StatusOK, token(t, alice), "POST", path+"/start", "")
-		return s.Name
-	}
+	start := func(pod string) string { return tr.started(t, ns, pod, "").Name }
 	phase := func(name string) *v1alpha1.Session {
 		s := &v1alpha1.Session{}
 		if err := cl.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, s); err != nil {

@@ -168,15 +168,13 @@ func TestExtensionDenied(t *testing.T) {
 	ns := cl.Namespace(t, "relay-extension-denied")
 	cl.RunningPod(t, ns, "web-1")
 	tr := startRelay(t, config(), clock.RealClock{})
-	s := tr.request(t, alice, ns, "web-1", "")
+	s := tr.started(t, ns, "web-1", "")
 	path := sessionPath(ns, s.Name)
-	tr.must(t, http.StatusOK, token(t, bob), "POST", path+"/approve", `{}`)
-	started := tr.must(t, http.StatusOK, token(t, alice), "POST", path+"/start", "").session(t)
 	tr.must(t, http.StatusOK, token(t, alice), "POST", path+"/extensions", `{"duration":"15m","reason":"one more look"}`)
 	denied := tr.must(t, http.StatusOK, token(t, bob), "POST", path+"/extensions/deny", `{"reason":"hand it to the day shift"}`).session(t)
 	st := denied.Status
 	if len(st.Extensions) != 1 || st.Extensions[0].Decision != v1alpha1.ExtensionDenied || st.Extensions[0].Comment != "hand it to the day shift" ||
-		!st.Deadline.Equal(started.Status.Deadline) || st.Grant.RoleBinding != started.Status.Grant.RoleBinding || st.ExtensionRequest != nil {
+		!st.Deadline.Equal(s.Status.Deadline) || st.Grant.RoleBinding != s.Status.Grant.RoleBinding || st.ExtensionRequest != nil {
 		t.Fatalf("the denial moved something: %+v", st)
 	}
 	if a := tr.must(t, http.StatusConflict, token(t, bob), "POST", path+"/extensions/approve", `{}`); !strings.Contains(string(a.body), "no extension is asked for") {

@@ -34,9 +34,7 @@ import (
 // startedSession is a live session on web-1 in ns, alice typing.
 func startedSession(t *testing.T, tr *testRelay, ns string) (string, *term) {
 	t.Helper()
-	s := tr.request(t, alice, ns, "web-1", "").Name
-	tr.must(t, http.StatusOK, token(t, bob), "POST", sessionPath(ns, s)+"/approve", `{}`)
-	tr.must(t, http.StatusOK, token(t, alice), "POST", sessionPath(ns, s)+"/start", "")
+	s := tr.started(t, ns, "web-1", "").Name
 	tm, _, err := tr.dial(t, alice, ns, s, nil)
 	if err != nil {
 		t.Fatal(err)

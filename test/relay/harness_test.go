@@ -235,6 +235,16 @@ func (tr *testRelay) request(t testing.TB, p oidcissuer.Person, ns, pod, extra s
 	return tr.must(t, http.StatusCreated, token(t, p), "POST", "/api/v1/clusters/prod/namespaces/"+ns+"/sessions", body).session(t)
 }
 
+// started is alice's request for pod in ns (extra: more of the request's
+// fields), approved by bob and started by alice: the Session as the start
+// answered it.
+func (tr *testRelay) started(t testing.TB, ns, pod, extra string) wire.SessionView {
+	t.Helper()
+	path := sessionPath(ns, tr.request(t, alice, ns, pod, extra).Name)
+	tr.must(t, http.StatusOK, token(t, bob), "POST", path+"/approve", `{}`)
+	return tr.must(t, http.StatusOK, token(t, alice), "POST", path+"/start", "").session(t)
+}
+
 // term is a browser's terminal connection.
 type term struct {
 	conn     *websocket.Conn

@@ -36,10 +36,8 @@ func TestModeratedSession(t *testing.T) {
 	tr := startRelay(t, cfg, clock.RealClock{})
 	mo := oidcissuer.Person{Email: "mo@example.com", Groups: []string{"moderators"}}
 
-	s := tr.request(t, alice, ns, "web-1", "")
+	s := tr.started(t, ns, "web-1", "")
 	path := sessionPath(ns, s.Name)
-	tr.must(t, http.StatusOK, token(t, bob), "POST", path+"/approve", `{}`)
-	tr.must(t, http.StatusOK, token(t, alice), "POST", path+"/start", "")
 	aliceTerm, _, err := tr.dial(t, alice, ns, s.Name, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -70,9 +68,7 @@ func TestModeratedSession(t *testing.T) {
 	nextControl(t, aliceTerm, "no moderator is watching")
 
 	// mo may not end a session anywhere else, and ends this one at once.
-	elsewhere := sessionPath(other, tr.request(t, alice, other, "web-1", "").Name)
-	tr.must(t, http.StatusOK, token(t, bob), "POST", elsewhere+"/approve", `{}`)
-	tr.must(t, http.StatusOK, token(t, alice), "POST", elsewhere+"/start", "")
+	elsewhere := sessionPath(other, tr.started(t, other, "web-1", "").Name)
 	tr.must(t, http.StatusForbidden, token(t, mo), "POST", elsewhere+"/end", "")
 	tr.must(t, http.StatusOK, token(t, alice), "POST", elsewhere+"/end", "")
 	if _, _, err := tr.dial(t, mo, ns, s.Name, nil); err != nil {

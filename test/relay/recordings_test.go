@@ -28,10 +28,8 @@ func TestRecordingsKeyedBySession(t *testing.T) {
 	cfg := config()
 	cfg.Clusters = append(cfg.Clusters, relay.Cluster{Name: "prod-eu", Tier: relay.Flight, DebugImage: cluster.DebugImage})
 	tr := startRelay(t, cfg, clock.RealClock{})
-	s := tr.request(t, alice, ns, "web-1", "")
+	s := tr.started(t, ns, "web-1", "")
 	path := sessionPath(ns, s.Name)
-	tr.must(t, http.StatusOK, token(t, bob), "POST", path+"/approve", `{}`)
-	tr.must(t, http.StatusOK, token(t, alice), "POST", path+"/start", "")
 	tm, _, err := tr.dial(t, alice, ns, s.Name, nil)
 	if err != nil {
 		t.Fatal(err)

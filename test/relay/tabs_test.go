@@ -2,7 +2,6 @@ package relay_test
 
 import (
 	"errors"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -23,10 +22,7 @@ func TestSecondTabMovesTheTerminal(t *testing.T) {
 	ns := cl.Namespace(t, "relay-tabs")
 	cl.RunningPod(t, ns, "web-1")
 	tr := startRelay(t, config(), clock.RealClock{})
-	s := tr.request(t, alice, ns, "web-1", "")
-	path := sessionPath(ns, s.Name)
-	tr.must(t, http.StatusOK, token(t, bob), "POST", path+"/approve", `{}`)
-	tr.must(t, http.StatusOK, token(t, alice), "POST", path+"/start", "")
+	s := tr.started(t, ns, "web-1", "")
 	first, _, err := tr.dial(t, alice, ns, s.Name, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -29,10 +29,8 @@ func TestWhatWasTyped(t *testing.T) {
 	olga := oidcissuer.Person{Email: "olga@example.com", Groups: []string{"other-team"}}
 
 	run := func(pod, extra string, typed ...string) string {
-		s := tr.request(t, alice, ns, pod, extra)
+		s := tr.started(t, ns, pod, extra)
 		path := sessionPath(ns, s.Name)
-		tr.must(t, http.StatusOK, token(t, bob), "POST", path+"/approve", `{}`)
-		tr.must(t, http.StatusOK, token(t, alice), "POST", path+"/start", "")
 		term, _, err := tr.dial(t, alice, ns, s.Name, nil)
 		if err != nil {
 			t.Fatal(err)
