@@ -18,6 +18,7 @@ import (
 	"github.com/tower-dev/breakglass/evidence/audit"
 	"github.com/tower-dev/breakglass/evidence/recording"
 	"github.com/tower-dev/breakglass/test/harness/cluster"
+	"github.com/tower-dev/breakglass/test/harness/sessiontest"
 )
 
 // TestFailedStartLeavesNothing: the debug container is added but its image
@@ -86,9 +87,7 @@ func TestRefusedStartEnds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &v1alpha1.Session{ObjectMeta: metav1.ObjectMeta{Name: "s1", Namespace: ns},
-		Spec: v1alpha1.SessionSpec{TargetPod: "web-1", TargetContainer: "web", ProcessAccess: true, Mode: v1alpha1.ModeLive,
-			Duration: metav1.Duration{Duration: 30 * time.Minute}, Reason: "a stuck worker", Requester: "alice"}}
+	s := sessiontest.Make(ns, "s1").ProcessAccess("web").Reason("a stuck worker").Obj()
 	if err := portal.Client.Create(ctx, s); err != nil {
 		t.Fatal(err)
 	}

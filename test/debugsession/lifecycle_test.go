@@ -7,7 +7,6 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -15,6 +14,7 @@ import (
 	"github.com/tower-dev/breakglass/api/v1alpha1"
 	"github.com/tower-dev/breakglass/evidence/audit"
 	"github.com/tower-dev/breakglass/lifecycle"
+	"github.com/tower-dev/breakglass/test/harness/sessiontest"
 )
 
 // failingSink fails while down is set.
@@ -45,9 +45,7 @@ func TestLifecycleAuditsBeforeEffect(t *testing.T) {
 	sink := &failingSink{}
 	m := &lifecycle.Machine{Client: portal.Client, Kube: portal.Kube, Writer: v1alpha1.WriterPortal, Component: "test",
 		Audit: audit.NewLog(audit.Event{}, nil, sink)}
-	s := &v1alpha1.Session{ObjectMeta: metav1.ObjectMeta{Name: "s1", Namespace: ns},
-		Spec: v1alpha1.SessionSpec{TargetPod: "web-1", Mode: v1alpha1.ModeLive, Duration: metav1.Duration{Duration: 30 * time.Minute},
-			Reason: "500s", Requester: "alice"}}
+	s := sessiontest.Make(ns, "s1").Reason("500s").Obj()
 	if err := portal.Client.Create(ctx, s); err != nil {
 		t.Fatal(err)
 	}

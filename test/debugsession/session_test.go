@@ -33,6 +33,7 @@ import (
 	"github.com/tower-dev/breakglass/relay/debugsession"
 	"github.com/tower-dev/breakglass/test/harness/cluster"
 	"github.com/tower-dev/breakglass/test/harness/prereq"
+	"github.com/tower-dev/breakglass/test/harness/sessiontest"
 )
 
 var (
@@ -84,11 +85,7 @@ func approvedOn(t testing.TB, c *cluster.Cluster, ns string, keepPod bool) *v1al
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &v1alpha1.Session{
-		ObjectMeta: metav1.ObjectMeta{Name: "s1", Namespace: ns},
-		Spec: v1alpha1.SessionSpec{TargetPod: "web-1", Mode: v1alpha1.ModeLive, Duration: metav1.Duration{Duration: 30 * time.Minute},
-			Reason: "checkout returns 500s", Requester: "alice", KeepPod: keepPod},
-	}
+	s := sessiontest.Make(ns, "s1").KeepPod(keepPod).Obj()
 	if err := portal.Client.Create(ctx, s); err != nil {
 		t.Fatal(err)
 	}

@@ -14,15 +14,12 @@ import (
 	"github.com/tower-dev/breakglass/policies"
 	"github.com/tower-dev/breakglass/relay/debugsession"
 	"github.com/tower-dev/breakglass/test/harness/cluster"
+	"github.com/tower-dev/breakglass/test/harness/sessiontest"
 )
 
 func session(ns, name, duration string) *v1alpha1.Session {
 	d, _ := time.ParseDuration(duration)
-	return &v1alpha1.Session{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-		Spec: v1alpha1.SessionSpec{TargetPod: "web-1", Mode: v1alpha1.ModeLive, Duration: metav1.Duration{Duration: d},
-			Reason: "checkout returns 500s", Requester: "alice"},
-	}
+	return sessiontest.Make(ns, name).Duration(d).Obj()
 }
 
 // TestSessionRules writes Sessions as the portal, the sweeper, an app team

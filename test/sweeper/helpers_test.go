@@ -18,6 +18,7 @@ import (
 	"github.com/tower-dev/breakglass/api/v1alpha1"
 	"github.com/tower-dev/breakglass/sweeper"
 	"github.com/tower-dev/breakglass/test/harness/cluster"
+	"github.com/tower-dev/breakglass/test/harness/sessiontest"
 )
 
 // running is a sweeper started for one test.
@@ -170,11 +171,7 @@ func newSession(t testing.TB, ns, name string, mode v1alpha1.SessionMode, pod st
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &v1alpha1.Session{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-		Spec: v1alpha1.SessionSpec{TargetPod: pod, Mode: mode, Duration: metav1.Duration{Duration: 30 * time.Minute},
-			Reason: "checkout returns 500s", Requester: "alice", KeepPod: keepPod},
-	}
+	s := sessiontest.Make(ns, name).Pod(pod).Mode(mode).KeepPod(keepPod).Obj()
 	if err := portal.Client.Create(context.Background(), s); err != nil {
 		t.Fatal(err)
 	}

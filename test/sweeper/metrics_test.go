@@ -13,6 +13,7 @@ import (
 	"github.com/tower-dev/breakglass/api/v1alpha1"
 	"github.com/tower-dev/breakglass/sweeper"
 	"github.com/tower-dev/breakglass/test/harness/cluster"
+	"github.com/tower-dev/breakglass/test/harness/sessiontest"
 )
 
 // TestPlaneMetrics: what the alerts read, from the real API server: a grant
@@ -30,9 +31,7 @@ func TestPlaneMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	s := &v1alpha1.Session{ObjectMeta: metav1.ObjectMeta{Name: "s-metrics", Namespace: ns},
-		Spec: v1alpha1.SessionSpec{TargetPod: "web-1", Mode: v1alpha1.ModeLive, Duration: metav1.Duration{Duration: 15 * time.Minute},
-			Reason: "outage", Requester: "alice", GlassBroken: true}}
+	s := sessiontest.Make(ns, "s-metrics").Duration(15 * time.Minute).Reason("outage").GlassBroken().Obj()
 	if err := portal.Client.Create(ctx, s); err != nil {
 		t.Fatal(err)
 	}

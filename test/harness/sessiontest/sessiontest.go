@@ -62,6 +62,12 @@ func (w *Wrapper) Requester(name, id string) *Wrapper {
 	return w
 }
 
+// ProcessAccess asks to see the processes of the target's container.
+func (w *Wrapper) ProcessAccess(container string) *Wrapper {
+	w.s.Spec.TargetContainer, w.s.Spec.ProcessAccess = container, true
+	return w
+}
+
 // KeepPod asks to keep the pod afterwards.
 func (w *Wrapper) KeepPod(keep bool) *Wrapper { w.s.Spec.KeepPod = keep; return w }
 
