@@ -10,7 +10,7 @@ import (
 // it copies, so what it admits must be harmless even if a stolen portal
 // token made it up. It holds no credential, touches nothing of the node,
 // runs nothing privileged or as root, has no init container and runs only
-// images pinned by digest; the copy builder (manifests/copy.go)
+// images pinned by digest; the copy builder (manifests/sessionobjects/copy.go)
 // produces exactly such pods.
 
 // copyVolumesExpr admits only volumes whose source the table lets a copy

@@ -10,7 +10,7 @@ import (
 // environment, or the paths it mounts, as a request. Kubernetes gives
 // none of these a meaning, so no allowlist of fields can hold them; where
 // a copy must carry the app's own environment, the variables below are
-// left out (manifests.CopyPod) and refused (copy.app.env), each with the
+// left out (sessionobjects.CopyPod) and refused (copy.app.env), each with the
 // hook that reads it. A debug container has no environment and mounts only
 // volumes that hold neither a secret nor a node path, so for it the list
 // matters only for mount paths. What the list cannot know (a variable in

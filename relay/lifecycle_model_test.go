@@ -19,7 +19,7 @@ import (
 	"k8s.io/apiserver/pkg/authentication/user"
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
-	"github.com/tower-dev/breakglass/manifests"
+	"github.com/tower-dev/breakglass/manifests/sessionobjects"
 	"github.com/tower-dev/breakglass/policies"
 	"github.com/tower-dev/breakglass/relay/debugsession"
 	"github.com/tower-dev/breakglass/relay/wire"
@@ -146,7 +146,7 @@ type modelEdit struct {
 
 // grant makes a grant now, named and lasting as the relay makes it.
 func (e *modelEdit) grant(name, role string, ttl time.Duration, now time.Time) {
-	g := manifests.Grant("shop", name, "s-1", role, ttl.String())
+	g := sessionobjects.Grant("shop", name, "s-1", role, ttl.String())
 	g.CreationTimestamp = metav1.NewTime(now)
 	e.grants = append(e.grants, g)
 	sort.Slice(e.grants, func(i, j int) bool { return e.grants[i].Name < e.grants[j].Name })

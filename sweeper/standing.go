@@ -24,7 +24,7 @@ import (
 	"github.com/tower-dev/breakglass/api/v1alpha1"
 	"github.com/tower-dev/breakglass/evidence/audit"
 	"github.com/tower-dev/breakglass/lifecycle"
-	"github.com/tower-dev/breakglass/manifests"
+	"github.com/tower-dev/breakglass/manifests/sessionobjects"
 	"github.com/tower-dev/breakglass/policies"
 )
 
@@ -38,7 +38,7 @@ var standingRights = prometheus.NewGauge(prometheus.GaugeOpts{Name: "breakglass_
 // installed or while its policies were deleted, a broad group, a widened
 // role, an impersonated writer): on a schedule and at every RBAC change, it
 // asks the real authorizer (SubjectAccessReview, as the portal's user and
-// groups) whether the portal may do any of manifests.PortalProbes in every
+// groups) whether the portal may do any of sessionobjects.PortalProbes in every
 // namespace with a grant or a Session and in a sample of others, and
 // cluster-wide. Anything allowed without a live grant giving it is counted
 // (breakglass_portal_standing_rights), audited and recorded as an Event on
@@ -70,7 +70,7 @@ type StandingRights struct {
 // the bindings that give it, where the sweeper can tell.
 type Finding struct {
 	Namespace string // "" for cluster-wide
-	Probe     manifests.Probe
+	Probe     sessionobjects.Probe
 }
 
 func (f Finding) String() string {
@@ -127,7 +127,7 @@ func (s *StandingRights) Look(ctx context.Context) {
 	removed, removeErrs := s.removeNaming(ctx)
 	var findings []Finding
 	var errs []string
-	ask := func(ns string, p manifests.Probe) {
+	ask := func(ns string, p sessionobjects.Probe) {
 		ra := p.ResourceAttributes
 		ra.Namespace = ns
 		review, err := s.Kube.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{
@@ -140,11 +140,11 @@ func (s *StandingRights) Look(ctx context.Context) {
 		}
 	}
 	for _, ns := range sortedKeys(namespaces) {
-		for _, p := range manifests.PortalProbes {
+		for _, p := range sessionobjects.PortalProbes {
 			ask(ns, p)
 		}
 	}
-	for _, p := range manifests.PortalClusterProbes {
+	for _, p := range sessionobjects.PortalClusterProbes {
 		ask("", p)
 	}
 	if len(findings) > 0 {

@@ -23,6 +23,7 @@ import (
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
 	"github.com/tower-dev/breakglass/manifests"
+	"github.com/tower-dev/breakglass/manifests/sessionobjects"
 	"github.com/tower-dev/breakglass/vap"
 )
 
@@ -190,7 +191,7 @@ func checkCopyUpdates(t testing.TB, plane *propertyPlane, seed uint64) error {
 	target := randomTarget(r)
 	target.Spec.RuntimeClassName = nil
 	s := &v1alpha1.Session{ObjectMeta: metav1.ObjectMeta{Name: "s1", Namespace: "shop"}, Spec: v1alpha1.SessionSpec{Mode: v1alpha1.ModeCopy}}
-	cp, err := manifests.CopyPod(target, s, "breakglass-s1", propertyDebugImage, false, 30*time.Minute)
+	cp, err := sessionobjects.CopyPod(target, s, "breakglass-s1", propertyDebugImage, false, 30*time.Minute)
 	if err != nil {
 		return err
 	}

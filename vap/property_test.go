@@ -20,7 +20,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
-	"github.com/tower-dev/breakglass/manifests"
+	"github.com/tower-dev/breakglass/manifests/sessionobjects"
 	"github.com/tower-dev/breakglass/policies"
 	"github.com/tower-dev/breakglass/vap"
 )
@@ -413,7 +413,7 @@ func checkCopy(t testing.TB, plane *propertyPlane, seed uint64) error {
 	mode := []v1alpha1.SessionMode{v1alpha1.ModeCopy, v1alpha1.ModeHeldCopy}[r.IntN(2)]
 	s := &v1alpha1.Session{ObjectMeta: metav1.ObjectMeta{Name: "s1", Namespace: "shop"}, Spec: v1alpha1.SessionSpec{Mode: mode}}
 	processAccess := r.IntN(2) == 0
-	cp, err := manifests.CopyPod(target, s, "breakglass-s1", propertyDebugImage, processAccess, 30*time.Minute)
+	cp, err := sessionobjects.CopyPod(target, s, "breakglass-s1", propertyDebugImage, processAccess, 30*time.Minute)
 	if target.Spec.RuntimeClassName != nil {
 		if err == nil || !strings.Contains(err.Error(), "runtime class") {
 			return fmt.Errorf("seed %d: the builder copied a pod of another runtime class: %w", seed, err)
@@ -521,10 +521,10 @@ func runsAsDebugUser(p *corev1.Pod) bool {
 func checkDebug(t testing.TB, plane *propertyPlane, seed uint64) error {
 	r := rand.New(rand.NewPCG(seed, 2))
 	target := randomTarget(r)
-	ec := manifests.DebugContainer("breakglass-s1", propertyDebugImage)
+	ec := sessionobjects.DebugContainer("breakglass-s1", propertyDebugImage)
 	// As the relay builds it for this pod (Runner.addDebugContainerTo).
-	unfit := manifests.LiveDebuggable(target)
-	manifests.ConfinedIn(ec.SecurityContext, target, ec.Name)
+	unfit := sessionobjects.LiveDebuggable(target)
+	sessionobjects.ConfinedIn(ec.SecurityContext, target, ec.Name)
 	processAccess := r.IntN(2) == 0
 	var allowed []vap.Permission
 	if processAccess {

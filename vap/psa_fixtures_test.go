@@ -19,7 +19,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
-	"github.com/tower-dev/breakglass/manifests"
+	"github.com/tower-dev/breakglass/manifests/sessionobjects"
 	"github.com/tower-dev/breakglass/policies"
 	"github.com/tower-dev/breakglass/vap"
 )
@@ -121,7 +121,7 @@ func asCopy(p *corev1.Pod) *corev1.Pod {
 	for i := range s.Containers {
 		s.Containers[i].Image = strings.SplitN(s.Containers[i].Image, "@", 2)[0] + "@sha256:" + strings.Repeat("a", 64)
 	}
-	ec := manifests.DebugContainer("breakglass-s1", propertyDebugImage)
+	ec := sessionobjects.DebugContainer("breakglass-s1", propertyDebugImage)
 	s.Containers = append(s.Containers, corev1.Container(ec.EphemeralContainerCommon))
 	return cp
 }
@@ -192,11 +192,11 @@ func psaSuite(t *testing.T, plane *propertyPlane) (problems []string, counts str
 			// fixture's failing setting: that is another container's own,
 			// or one the debug container sets for itself).
 			target := asRunning(fixture)
-			ec := manifests.DebugContainer("breakglass-s1", propertyDebugImage)
-			manifests.ConfinedIn(ec.SecurityContext, target, ec.Name)
+			ec := sessionobjects.DebugContainer("breakglass-s1", propertyDebugImage)
+			sessionobjects.ConfinedIn(ec.SecurityContext, target, ec.Name)
 			pod := target.DeepCopy()
 			pod.Spec.EphemeralContainers = append(pod.Spec.EphemeralContainers, ec)
-			if manifests.LiveDebuggable(target) == nil && plane.addDebug(t, target, pod, nil).Allowed() {
+			if sessionobjects.LiveDebuggable(target) == nil && plane.addDebug(t, target, pod, nil).Allowed() {
 				debugAdmitted++
 				if why := notRestricted(pod, corev1.Container(ec.EphemeralContainerCommon), true); why != "" {
 					wrong("%s fail/%s: the relay's debug container in it, admitted, runs with %s", v, name, why)
@@ -221,7 +221,7 @@ func psaSuite(t *testing.T, plane *propertyPlane) (problems []string, counts str
 				stricter++
 			}
 			target := asRunning(passes[name])
-			cp, err := manifests.CopyPod(target, s, "breakglass-s1", propertyDebugImage, false, 30*time.Minute)
+			cp, err := sessionobjects.CopyPod(target, s, "breakglass-s1", propertyDebugImage, false, 30*time.Minute)
 			if err != nil {
 				wrong("%s pass/%s: the relay would not copy it: %v", v, name, err)
 				continue
@@ -232,8 +232,8 @@ func psaSuite(t *testing.T, plane *propertyPlane) (problems []string, counts str
 			if why := restrictedByUpstream(t, upstream, cp, minor); why != "" {
 				wrong("%s pass/%s: the relay's copy of it, admitted, is not restricted by upstream's checks: %s", v, name, why)
 			}
-			ec := manifests.DebugContainer("breakglass-s1", propertyDebugImage)
-			manifests.ConfinedIn(ec.SecurityContext, target, ec.Name)
+			ec := sessionobjects.DebugContainer("breakglass-s1", propertyDebugImage)
+			sessionobjects.ConfinedIn(ec.SecurityContext, target, ec.Name)
 			pod := target.DeepCopy()
 			pod.Spec.EphemeralContainers = append(pod.Spec.EphemeralContainers, ec)
 			if res := plane.addDebug(t, target, pod, nil); !res.Allowed() {

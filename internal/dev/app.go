@@ -11,7 +11,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/tower-dev/breakglass/manifests"
+	"github.com/tower-dev/breakglass/manifests/sessionobjects"
 	"github.com/tower-dev/breakglass/test/harness/cluster"
 )
 
@@ -37,7 +37,7 @@ func demoApp(ctx context.Context, c *cluster.Cluster, ns, image string, realNode
 		// The app runs as a user of its own: process access, which the
 		// README walks through, is refused for an app that runs as the
 		// debug user (debug.same-user).
-		sc := manifests.RestrictedSecurityContext(demoAppUserID)
+		sc := sessionobjects.RestrictedSecurityContext(demoAppUserID)
 		sc.RunAsGroup, sc.ReadOnlyRootFilesystem = ptr.To(demoAppUserID), ptr.To(true)
 		tmpl.Spec = corev1.PodSpec{TerminationGracePeriodSeconds: ptr.To[int64](1), Containers: []corev1.Container{{
 			Name: "web", Image: image, SecurityContext: sc,

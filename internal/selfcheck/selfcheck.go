@@ -15,17 +15,17 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
-	"github.com/tower-dev/breakglass/manifests"
+	"github.com/tower-dev/breakglass/manifests/sessionobjects"
 )
 
 // Run checks, as the caller's identity (the portal's ServiceAccount in the
 // chart's test pod), in namespace, that it may do none of
-// manifests.PortalProbes there before a grant, and that a grant past the
+// sessionobjects.PortalProbes there before a grant, and that a grant past the
 // TTL bound is refused; it says what it checked on w and returns every
 // failure.
 func Run(ctx context.Context, kube kubernetes.Interface, namespace string, w io.Writer) error {
 	var errs []error
-	for _, p := range manifests.PortalProbes {
+	for _, p := range sessionobjects.PortalProbes {
 		ra := p.ResourceAttributes
 		ra.Namespace = namespace
 		what := p.String()
@@ -41,7 +41,7 @@ func Run(ctx context.Context, kube kubernetes.Interface, namespace string, w io.
 		}
 	}
 	// A grant past the TTL bound, dry run: the policies must refuse it.
-	bad := manifests.Grant(namespace, v1alpha1.GrantName("helm-test"), "helm-test", v1alpha1.DebugRole, "2h")
+	bad := sessionobjects.Grant(namespace, v1alpha1.GrantName("helm-test"), "helm-test", v1alpha1.DebugRole, "2h")
 	_, err := kube.RbacV1().RoleBindings(namespace).Create(ctx, bad, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 	switch {
 	case err == nil:

@@ -8,11 +8,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
-	"github.com/tower-dev/breakglass/manifests"
+	"github.com/tower-dev/breakglass/manifests/sessionobjects"
 )
 
 // createCopy creates the pod a copy or held-copy session debugs, as
-// manifests.CopyPod builds it from the target as it runs now.
+// sessionobjects.CopyPod builds it from the target as it runs now.
 func (r *Runner) createCopy(ctx context.Context, s *v1alpha1.Session, container string, processAccess bool, lifetime time.Duration) error {
 	if s.Spec.Mode == v1alpha1.ModeHeldCopy {
 		if err := HeldCopies(r.Kube.Discovery()); err != nil {
@@ -23,7 +23,7 @@ func (r *Runner) createCopy(ctx context.Context, s *v1alpha1.Session, container 
 	if err != nil {
 		return fmt.Errorf("the target pod: %w", err)
 	}
-	cp, err := manifests.CopyPod(target, s, container, r.DebugImage, processAccess, lifetime)
+	cp, err := sessionobjects.CopyPod(target, s, container, r.DebugImage, processAccess, lifetime)
 	if err != nil {
 		return refusedStart{fmt.Errorf("copying %s: %w", target.Name, err)}
 	}

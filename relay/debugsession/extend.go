@@ -13,7 +13,7 @@ import (
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
 	"github.com/tower-dev/breakglass/lifecycle"
-	"github.com/tower-dev/breakglass/manifests"
+	"github.com/tower-dev/breakglass/manifests/sessionobjects"
 )
 
 // ExtensionLimits bound one session's extensions, as the cluster's Session
@@ -106,7 +106,7 @@ func (l *Live) DecideExtension(ctx context.Context, by, byID string, approve boo
 	old := *s.Status.Grant
 	deadline := metav1.NewTime(at)
 	_, approved := s.Extended()
-	grant := manifests.Grant(s.Namespace, v1alpha1.ExtensionGrantName(s.Name, approved+1), s.Name, old.Role, ttl.String())
+	grant := sessionobjects.Grant(s.Namespace, v1alpha1.ExtensionGrantName(s.Name, approved+1), s.Name, old.Role, ttl.String())
 	// One left from an approval whose status write failed is this
 	// session's, made by this relay: replaced, so its TTL counts from now.
 	if err := l.r.Client.Delete(ctx, grant); err != nil && !apierrors.IsNotFound(err) {

@@ -37,7 +37,7 @@ import (
 	"github.com/tower-dev/breakglass/evidence/recording"
 	"github.com/tower-dev/breakglass/evidence/tlog"
 	"github.com/tower-dev/breakglass/lifecycle"
-	"github.com/tower-dev/breakglass/manifests"
+	"github.com/tower-dev/breakglass/manifests/sessionobjects"
 )
 
 // Runner starts and ends sessions on one cluster, as the portal.
@@ -138,7 +138,7 @@ func (r *Runner) Start(ctx context.Context, s *v1alpha1.Session) (_ *Live, err e
 		role = v1alpha1.DebugProcessRole
 	}
 	ttl := r.StartTTL(s)
-	grant := manifests.Grant(s.Namespace, v1alpha1.GrantName(s.Name), s.Name, role, ttl.String())
+	grant := sessionobjects.Grant(s.Namespace, v1alpha1.GrantName(s.Name), s.Name, role, ttl.String())
 	if err := r.Client.Create(ctx, grant); err != nil {
 		return nil, fmt.Errorf("granting the debug role: %w", err)
 	}
@@ -260,7 +260,7 @@ func WaitAllowed(ctx context.Context, kube kubernetes.Interface, attrs authoriza
 // addDebugContainerTo adds the debug container name to podName: the target
 // pod, or (resuming a copy) the copy.
 func (r *Runner) addDebugContainerTo(ctx context.Context, s *v1alpha1.Session, podName, name string) error {
-	ec := manifests.DebugContainer(name, r.DebugImage)
+	ec := sessionobjects.DebugContainer(name, r.DebugImage)
 	if s.Status.Approval != nil && s.Status.Approval.ProcessAccess {
 		ec.TargetContainerName = s.Spec.TargetContainer
 	}
@@ -278,14 +278,14 @@ func (r *Runner) addDebugContainerTo(ctx context.Context, s *v1alpha1.Session, p
 		// What the pod would hand the container and the policies refuse:
 		// said here in the relay's words, or set on the container against
 		// the pod.
-		if err := manifests.LiveDebuggable(pod); err != nil {
+		if err := sessionobjects.LiveDebuggable(pod); err != nil {
 			if pod.Spec.NodeName == "" {
 				return err // not scheduled yet: it may be soon
 			}
 			return refusedStart{err}
 		}
 		c := ec.DeepCopy()
-		manifests.ConfinedIn(c.SecurityContext, pod, name)
+		sessionobjects.ConfinedIn(c.SecurityContext, pod, name)
 		pod.Spec.EphemeralContainers = append(pod.Spec.EphemeralContainers, *c)
 		if _, err := r.Kube.CoreV1().Pods(s.Namespace).UpdateEphemeralContainers(ctx, pod.Name, pod, metav1.UpdateOptions{}); err != nil {
 			return refusedIfAdmission(fmt.Errorf("adding the debug container: %w", err))

@@ -11,7 +11,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
-	"github.com/tower-dev/breakglass/manifests"
+	"github.com/tower-dev/breakglass/manifests/sessionobjects"
 	"github.com/tower-dev/breakglass/policies"
 	"github.com/tower-dev/breakglass/test/harness/cluster"
 )
@@ -75,7 +75,7 @@ func TestCopyBuilderAdmitted(t *testing.T) {
 			for _, process := range []bool{false, true} {
 				s := &v1alpha1.Session{ObjectMeta: metav1.ObjectMeta{Name: "s-build", Namespace: ns},
 					Spec: v1alpha1.SessionSpec{TargetPod: "web-1", Mode: mode, ProcessAccess: process}}
-				cp, err := manifests.CopyPod(richTarget(ns), s, "breakglass-s-build", cluster.DebugImage, process, 30*time.Minute)
+				cp, err := sessionobjects.CopyPod(richTarget(ns), s, "breakglass-s-build", cluster.DebugImage, process, 30*time.Minute)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -104,7 +104,7 @@ func TestCopyPodFence(t *testing.T) {
 		ns := namespace(t, c, "copy-fence")
 		portal := mustUser(t)(c.Portal())
 		grant(t, c, ns, "s-fence", v1alpha1.DebugRole)
-		good, err := manifests.CopyPod(richTarget(ns), &v1alpha1.Session{ObjectMeta: metav1.ObjectMeta{Name: "s-fence", Namespace: ns},
+		good, err := sessionobjects.CopyPod(richTarget(ns), &v1alpha1.Session{ObjectMeta: metav1.ObjectMeta{Name: "s-fence", Namespace: ns},
 			Spec: v1alpha1.SessionSpec{Mode: v1alpha1.ModeCopy}}, "breakglass-s-fence", cluster.DebugImage, false, 30*time.Minute)
 		if err != nil {
 			t.Fatal(err)

@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
-	"github.com/tower-dev/breakglass/manifests"
+	"github.com/tower-dev/breakglass/manifests/sessionobjects"
 	"github.com/tower-dev/breakglass/policies"
 	"github.com/tower-dev/breakglass/test/harness/cluster"
 )
@@ -76,7 +76,7 @@ func TestCopyStaysAsAdmitted(t *testing.T) {
 		ns := namespace(t, c, "copy-updates")
 		portal := mustUser(t)(c.Portal())
 		grant(t, c, ns, "s-updates", v1alpha1.DebugRole)
-		cp, err := manifests.CopyPod(richTarget(ns), &v1alpha1.Session{ObjectMeta: metav1.ObjectMeta{Name: "s-updates", Namespace: ns},
+		cp, err := sessionobjects.CopyPod(richTarget(ns), &v1alpha1.Session{ObjectMeta: metav1.ObjectMeta{Name: "s-updates", Namespace: ns},
 			Spec: v1alpha1.SessionSpec{Mode: v1alpha1.ModeCopy}}, "breakglass-s-updates", cluster.DebugImage, false, 30*time.Minute)
 		if err != nil {
 			t.Fatal(err)

@@ -8,7 +8,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
-	"github.com/tower-dev/breakglass/manifests"
+	"github.com/tower-dev/breakglass/manifests/sessionobjects"
 	"github.com/tower-dev/breakglass/policies"
 	"github.com/tower-dev/breakglass/test/harness/cluster"
 )
@@ -20,7 +20,7 @@ import (
 // the API server takes such annotations only at create, for containers
 // that exist.) A debug container that leaves
 // them to the pod is refused; the relay's own, built for that pod
-// (manifests.ConfinedIn), is admitted; a pod whose setting no container can
+// (sessionobjects.ConfinedIn), is admitted; a pod whose setting no container can
 // take back is refused either way, and the relay says so before it asks.
 func TestEffectiveSecurity(t *testing.T) {
 	eachProfile(t, func(t *testing.T, _ policies.Profile, c *cluster.Cluster) {
@@ -54,9 +54,9 @@ func TestEffectiveSecurity(t *testing.T) {
 				wantDenied(t, addDebugContainer(t, portal, ns, tc.name, lax, false), tc.want)
 
 				relays := debugContainer("breakglass-" + tc.name)
-				manifests.ConfinedIn(relays.SecurityContext, pod, relays.Name)
+				sessionobjects.ConfinedIn(relays.SecurityContext, pod, relays.Name)
 				err := addDebugContainer(t, portal, ns, tc.name, relays, true)
-				if unfit := manifests.LiveDebuggable(pod); (unfit != nil) != tc.unfit {
+				if unfit := sessionobjects.LiveDebuggable(pod); (unfit != nil) != tc.unfit {
 					t.Fatalf("the relay's own check: %v, want unfit %t", unfit, tc.unfit)
 				}
 				if tc.unfit {

@@ -11,7 +11,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
-	"github.com/tower-dev/breakglass/manifests"
+	"github.com/tower-dev/breakglass/manifests/sessionobjects"
 	"github.com/tower-dev/breakglass/sweeper"
 	"github.com/tower-dev/breakglass/test/harness/cluster"
 )
@@ -20,7 +20,7 @@ import (
 var appImage = "registry.example/shop/web@sha256:" + strings.Repeat("a", 64)
 
 // makeCopy is a copy pod for session, built as the relay builds one
-// (manifests.CopyPod) from an app pod on node-1, for the longest grant.
+// (sessionobjects.CopyPod) from an app pod on node-1, for the longest grant.
 func makeCopy(t testing.TB, ns, session string) *corev1.Pod {
 	t.Helper()
 	app := &corev1.Pod{
@@ -32,7 +32,7 @@ func makeCopy(t testing.TB, ns, session string) *corev1.Pod {
 		},
 	}
 	s := &v1alpha1.Session{ObjectMeta: metav1.ObjectMeta{Name: session, Namespace: ns}, Spec: v1alpha1.SessionSpec{Mode: v1alpha1.ModeCopy}}
-	cp, err := manifests.CopyPod(app, s, v1alpha1.DebugContainerPrefix+session, cluster.DebugImage, false, 45*time.Minute)
+	cp, err := sessionobjects.CopyPod(app, s, v1alpha1.DebugContainerPrefix+session, cluster.DebugImage, false, 45*time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -213,7 +213,7 @@ func TestUnrelatedPodsUntouched(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = admin.AddDebugContainer(context.Background(), ns, "web-1", manifests.DebugContainer("debugger", cluster.DebugImage))
+	err = admin.AddDebugContainer(context.Background(), ns, "web-1", sessionobjects.DebugContainer("debugger", cluster.DebugImage))
 	if err != nil && !strings.Contains(err.Error(), "breakglass-debug-container") {
 		t.Fatalf("adding an unrelated ephemeral container: %v", err)
 	}

@@ -27,6 +27,7 @@ import (
 	"github.com/tower-dev/breakglass/api/v1alpha1"
 	"github.com/tower-dev/breakglass/internal/image"
 	"github.com/tower-dev/breakglass/manifests"
+	"github.com/tower-dev/breakglass/manifests/sessionobjects"
 	"github.com/tower-dev/breakglass/policies"
 	"github.com/tower-dev/breakglass/test/harness/cluster"
 	"github.com/tower-dev/breakglass/test/harness/prereq"
@@ -185,7 +186,7 @@ func TestSignatures(t *testing.T) {
 				Containers: []corev1.Container{{Name: "web", Image: "registry.example/shop/web@sha256:" + strings.Repeat("a", 64)}}},
 		}
 		s1 := &v1alpha1.Session{ObjectMeta: metav1.ObjectMeta{Name: "s1", Namespace: "signatures"}, Spec: v1alpha1.SessionSpec{Mode: v1alpha1.ModeCopy}}
-		pod, err := manifests.CopyPod(app, s1, "breakglass-s1", unsigned.String(), false, 45*time.Minute)
+		pod, err := sessionobjects.CopyPod(app, s1, "breakglass-s1", unsigned.String(), false, 45*time.Minute)
 		if err != nil {
 			t.Fatal(err)
 		}

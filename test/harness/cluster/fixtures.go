@@ -10,7 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/tower-dev/breakglass/manifests"
+	"github.com/tower-dev/breakglass/manifests/sessionobjects"
 )
 
 // Namespace creates a namespace for one test and deletes it after.
@@ -63,11 +63,11 @@ func (c *Cluster) RunningPod(t testing.TB, ns, name string) *corev1.Pod {
 }
 
 // DebugSecurityContext is the one security context a debug container may have.
-func DebugSecurityContext() *corev1.SecurityContext { return manifests.DebugSecurityContext() }
+func DebugSecurityContext() *corev1.SecurityContext { return sessionobjects.DebugSecurityContext() }
 
 // DebugContainer is a debug container in the shape the policies allow.
 func DebugContainer(name, image string) corev1.EphemeralContainer {
-	return manifests.DebugContainer(name, image)
+	return sessionobjects.DebugContainer(name, image)
 }
 
 // FreePort is a loopback port nobody listens on right now.

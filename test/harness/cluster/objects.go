@@ -4,7 +4,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
-	"github.com/tower-dev/breakglass/manifests"
+	"github.com/tower-dev/breakglass/manifests/sessionobjects"
 )
 
 // DebugImage is the one debug image the test clusters' params allow: a
@@ -15,5 +15,5 @@ const DebugImage = "registry.example/breakglass/debug@sha256:ddddddddddddddddddd
 // breakglass:debug to the portal, with the session and TTL labels. The
 // caller sets its namespace.
 func ProbeGrant(session, ttl string) *rbacv1.RoleBinding {
-	return manifests.Grant("", v1alpha1.GrantName(session), session, v1alpha1.DebugRole, ttl)
+	return sessionobjects.Grant("", v1alpha1.GrantName(session), session, v1alpha1.DebugRole, ttl)
 }

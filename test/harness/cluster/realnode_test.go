@@ -10,7 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
-	"github.com/tower-dev/breakglass/manifests"
+	"github.com/tower-dev/breakglass/manifests/sessionobjects"
 	"github.com/tower-dev/breakglass/policies"
 )
 
@@ -84,7 +84,7 @@ func TestRealNodeHeldCopy(t *testing.T) {
 	portal := c.GrantedPortal(t, ns, "s1", "30m")
 	s := &v1alpha1.Session{ObjectMeta: metav1.ObjectMeta{Name: "s1", Namespace: ns},
 		Spec: v1alpha1.SessionSpec{Mode: v1alpha1.ModeHeldCopy, TargetPod: target.Name}}
-	cp, err := manifests.CopyPod(target, s, "breakglass-s1", ref.String(), false, 30*time.Minute)
+	cp, err := sessionobjects.CopyPod(target, s, "breakglass-s1", ref.String(), false, 30*time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
