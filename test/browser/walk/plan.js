@@ -45,9 +45,13 @@ async function flight(w, fe, alice, bob) {
   await w.phase(alice, 'Active');
   // shop on flight is moderated: alone, alice's input is held; once bob
   // watches, it goes through.
-  await alice.waitForFunction(() => /^Input held/.test(document.querySelector('.term-status')?.textContent || ''), null, { timeout: T });
+  // Read as it matched: bob's page, still open on the session, may start
+  // watching a moment later.
+  const alone = await (await alice.waitForFunction(() => {
+    const said = document.querySelector('.term-status')?.innerText || '';
+    return /^Input held/.test(said) ? said : null;
+  }, null, { timeout: T })).jsonValue();
   w.facts.startToHeldMs = Date.now() - started;
-  const alone = await alice.locator('.term-status').innerText();
   await w.shot(alice, 'flight-moderated-held');
   await fe.visit(bob, fe.sessionPage(path));
   await bob.waitForSelector('#watching', { timeout: T });
