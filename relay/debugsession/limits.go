@@ -96,6 +96,10 @@ func (l *Live) Watch(ctx context.Context, limits Limits) (v1alpha1.EndReason, er
 				l.Lose()
 				return "", nil
 			}
+			if ctx.Err() != nil {
+				// The relay is stopping: the beat was cut short, not refused.
+				return "", ctx.Err()
+			}
 			if err == nil {
 				lastBeat = now
 			} else if MustLetGo(lastBeat, r.Clock.Now(), limits.Heartbeat) {
@@ -155,8 +159,11 @@ func (l *Live) heartbeat(ctx context.Context) error {
 	if TakenUp(held, fresh) {
 		return errTakenUp
 	}
-	*l.Session = *fresh // someone wrote something else: beat from there next time
-	return err
+	// Someone wrote something else (the sweeper, a decision): still this
+	// relay's session, so beat again from there at once; a refused beat
+	// counts toward letting go.
+	*l.Session = *fresh
+	return l.r.Lifecycle().Beat(ctx, l.Session)
 }
 
 // Activity is what the idle and disconnect limits count from: when the
