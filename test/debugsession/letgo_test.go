@@ -3,18 +3,15 @@ package debugsession_test
 import (
 	"context"
 	"errors"
-	"io"
 	"testing"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
-	"github.com/tower-dev/breakglass/evidence/recording"
 	"github.com/tower-dev/breakglass/relay/debugsession"
 )
 
@@ -25,18 +22,10 @@ import (
 // and ends nothing, so no two relays run the session at once
 // (relay/relays_model_test.go finds the two without it).
 func TestFaultHeartbeatRefusedLetsGo(t *testing.T) {
-	ns := cl.Namespace(t, "heartbeat-refused")
-	s := approvedSession(t, ns, false)
-	fake := clocktesting.NewFakeClock(time.Now())
-	r := runner(t, &recording.Dir{Root: t.TempDir()}, nil)
-	r.Clock = fake
+	f := startOnFakeClock(t, cl.Namespace(t, "heartbeat-refused"), false)
+	s, r, fake := f.s, f.r, f.clock
 	ctx := context.Background()
-	live, err := r.Start(ctx, s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	v := live.Output()
-	go func() { _, _ = io.Copy(io.Discard, v) }()
+	f.watchOutput()
 	refused := 0
 	direct, err := client.NewWithWatch(r.Config, client.Options{Scheme: r.Client.Scheme(), Mapper: r.Client.RESTMapper()})
 	if err != nil {
@@ -52,20 +41,8 @@ func TestFaultHeartbeatRefusedLetsGo(t *testing.T) {
 		},
 	})
 	every := 20 * time.Second
-	ended := make(chan v1alpha1.EndReason, 1)
-	go func() {
-		reason, err := live.Watch(ctx, debugsession.Limits{Idle: time.Hour, Disconnect: time.Hour, Heartbeat: every, Flush: time.Hour})
-		if err != nil {
-			t.Errorf("Watch: %v", err)
-		}
-		ended <- reason
-	}()
-	step := func(d time.Duration) {
-		for !fake.HasWaiters() {
-			time.Sleep(5 * time.Millisecond)
-		}
-		fake.Step(d)
-	}
+	ended := f.watch(t, debugsession.Limits{Idle: time.Hour, Disconnect: time.Hour, Heartbeat: every, Flush: time.Hour})
+	step := f.step
 	letGoAt := debugsession.StaleAfter(every) - every
 	step(letGoAt - time.Second)
 	step(0) // the loop has looked at +39s and waits again

@@ -9,7 +9,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"io"
 	"os"
 	"sort"
 	"strings"
@@ -22,7 +21,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/clock"
-	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
@@ -258,41 +256,20 @@ func TestLimits(t *testing.T) {
 		{"hard stop", debugsession.Limits{Idle: 2 * time.Hour, Disconnect: 2 * time.Hour, Heartbeat: 15 * time.Second}, true, 30 * time.Minute, v1alpha1.EndHardStop},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ns := cl.Namespace(t, "limit-"+strings.ReplaceAll(tc.name, " ", "-"))
-			s := approvedSession(t, ns, false)
-			fake := clocktesting.NewFakeClock(time.Now())
-			r := runner(t, &recording.Dir{Root: t.TempDir()}, nil)
-			r.Clock = fake
-			ctx := context.Background()
-			live, err := r.Start(ctx, s)
-			if err != nil {
-				t.Fatal(err)
-			}
+			f := startOnFakeClock(t, cl.Namespace(t, "limit-"+strings.ReplaceAll(tc.name, " ", "-")), false)
+			s, ns, ctx := f.s, f.s.Namespace, context.Background()
 			if tc.viewer {
-				v := live.Output()
-				go func() { _, _ = io.Copy(io.Discard, v) }()
+				f.watchOutput()
 			}
-			ended := make(chan v1alpha1.EndReason, 1)
-			go func() {
-				reason, err := live.Watch(ctx, tc.limits)
-				if err != nil {
-					t.Errorf("Watch: %v", err)
-				}
-				ended <- reason
-			}()
-			for !fake.HasWaiters() {
-				time.Sleep(5 * time.Millisecond)
-			}
-			fake.Step(tc.step - time.Second)
-			for !fake.HasWaiters() {
-				time.Sleep(5 * time.Millisecond)
-			}
+			ended := f.watch(t, tc.limits)
+			f.step(tc.step - time.Second)
+			f.waitLooking()
 			select {
 			case r := <-ended:
 				t.Fatalf("ended by %s a second early", r)
 			default:
 			}
-			fake.Step(time.Second)
+			f.clock.Step(time.Second)
 			select {
 			case got := <-ended:
 				if got != tc.want {

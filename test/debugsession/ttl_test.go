@@ -9,11 +9,9 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
-	"github.com/tower-dev/breakglass/evidence/recording"
 	"github.com/tower-dev/breakglass/relay/debugsession"
 	"github.com/tower-dev/breakglass/test/harness/cluster"
 )
@@ -24,16 +22,8 @@ import (
 // closed with the stream, is gone from the node (the pod is kept, so only
 // the closed input can have ended it).
 func TestStreamClosedAtGrantExpiry(t *testing.T) {
-	ns := cl.Namespace(t, "ttl")
-	s := approvedSession(t, ns, true)
-	r := runner(t, &recording.Dir{Root: t.TempDir()}, nil)
-	clk := clocktesting.NewFakeClock(time.Now())
-	r.Clock = clk
-	ctx := context.Background()
-	live, err := r.Start(ctx, s)
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := startOnFakeClock(t, cl.Namespace(t, "ttl"), true)
+	s, live, clk, ctx := f.s, f.live, f.clock, context.Background()
 	if _, err := live.Write([]byte("echo marker-$((20+3)) && sleep 1000\n")); err != nil {
 		t.Fatal(err)
 	}
@@ -48,23 +38,12 @@ func TestStreamClosedAtGrantExpiry(t *testing.T) {
 	expires := live.Session.Status.Grant.ExpiresAt.Time
 	later := metav1.NewTime(expires.Add(time.Hour))
 	live.Session.Status.Deadline = &later // what the Session claims
-	ended := make(chan v1alpha1.EndReason, 1)
-	go func() {
-		reason, err := live.Watch(ctx, debugsession.Limits{Idle: 24 * time.Hour, Disconnect: 24 * time.Hour, Heartbeat: time.Hour, Flush: time.Hour})
-		if err != nil {
-			t.Errorf("Watch: %v", err)
-		}
-		ended <- reason
-	}()
+	ended := f.watch(t, debugsession.Limits{Idle: 24 * time.Hour, Disconnect: 24 * time.Hour, Heartbeat: time.Hour, Flush: time.Hour})
 	for step := clk.Now(); !step.After(expires); step = step.Add(30 * time.Second) {
-		for !clk.HasWaiters() {
-			time.Sleep(time.Millisecond)
-		}
+		f.waitLooking()
 		clk.SetTime(step)
 	}
-	for !clk.HasWaiters() {
-		time.Sleep(time.Millisecond)
-	}
+	f.waitLooking()
 	clk.SetTime(expires.Add(time.Second))
 	select {
 	case reason := <-ended:
