@@ -328,7 +328,7 @@ FUZZTIME ?= 30s
 FUZZ_TARGETS := relay/terminal:FuzzParseControl relay/terminal:FuzzFrames \
 	evidence/recording:FuzzPlay evidence/recording:FuzzRecordThenPlay evidence/recording:FuzzCommands evidence/recording:FuzzSearch evidence/recording:FuzzReadTranscript evidence/recording:FuzzParseManifest \
 	evidence/audit:FuzzVerify evidence/tlog:FuzzBundle evidence/tlog:FuzzSigstoreBundle vap:FuzzCaseFile vap:FuzzCopyAndDebug \
-	relay:FuzzRequestBody relay:FuzzTokenClaims relay:FuzzConfig webhook:FuzzConfig
+	relay/api:FuzzRequestBody relay:FuzzTokenClaims relay:FuzzConfig webhook:FuzzConfig
 ## fuzz: each fuzz target for FUZZTIME (30s).
 fuzz: console
 	GO=$(GO) bash hack/fuzz.sh $(FUZZTIME) $(FUZZ_TARGETS)

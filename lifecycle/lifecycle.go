@@ -82,6 +82,16 @@ type Machine struct {
 	Clock clock.PassiveClock
 }
 
+// RelayComponent is the relay's name as a component: the source of its
+// Kubernetes Events. Whom it acts as is v1alpha1.PortalUsername.
+const RelayComponent = "breakglass-relay"
+
+// AsPortal is the machine as the relay writes on cluster: every decision a
+// person makes there and every step of a session it runs.
+func AsPortal(cluster string, c client.Client, kube kubernetes.Interface, a *audit.Log, clk clock.PassiveClock) *Machine {
+	return &Machine{Client: c, Kube: kube, Writer: v1alpha1.WriterPortal, Component: RelayComponent, Cluster: cluster, Audit: a, Clock: clk}
+}
+
 // moveTimeout bounds one move: its audit, its write and the read that
 // judges a write whose answer was lost.
 const moveTimeout = 30 * time.Second

@@ -10,7 +10,6 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
-	"github.com/tower-dev/breakglass/notify"
 	"github.com/tower-dev/breakglass/relay/debugsession"
 )
 
@@ -209,5 +208,5 @@ func (s *Server) adopt(ctx context.Context, name string, t *target, key sessionK
 	s.metrics.live.Inc()
 	s.log.Info("resumed a session its relay left", "session", key.String(), "resumes", live.Session.Status.Resumes)
 	s.watch(key, live)
-	s.notify(ctx, notify.Event{Kind: v1alpha1.NotifySessionResumed, Cluster: name}, live.Session.DeepCopy())
+	s.sessions.Notify(ctx, name, v1alpha1.NotifySessionResumed, live.Session.DeepCopy())
 }

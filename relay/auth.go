@@ -7,35 +7,12 @@ import (
 	"net/http"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/coreos/go-oidc/v3/oidc"
 
-	"github.com/tower-dev/breakglass/api/v1alpha1"
+	"github.com/tower-dev/breakglass/relay/api"
 	"github.com/tower-dev/breakglass/relay/wire"
 )
-
-// Caller is the person behind a request, as their token says.
-type Caller struct {
-	// ID is who they are: the token's issuer and subject, "issuer#subject".
-	// It does not change with their email or display name, and it alone
-	// decides separation of duty: a second spelling of an address, a case
-	// change or a re-issued email is still the same ID.
-	ID string
-	// Name is how they are shown (the username claim, by default the
-	// verified email); it decides nothing.
-	Name   string
-	Groups []string
-	// Expires is when the token runs out: a stream opened with it ends then.
-	Expires time.Time
-}
-
-// IdentityOf is the identity a token's issuer and subject name.
-func IdentityOf(issuer, subject string) string { return issuer + "#" + subject }
-
-// IsRequester reports whether c asked for s: by identity; a Session made
-// without one (not by this relay) by name.
-func (c Caller) IsRequester(s *v1alpha1.Session) bool { return s.IsRequester(c.Name, c.ID) }
 
 // Authenticator verifies OIDC bearer tokens against the issuer's key set.
 type Authenticator struct {
@@ -73,18 +50,18 @@ var errUnauthenticated = errors.New("unauthenticated")
 
 // Verify checks a raw token: signature, issuer, audience, expiry, and the
 // claims that name the person.
-func (a *Authenticator) Verify(ctx context.Context, raw string) (Caller, error) {
+func (a *Authenticator) Verify(ctx context.Context, raw string) (api.Caller, error) {
 	tok, err := a.verifier.Verify(ctx, raw)
 	if err != nil {
-		return Caller{}, fmt.Errorf("%w: %w", errUnauthenticated, err)
+		return api.Caller{}, fmt.Errorf("%w: %w", errUnauthenticated, err)
 	}
 	if !slices.ContainsFunc(tok.Audience, func(aud string) bool { return slices.Contains(a.audiences, aud) }) {
-		return Caller{}, fmt.Errorf("%w: the token's audience is %q, not this relay or one of its portals (%s)",
+		return api.Caller{}, fmt.Errorf("%w: the token's audience is %q, not this relay or one of its portals (%s)",
 			errUnauthenticated, tok.Audience, strings.Join(a.audiences, ", "))
 	}
 	claims := map[string]any{}
 	if err := tok.Claims(&claims); err != nil {
-		return Caller{}, fmt.Errorf("%w: the token's claims: %w", errUnauthenticated, err)
+		return api.Caller{}, fmt.Errorf("%w: the token's claims: %w", errUnauthenticated, err)
 	}
 	// Go's JSON decoding matches keys without regard to case, so "SUB"
 	// beside or instead of "sub" could name one person to the verifier
@@ -96,44 +73,44 @@ func (a *Authenticator) Verify(ctx context.Context, raw string) (Caller, error) 
 	// audiences to a token it gives a third party.
 	if len(tok.Audience) > 1 {
 		if azp, _ := claims["azp"].(string); !slices.Contains(a.audiences, azp) {
-			return Caller{}, fmt.Errorf("%w: the token is for several audiences and was issued to %q, not to this relay or one of its portals", errUnauthenticated, azp)
+			return api.Caller{}, fmt.Errorf("%w: the token is for several audiences and was issued to %q, not to this relay or one of its portals", errUnauthenticated, azp)
 		}
 	}
 	for k := range claims {
 		for _, want := range []string{"iss", "sub", "aud", "azp", "exp", "nbf", "iat", "nonce", "email", "email_verified", a.usernameClaim, a.groupsClaim} {
 			if k != want && strings.EqualFold(k, want) {
-				return Caller{}, fmt.Errorf("%w: the token has a claim %q that differs from %q only by case: refused as ambiguous", errUnauthenticated, k, want)
+				return api.Caller{}, fmt.Errorf("%w: the token has a claim %q that differs from %q only by case: refused as ambiguous", errUnauthenticated, k, want)
 			}
 		}
 	}
 	if sub, _ := claims["sub"].(string); sub == "" || sub != tok.Subject {
-		return Caller{}, fmt.Errorf("%w: the token has no subject: nothing says who the person is", errUnauthenticated)
+		return api.Caller{}, fmt.Errorf("%w: the token has no subject: nothing says who the person is", errUnauthenticated)
 	}
 	name, _ := claims[a.usernameClaim].(string)
 	if name == "" {
-		return Caller{}, fmt.Errorf("%w: the token has no %q claim naming the person", errUnauthenticated, a.usernameClaim)
+		return api.Caller{}, fmt.Errorf("%w: the token has no %q claim naming the person", errUnauthenticated, a.usernameClaim)
 	}
 	// An address shown to people and sent notifications must be the
 	// person's: the issuer must say it verified it.
 	if a.usernameClaim == "email" {
 		// Some providers send the boolean as a string.
 		if v := claims["email_verified"]; v != true && v != "true" {
-			return Caller{}, fmt.Errorf("%w: the token's email is not verified (email_verified is not true)", errUnauthenticated)
+			return api.Caller{}, fmt.Errorf("%w: the token's email is not verified (email_verified is not true)", errUnauthenticated)
 		}
 	}
-	c := Caller{ID: IdentityOf(tok.Issuer, tok.Subject), Name: name, Expires: tok.Expiry}
+	c := api.Caller{ID: api.IdentityOf(tok.Issuer, tok.Subject), Name: name, Expires: tok.Expiry}
 	switch groups := claims[a.groupsClaim].(type) {
 	case nil:
 	case []any:
 		for _, g := range groups {
 			s, ok := g.(string)
 			if !ok {
-				return Caller{}, fmt.Errorf("%w: the %q claim is not a list of strings", errUnauthenticated, a.groupsClaim)
+				return api.Caller{}, fmt.Errorf("%w: the %q claim is not a list of strings", errUnauthenticated, a.groupsClaim)
 			}
 			c.Groups = append(c.Groups, s)
 		}
 	default:
-		return Caller{}, fmt.Errorf("%w: the %q claim is not a list of strings", errUnauthenticated, a.groupsClaim)
+		return api.Caller{}, fmt.Errorf("%w: the %q claim is not a list of strings", errUnauthenticated, a.groupsClaim)
 	}
 	return c, nil
 }
@@ -166,37 +143,4 @@ func websocketProtocols(r *http.Request) []string {
 		}
 	}
 	return out
-}
-
-// can says whether c may do a in namespace ns of cluster.
-func (cfg *Config) can(c Caller, a Action, cluster, ns string) bool {
-	for _, p := range cfg.Permissions {
-		if !slices.Contains(p.Actions, a) || !matches(p.Namespaces, ns) {
-			continue
-		}
-		if len(p.Clusters) > 0 && !matches(p.Clusters, cluster) {
-			continue
-		}
-		for _, g := range p.Groups {
-			if slices.Contains(c.Groups, g) {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-// sees says whether c has any permission in ns: enough to list and read
-// its sessions.
-func (cfg *Config) sees(c Caller, cluster, ns string) bool {
-	for _, a := range actions {
-		if cfg.can(c, a, cluster, ns) {
-			return true
-		}
-	}
-	return false
-}
-
-func matches(list []string, s string) bool {
-	return slices.Contains(list, "*") || slices.Contains(list, s)
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/coreos/go-oidc/v3/oidc"
 	"github.com/go-jose/go-jose/v4"
 	"github.com/go-jose/go-jose/v4/jwt"
+	"github.com/tower-dev/breakglass/relay/api"
 )
 
 // TestClaimsThatDifferOnlyByCaseAreRefused: Go's JSON decoding matches
@@ -32,7 +33,7 @@ func TestClaimsThatDifferOnlyByCaseAreRefused(t *testing.T) {
 		}
 		return tok
 	}
-	if c, err := a.Verify(context.Background(), sign(nil)); err != nil || c.ID != IdentityOf(testIssuer, "alice-1") {
+	if c, err := a.Verify(context.Background(), sign(nil)); err != nil || c.ID != api.IdentityOf(testIssuer, "alice-1") {
 		t.Fatalf("a plain token: %+v %v", c, err)
 	}
 	for name, extra := range map[string]map[string]any{

@@ -1,8 +1,9 @@
-// Package relay is the relay's HTTP API: people authenticated by OIDC
-// request, approve, deny, start, end and review debug sessions, and attach
-// to a session's recorded terminal over a WebSocket. The cluster holds each
-// session's truth in a Session resource; the relay is the only identity
-// that may take a debug grant, and only for an approved session.
+// Package relay is the relay's HTTP surface: people authenticated by OIDC
+// request, approve, deny and review debug sessions (the decisions, in
+// relay/api), and start, end and attach to a session's recorded terminal
+// over a WebSocket (the sessions this replica runs, here). The cluster
+// holds each session's truth in a Session resource; the relay is the only
+// identity that may take a debug grant, and only for an approved session.
 package relay
 
 import (
@@ -17,6 +18,7 @@ import (
 	"github.com/tower-dev/breakglass/api/v1alpha1"
 	"github.com/tower-dev/breakglass/evidence/recording"
 	"github.com/tower-dev/breakglass/notify"
+	"github.com/tower-dev/breakglass/relay/api"
 	"github.com/tower-dev/breakglass/relay/debugsession"
 )
 
@@ -29,12 +31,12 @@ type Config struct {
 	// AllowedOrigins are the browser origins that may open a terminal
 	// (e.g. "https://tower.example.com"). A request without an Origin
 	// header is not a browser's and is let through to token checks.
-	AllowedOrigins []string     `json:"allowedOrigins,omitempty"`
-	OIDC           OIDC         `json:"oidc"`
-	Clusters       []Cluster    `json:"clusters"`
-	Permissions    []Permission `json:"permissions"`
-	Limits         Limits       `json:"limits,omitempty"`
-	Recording      Recording    `json:"recording"`
+	AllowedOrigins []string        `json:"allowedOrigins,omitempty"`
+	OIDC           OIDC            `json:"oidc"`
+	Clusters       []Cluster       `json:"clusters"`
+	Permissions    api.Permissions `json:"permissions"`
+	Limits         Limits          `json:"limits,omitempty"`
+	Recording      Recording       `json:"recording"`
 	// Rekor, when set, anchors every recording in a transparency log.
 	Rekor *Rekor     `json:"rekor,omitempty"`
 	Audit AuditSinks `json:"audit,omitempty"`
@@ -115,36 +117,6 @@ func (c Cluster) Moderates(ns string) bool {
 // NeedsApproval says whether a second person must approve sessions here.
 func (c Cluster) NeedsApproval() bool {
 	return c.Tier == Flight || c.RequireApproval == nil || *c.RequireApproval
-}
-
-// Action is something a person may do to sessions.
-type Action string
-
-// The actions; each is granted per cluster and namespace.
-const (
-	// ActionRequest asks for sessions and starts one's own.
-	ActionRequest Action = "request"
-	// ActionApprove approves or denies others' sessions, and watches them.
-	ActionApprove Action = "approve"
-	// ActionBreakGlass starts a session without approval; it is reviewed after.
-	ActionBreakGlass Action = "breakGlass"
-	// ActionEnd ends others' sessions.
-	ActionEnd Action = "end"
-	// ActionReview reviews others' ended sessions.
-	ActionReview Action = "review"
-	// ActionViewSensitive plays recordings of process-access sessions.
-	ActionViewSensitive Action = "viewSensitive"
-)
-
-var actions = []Action{ActionRequest, ActionApprove, ActionBreakGlass, ActionEnd, ActionReview, ActionViewSensitive}
-
-// Permission gives members of Groups the Actions in Namespaces of Clusters.
-// "*" matches any cluster or namespace.
-type Permission struct {
-	Groups     []string `json:"groups"`
-	Clusters   []string `json:"clusters,omitempty"`
-	Namespaces []string `json:"namespaces"`
-	Actions    []Action `json:"actions"`
 }
 
 // Limits end sessions; zero values take the defaults.

@@ -4,9 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"slices"
 	"sync"
 	"time"
+
+	"github.com/tower-dev/breakglass/relay/api"
 )
 
 const (
@@ -30,10 +31,10 @@ const (
 // page is open: queues and lists stay current without polling every
 // Session. Every stream on this replica shares one watch per cluster
 // (sessionFeed); the page reads the list when its stream opens.
-func (s *Server) events(w http.ResponseWriter, r *http.Request, c Caller) error {
+func (s *Server) events(w http.ResponseWriter, r *http.Request, c api.Caller) error {
 	rc := http.NewResponseController(w)
-	if !s.cfg.seesAny(c) {
-		return forbidden("%s may see no sessions anywhere: there is nothing to stream", c.Name)
+	if !s.cfg.Permissions.SeesAny(c) {
+		return api.Forbidden("%s may see no sessions anywhere: there is nothing to stream", c.Name)
 	}
 	if err := s.streams.take(c.ID); err != nil {
 		return err
@@ -41,7 +42,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request, c Caller) error 
 	defer s.streams.give(c.ID)
 	sub := newStreamSub()
 	for name, feed := range s.feeds {
-		stop := feed.subscribe(sub, func(ns string) bool { return s.cfg.sees(c, name, ns) })
+		stop := feed.subscribe(sub, func(ns string) bool { return s.cfg.Permissions.Sees(c, name, ns) })
 		defer stop()
 	}
 	until := time.Now().Add(eventStreamFor)
@@ -106,9 +107,9 @@ func (n *streamCount) take(id string) error {
 	defer n.mu.Unlock()
 	switch {
 	case n.caller[id] >= streamsPerCaller:
-		return &apiError{http.StatusTooManyRequests, "TooManyStreams", fmt.Sprintf("at most %d event streams at a time for one person: close a page", streamsPerCaller)}
+		return &api.Error{Status: http.StatusTooManyRequests, Reason: "TooManyStreams", Message: fmt.Sprintf("at most %d event streams at a time for one person: close a page", streamsPerCaller)}
 	case n.total >= streamsPerRelay:
-		return &apiError{http.StatusServiceUnavailable, "TooManyStreams", "this relay streams to as many pages as it may: try again shortly"}
+		return &api.Error{Status: http.StatusServiceUnavailable, Reason: "TooManyStreams", Message: "this relay streams to as many pages as it may: try again shortly"}
 	}
 	n.caller[id]++
 	n.total++
@@ -122,11 +123,4 @@ func (n *streamCount) give(id string) {
 		delete(n.caller, id)
 	}
 	n.total--
-}
-
-// seesAny says whether c has any permission anywhere.
-func (cfg *Config) seesAny(c Caller) bool {
-	return slices.ContainsFunc(cfg.Permissions, func(p Permission) bool {
-		return len(p.Actions) > 0 && slices.ContainsFunc(p.Groups, func(g string) bool { return slices.Contains(c.Groups, g) })
-	})
 }

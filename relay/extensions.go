@@ -3,45 +3,26 @@ package relay
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/http"
-	"strings"
-	"time"
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
-	"github.com/tower-dev/breakglass/notify"
+	"github.com/tower-dev/breakglass/relay/api"
 	"github.com/tower-dev/breakglass/relay/debugsession"
 	"github.com/tower-dev/breakglass/relay/wire"
 )
 
-// checkExtension says what is wrong with an ask, or how long it is for.
-func checkExtension(q *wire.ExtensionAsk) (time.Duration, error) {
-	var errs []string
-	d, err := time.ParseDuration(q.Duration)
-	if err != nil || !goDuration.MatchString(q.Duration) || d <= 0 {
-		errs = append(errs, fmt.Sprintf("duration: %q is not a duration such as 30m", q.Duration))
-	}
-	if r := strings.TrimSpace(q.Reason); r == "" || len(q.Reason) > maxReason {
-		errs = append(errs, fmt.Sprintf("reason: say why, in 1 to %d characters", maxReason))
-	}
-	if len(errs) > 0 {
-		return 0, badRequest("%s", strings.Join(errs, "; "))
-	}
-	return d, nil
-}
-
 // askExtension records the requester's ask for more time, for another
 // person to decide, on the replica running the session.
-func (s *Server) askExtension(w http.ResponseWriter, r *http.Request, c Caller) error {
+func (s *Server) askExtension(w http.ResponseWriter, r *http.Request, c api.Caller) error {
 	var q wire.ExtensionAsk
 	// Kept: the ask may be passed on to the replica running the session.
 	if err := keepBody(r); err != nil {
 		return err
 	}
-	if err := decode(r, &q); err != nil {
+	if err := api.Decode(r, &q); err != nil {
 		return err
 	}
-	d, err := checkExtension(&q)
+	d, err := api.CheckExtension(&q)
 	if err != nil {
 		return err
 	}
@@ -49,45 +30,45 @@ func (s *Server) askExtension(w http.ResponseWriter, r *http.Request, c Caller) 
 	if err != nil {
 		return err
 	}
-	if err := s.standingOf(c, t, sess).mayAskExtension(sess); err != nil {
+	if err := s.standingOf(c, t, sess).MayAskExtension(sess); err != nil {
 		return err
 	}
 	return s.onRunning(w, r, c, t, sess, func(ctx context.Context, live *debugsession.Live) error {
 		if err := live.AskExtension(ctx, c.Name, c.ID, d, q.Reason); err != nil {
 			return err
 		}
-		s.notify(ctx, notify.Event{Kind: v1alpha1.NotifyExtensionRequested, Cluster: t.Name}, live.Snapshot())
+		s.sessions.Notify(ctx, t.Name, v1alpha1.NotifyExtensionRequested, live.Snapshot())
 		return nil
 	})
 }
 
-func (s *Server) approveExtension(w http.ResponseWriter, r *http.Request, c Caller) error {
+func (s *Server) approveExtension(w http.ResponseWriter, r *http.Request, c api.Caller) error {
 	return s.decideExtension(w, r, c, true)
 }
 
-func (s *Server) denyExtension(w http.ResponseWriter, r *http.Request, c Caller) error {
+func (s *Server) denyExtension(w http.ResponseWriter, r *http.Request, c api.Caller) error {
 	return s.decideExtension(w, r, c, false)
 }
 
 // decideExtension is an approver's answer to an extension asked for: never
 // the requester's, by any spelling of them (the Session policy checks the
 // same by identity).
-func (s *Server) decideExtension(w http.ResponseWriter, r *http.Request, c Caller, approve bool) error {
+func (s *Server) decideExtension(w http.ResponseWriter, r *http.Request, c api.Caller, approve bool) error {
 	var d wire.Decision
 	if err := keepBody(r); err != nil {
 		return err
 	}
-	if err := decode(r, &d); err != nil {
+	if err := api.Decode(r, &d); err != nil {
 		return err
 	}
-	if len(d.Comment) > maxReason || len(d.Reason) > maxReason {
-		return badRequest("comment and reason are at most %d characters", maxReason)
+	if len(d.Comment) > api.MaxReason || len(d.Reason) > api.MaxReason {
+		return api.BadRequest("comment and reason are at most %d characters", api.MaxReason)
 	}
-	t, sess, err := s.sessionFor(r, c, ActionApprove)
+	t, sess, err := s.sessionFor(r, c, api.ActionApprove)
 	if err != nil {
 		return err
 	}
-	if err := s.standingOf(c, t, sess).mayDecideExtension(sess); err != nil {
+	if err := s.standingOf(c, t, sess).MayDecideExtension(sess); err != nil {
 		return err
 	}
 	words := d.Comment
@@ -99,7 +80,7 @@ func (s *Server) decideExtension(w http.ResponseWriter, r *http.Request, c Calle
 			return err
 		}
 		kind := map[bool]string{true: v1alpha1.NotifyExtensionApproved, false: v1alpha1.NotifyExtensionDenied}[approve]
-		s.notify(ctx, notify.Event{Kind: kind, Cluster: t.Name}, live.Snapshot())
+		s.sessions.Notify(ctx, t.Name, kind, live.Snapshot())
 		return nil
 	})
 }
@@ -108,10 +89,10 @@ func (s *Server) decideExtension(w http.ResponseWriter, r *http.Request, c Calle
 // the replica that runs it, and answers with the Session as do left it.
 // do runs under the session's own lock (Live's), so it sees and writes the
 // Session the heartbeat writes too.
-func (s *Server) onRunning(w http.ResponseWriter, r *http.Request, c Caller, t *target, sess *v1alpha1.Session,
+func (s *Server) onRunning(w http.ResponseWriter, r *http.Request, c api.Caller, t *target, sess *v1alpha1.Session,
 	do func(context.Context, *debugsession.Live) error) error {
 	if sess.Status.Phase != v1alpha1.PhaseActive {
-		return conflict("the session is %s, not Active", sess.Status.Phase)
+		return api.Conflict("the session is %s, not Active", sess.Status.Phase)
 	}
 	live, _, passed, err := s.running(w, r, t, sess)
 	if passed || err != nil {
@@ -121,10 +102,10 @@ func (s *Server) onRunning(w http.ResponseWriter, r *http.Request, c Caller, t *
 	ctx := context.WithoutCancel(r.Context())
 	if err := do(ctx, live); err != nil {
 		if errors.Is(err, debugsession.ErrExtension) {
-			return conflict("%s", err.Error())
+			return api.Conflict("%s", err.Error())
 		}
-		return clusterError(err)
+		return api.ClusterError(err)
 	}
-	writeJSON(w, http.StatusOK, s.view(c, t, live.Snapshot()))
+	api.WriteJSON(w, http.StatusOK, s.view(c, t, live.Snapshot()))
 	return nil
 }

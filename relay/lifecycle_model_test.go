@@ -21,17 +21,17 @@ import (
 	"github.com/tower-dev/breakglass/api/v1alpha1"
 	"github.com/tower-dev/breakglass/manifests/sessionobjects"
 	"github.com/tower-dev/breakglass/policies"
+	"github.com/tower-dev/breakglass/relay/api"
 	"github.com/tower-dev/breakglass/relay/debugsession"
 	"github.com/tower-dev/breakglass/relay/wire"
 	"github.com/tower-dev/breakglass/sweeper"
-	"github.com/tower-dev/breakglass/test/harness/sessiontest"
 	"github.com/tower-dev/breakglass/vap"
 )
 
 // The lifecycle, checked exhaustively: from each way a Session begins (a
 // request, a broken glass, a cluster that needs no approval), every move
 // any actor can make, explored breadth-first. Each move is the code's own
-// decision: what the relay offers each person (standing.offers, the rules
+// decision: what the relay offers each person (api.Standing.Offers, the rules
 // its handlers ask), what the sweeper decides (sweeper.Judge), and each
 // status write and the admin's delete judged by the Session policies with
 // the API server's CEL (vap). The model writes only each move's effect, as
@@ -39,25 +39,25 @@ import (
 
 // modelPerson is one person of the model and the permissions they hold.
 type modelPerson struct {
-	Caller
-	can map[Action]bool
+	api.Caller
+	can map[api.Action]bool
 }
 
-// standing is the person toward any session of the model, as the relay
+// api.Standing is the person toward any session of the model, as the relay
 // judges a caller: their permissions in its one namespace, watching.
-func (p modelPerson) standing() standing {
-	return standing{c: p.Caller, cluster: "c", can: func(a Action) bool { return p.can[a] }, watching: true}
+func (p modelPerson) standing() api.Standing {
+	return api.Standing{Caller: p.Caller, Cluster: "c", Can: func(a api.Action) bool { return p.can[a] }, Watching: true}
 }
 
 var (
 	modelT0 = time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
 	// alice asks; bob approves and reviews; carol reviews only; dave is
 	// the fallback reviewer.
-	modelAlice  = modelPerson{Caller{ID: "idp#alice", Name: "alice"}, map[Action]bool{ActionRequest: true, ActionBreakGlass: true}}
+	modelAlice  = modelPerson{api.Caller{ID: "idp#alice", Name: "alice"}, map[api.Action]bool{api.ActionRequest: true, api.ActionBreakGlass: true}}
 	modelOthers = []modelPerson{
-		{Caller{ID: "idp#bob", Name: "bob"}, map[Action]bool{ActionApprove: true, ActionReview: true}},
-		{Caller{ID: "idp#carol", Name: "carol"}, map[Action]bool{ActionReview: true}},
-		{Caller{ID: "idp#dave", Name: "dave"}, map[Action]bool{ActionReview: true}},
+		{api.Caller{ID: "idp#bob", Name: "bob"}, map[api.Action]bool{api.ActionApprove: true, api.ActionReview: true}},
+		{api.Caller{ID: "idp#carol", Name: "carol"}, map[api.Action]bool{api.ActionReview: true}},
+		{api.Caller{ID: "idp#dave", Name: "dave"}, map[api.Action]bool{api.ActionReview: true}},
 	}
 	modelReviewWithin = 24 * time.Hour
 )
@@ -92,7 +92,7 @@ func modelRunner() *debugsession.Runner {
 		Extensions: debugsession.ExtensionLimits{Max: v1alpha1.DefaultMaxExtensions, MaxTotal: v1alpha1.DefaultMaxTotal}}
 }
 
-// modelState is a Session, the grants standing for it, and the clock.
+// modelState is a Session, the grants api.Standing for it, and the clock.
 type modelState struct {
 	sess *v1alpha1.Session
 	// grants are the session's RoleBindings, by name.
@@ -175,7 +175,7 @@ type modelChecker struct {
 	policy *vap.Evaluator
 	// offers and grantDue are the relay's and the grant sweeper's
 	// decisions; a seeded bug replaces one.
-	offers   func(standing, *v1alpha1.Session) []wire.Offer
+	offers   func(api.Standing, *v1alpha1.Session) []wire.Offer
 	grantDue func(*rbacv1.RoleBinding, time.Time) (bool, time.Duration)
 	states   map[string]modelState
 	moves    map[string][]modelMove
@@ -189,29 +189,25 @@ func newModelChecker(t *testing.T, sw *sweeper.SessionSweeper) *modelChecker {
 		t.Fatal(err)
 	}
 	return &modelChecker{t: t, sw: sw, runner: modelRunner(), policy: vap.NewEvaluator(pairs),
-		offers: standing.offers, grantDue: sweeper.GrantDue, states: map[string]modelState{}, moves: map[string][]modelMove{}}
+		offers: api.Standing.Offers, grantDue: sweeper.GrantDue, states: map[string]modelState{}, moves: map[string][]modelMove{}}
 }
 
-// starts are the three ways a Session begins, as Server.request writes them.
+// starts are the three ways a Session begins, as the relay's request
+// decision (api.Requested) makes them: asked, glass broken, and where no
+// approval is needed.
 func modelStarts() []modelState {
-	newSession := func(glass bool) *v1alpha1.Session {
-		w := sessiontest.Make("shop", "s-1").Created(modelT0).Requester(modelAlice.Name, modelAlice.ID)
-		if glass {
-			w.GlassBroken()
+	start := func(glass, needsApproval bool) modelState {
+		q := &wire.Request{Pod: "web-1", Mode: v1alpha1.ModeLive, Duration: "30m", Reason: "checkout returns 500s", GlassBroken: glass}
+		at := api.Where{Cluster: "c", NeedsApproval: needsApproval, ReviewWithin: modelReviewWithin}
+		sess, move, _ := api.Requested(modelAlice.Caller, q, 30*time.Minute, "shop", at, modelT0)
+		sess.Name, sess.CreationTimestamp = "s-1", metav1.NewTime(modelT0)
+		sess.Status.Phase = move.To
+		if move.Status != nil {
+			move.Status(&sess.Status)
 		}
-		return w.Obj()
+		return modelState{sess: sess, now: modelT0}
 	}
-	now := metav1.NewTime(modelT0)
-	asked := newSession(false)
-	asked.Status.Phase = v1alpha1.PhasePending
-	glass := newSession(true)
-	due := metav1.NewTime(modelT0.Add(modelReviewWithin))
-	glass.Status = v1alpha1.SessionStatus{Phase: v1alpha1.PhaseApproved, Review: &v1alpha1.Review{DueAt: &due},
-		Approval: &v1alpha1.Approval{Kind: v1alpha1.ApprovalGlassBroken, By: "glass broken by alice", At: now, Mode: v1alpha1.ModeLive}}
-	free := newSession(false)
-	free.Status = v1alpha1.SessionStatus{Phase: v1alpha1.PhaseApproved,
-		Approval: &v1alpha1.Approval{Kind: v1alpha1.ApprovalNotRequired, By: "approval not required on c", At: now, Mode: v1alpha1.ModeLive}}
-	return []modelState{{sess: asked, now: modelT0}, {sess: glass, now: modelT0}, {sess: free, now: modelT0}}
+	return []modelState{start(false, true), start(true, true), start(false, false)}
 }
 
 // explore walks every state reachable from the starts, breadth-first.

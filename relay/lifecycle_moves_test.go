@@ -48,7 +48,7 @@ func (m *modelChecker) next(s modelState) []modelMove {
 			case wire.OfferStart:
 				person("start", func(e *modelEdit) { m.start(e, s) })
 			case wire.OfferEnd, wire.OfferWithdraw, wire.OfferCancel:
-				reason, _ := p.standing().mayEnd(s.sess)
+				reason, _ := p.standing().MayEnd(s.sess)
 				end := &v1alpha1.End{By: p.Name, Reason: reason, At: at}
 				person(string(o), func(e *modelEdit) { m.end(e, end, pending) })
 				if st.StartedAt != nil {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
 	"github.com/tower-dev/breakglass/policies"
+	"github.com/tower-dev/breakglass/relay/api"
 	"github.com/tower-dev/breakglass/relay/wire"
 	"github.com/tower-dev/breakglass/sweeper"
 	"github.com/tower-dev/breakglass/vap"
@@ -172,8 +173,8 @@ func TestLifecyclePropertiesCatchSeededBugs(t *testing.T) {
 		// neither reviewed nor deleted.
 		name: "the relay reviews only Ended and Denied sessions", prop: propDeadEnd, naming: "Expired glass=true",
 		seed: func(t *testing.T, m *modelChecker) {
-			m.offers = func(p standing, s *v1alpha1.Session) []wire.Offer {
-				out := p.offers(s)
+			m.offers = func(p api.Standing, s *v1alpha1.Session) []wire.Offer {
+				out := p.Offers(s)
 				if s.Status.Phase != v1alpha1.PhaseEnded && s.Status.Phase != v1alpha1.PhaseDenied {
 					out = without(out, wire.OfferReview)
 				}
@@ -183,9 +184,9 @@ func TestLifecyclePropertiesCatchSeededBugs(t *testing.T) {
 	}, {
 		name: "review is offered only to those who approve", prop: propNoReviewer, naming: "approval=GlassBroken",
 		seed: func(t *testing.T, m *modelChecker) {
-			m.offers = func(p standing, s *v1alpha1.Session) []wire.Offer {
-				out := p.offers(s)
-				if !p.can(ActionApprove) || s.Status.Approval == nil || s.Status.Approval.Kind != v1alpha1.ApprovalPerson {
+			m.offers = func(p api.Standing, s *v1alpha1.Session) []wire.Offer {
+				out := p.Offers(s)
+				if !p.Can(api.ActionApprove) || s.Status.Approval == nil || s.Status.Approval.Kind != v1alpha1.ApprovalPerson {
 					out = without(out, wire.OfferReview)
 				}
 				return out

@@ -17,7 +17,7 @@ import (
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
 	"github.com/tower-dev/breakglass/lifecycle"
-	"github.com/tower-dev/breakglass/notify"
+	"github.com/tower-dev/breakglass/relay/api"
 	"github.com/tower-dev/breakglass/relay/debugsession"
 	"github.com/tower-dev/breakglass/relay/terminal"
 	"github.com/tower-dev/breakglass/relay/wire"
@@ -188,13 +188,13 @@ func (s *Server) running(w http.ResponseWriter, r *http.Request, t *target, sess
 			return nil, nil, false, err
 		}
 		if sess.Status.Phase != v1alpha1.PhaseActive {
-			return nil, nil, false, conflict("the session is %s, not Active", sess.Status.Phase)
+			return nil, nil, false, api.Conflict("the session is %s, not Active", sess.Status.Phase)
 		}
 	}
 	if s.passOn(w, r, sess) {
 		return nil, nil, true, nil
 	}
-	return nil, nil, false, &apiError{http.StatusConflict, "NotHeld", errNotHere.Error()}
+	return nil, nil, false, &api.Error{Status: http.StatusConflict, Reason: "NotHeld", Message: errNotHere.Error()}
 }
 
 // typeSlotWait is how long a requester's new terminal waits for the one
@@ -202,25 +202,25 @@ func (s *Server) running(w http.ResponseWriter, r *http.Request, t *target, sess
 // while the relay is still reading the old one's close.
 const typeSlotWait = 5 * time.Second
 
-func (s *Server) start(w http.ResponseWriter, r *http.Request, c Caller) error {
+func (s *Server) start(w http.ResponseWriter, r *http.Request, c api.Caller) error {
 	ctx := r.Context()
 	t, sess, err := s.sessionFor(r, c, "")
 	if err != nil {
 		return err
 	}
 	ns := sess.Namespace
-	if err := s.standingOf(c, t, sess).mayStart(sess); err != nil {
+	if err := s.standingOf(c, t, sess).MayStart(sess); err != nil {
 		return err
 	}
 	key := sessionKey{t.Name, ns, sess.Name}
 	s.mu.Lock()
 	if _, ok := s.live[key]; ok {
 		s.mu.Unlock()
-		return conflict("the session is starting or started already")
+		return api.Conflict("the session is starting or started already")
 	}
 	if t.presence != nil && !t.presence.present() {
 		s.mu.Unlock()
-		return &apiError{http.StatusServiceUnavailable, "NotPresent", fmt.Sprintf(
+		return &api.Error{Status: http.StatusServiceUnavailable, Reason: "NotPresent", Message: fmt.Sprintf(
 			"this relay replica has lost touch with cluster %s a moment ago and starts nothing there until it is back: try again in a few seconds", t.Name)}
 	}
 	held := newLiveSession()
@@ -234,7 +234,7 @@ func (s *Server) start(w http.ResponseWriter, r *http.Request, c Caller) error {
 	s.settle(key, held, live)
 	if err != nil {
 		if apierrors.IsInvalid(err) || apierrors.IsForbidden(err) {
-			return clusterError(err)
+			return api.ClusterError(err)
 		}
 		// The target is read here first, under the session's own grant (the
 		// relay has no standing read to check it with when the request is
@@ -242,17 +242,17 @@ func (s *Server) start(w http.ResponseWriter, r *http.Request, c Caller) error {
 		// Anything not found later ended the start already.
 		now := &v1alpha1.Session{}
 		if apierrors.IsNotFound(err) && t.Client.Get(ctx, client.ObjectKeyFromObject(sess), now) == nil && now.Status.Phase == v1alpha1.PhaseApproved {
-			return &apiError{http.StatusNotFound, "TargetNotFound", fmt.Sprintf("%v: withdraw this request and ask again for a pod that runs now", err)}
+			return &api.Error{Status: http.StatusNotFound, Reason: "TargetNotFound", Message: fmt.Sprintf("%v: withdraw this request and ask again for a pod that runs now", err)}
 		}
-		return &apiError{http.StatusServiceUnavailable, "StartFailed", err.Error()}
+		return &api.Error{Status: http.StatusServiceUnavailable, Reason: "StartFailed", Message: err.Error()}
 	}
 	s.metrics.live.Inc()
 	// What the answer and the notification show is taken before the
 	// watcher may write the Session.
 	snapshot := live.Session.DeepCopy()
 	s.watch(key, live)
-	s.notify(ctx, notify.Event{Kind: v1alpha1.NotifySessionStarted, Cluster: t.Name}, snapshot)
-	writeJSON(w, http.StatusOK, s.view(c, t, snapshot))
+	s.sessions.Notify(ctx, t.Name, v1alpha1.NotifySessionStarted, snapshot)
+	api.WriteJSON(w, http.StatusOK, s.view(c, t, snapshot))
 	return nil
 }
 
@@ -285,18 +285,18 @@ func (s *Server) watch(key sessionKey, live *debugsession.Live) {
 // maxEndNote bounds the words kept with an end, as the Session's schema does.
 const maxEndNote = 1024
 
-func (s *Server) end(w http.ResponseWriter, r *http.Request, c Caller) error {
+func (s *Server) end(w http.ResponseWriter, r *http.Request, c api.Caller) error {
 	var q wire.EndRequest
 	if r.ContentLength != 0 {
 		// Kept: the end may be passed on to the replica running the session.
 		if err := keepBody(r); err != nil {
 			return err
 		}
-		if err := decode(r, &q); err != nil {
+		if err := api.Decode(r, &q); err != nil {
 			return err
 		}
 		if n := utf8.RuneCountInString(q.Reason); n > maxEndNote {
-			return badRequest("an end's reason is at most %d characters, not %d", maxEndNote, n)
+			return api.BadRequest("an end's reason is at most %d characters, not %d", maxEndNote, n)
 		}
 	}
 	ctx := r.Context()
@@ -306,7 +306,7 @@ func (s *Server) end(w http.ResponseWriter, r *http.Request, c Caller) error {
 	}
 	// A moderator's end is judged where the session runs: a replica not
 	// holding it passes it on (standingOf).
-	reason, err := s.standingOf(c, t, sess).mayEnd(sess)
+	reason, err := s.standingOf(c, t, sess).MayEnd(sess)
 	if err != nil {
 		return err
 	}
@@ -314,11 +314,11 @@ func (s *Server) end(w http.ResponseWriter, r *http.Request, c Caller) error {
 	case v1alpha1.PhasePending, v1alpha1.PhaseApproved:
 		// Never started: nothing to take back but the request itself.
 		end := &v1alpha1.End{By: c.Name, Reason: reason, Note: q.Reason, At: metav1.NewTime(s.clock.Now())}
-		if err := t.runner.Lifecycle().Make(ctx, sess, lifecycle.Move{Step: v1alpha1.StepEnd, To: v1alpha1.PhaseEnded, Actor: c.Name,
+		if err := t.api.Lifecycle.Make(ctx, sess, lifecycle.Move{Step: v1alpha1.StepEnd, To: v1alpha1.PhaseEnded, Actor: c.Name,
 			Reason: "before it started: " + debugsession.EndReasonText(reason, q.Reason), Status: func(st *v1alpha1.SessionStatus) { st.End = end }}); err != nil {
-			return clusterError(err)
+			return api.ClusterError(err)
 		}
-		writeJSON(w, http.StatusOK, s.view(c, t, sess))
+		api.WriteJSON(w, http.StatusOK, s.view(c, t, sess))
 		return nil
 	}
 	held, _, passed, err := s.running(w, r, t, sess)
@@ -328,8 +328,8 @@ func (s *Server) end(w http.ResponseWriter, r *http.Request, c Caller) error {
 	if err := held.End(context.WithoutCancel(ctx), c.Name, reason, q.Reason); err != nil {
 		return err
 	}
-	s.notify(ctx, notify.Event{Kind: v1alpha1.NotifySessionEnded, Cluster: t.Name}, held.Session)
-	writeJSON(w, http.StatusOK, s.view(c, t, held.Session))
+	s.sessions.Notify(ctx, t.Name, v1alpha1.NotifySessionEnded, held.Session)
+	api.WriteJSON(w, http.StatusOK, s.view(c, t, held.Session))
 	return nil
 }
 
@@ -351,16 +351,16 @@ func (s *Server) holding(key sessionKey) *liveSession {
 	return nil
 }
 
-func (s *Server) terminal(w http.ResponseWriter, r *http.Request, c Caller) error {
+func (s *Server) terminal(w http.ResponseWriter, r *http.Request, c api.Caller) error {
 	if !s.originAllowed(r) {
-		return forbidden("origin %q may not open a terminal", r.Header.Get("Origin"))
+		return api.Forbidden("origin %q may not open a terminal", r.Header.Get("Origin"))
 	}
 	t, sess, err := s.sessionFor(r, c, "")
 	if err != nil {
 		return err
 	}
 	ns := sess.Namespace
-	readOnly, err := s.standingOf(c, t, sess).mayOpenTerminal(sess)
+	readOnly, err := s.standingOf(c, t, sess).MayOpenTerminal(sess)
 	if err != nil {
 		return err
 	}
@@ -369,7 +369,7 @@ func (s *Server) terminal(w http.ResponseWriter, r *http.Request, c Caller) erro
 	// on, they see only what they could have watched live.
 	sensitive := sess.Status.Approval != nil && sess.Status.Approval.ProcessAccess
 	opts := terminal.Options{ReadOnly: readOnly, Subprotocol: wire.TerminalProtocol,
-		FromNow:     readOnly && sensitive && !s.cfg.can(c, ActionViewSensitive, t.Name, ns),
+		FromNow:     readOnly && sensitive && !s.cfg.Permissions.Can(c, api.ActionViewSensitive, t.Name, ns),
 		CheckOrigin: func(*http.Request) bool { return true }, // checked above, before the upgrade
 		Count:       func(dir string, n int) { s.metrics.bytes.WithLabelValues(dir).Add(float64(n)) },
 	}
@@ -377,7 +377,7 @@ func (s *Server) terminal(w http.ResponseWriter, r *http.Request, c Caller) erro
 		return terminal.Ended(w, r, opts, "the session is "+string(sess.Status.Phase))
 	}
 	if sess.Status.Phase != v1alpha1.PhaseActive {
-		return conflict("the session is %s, not Active", sess.Status.Phase)
+		return api.Conflict("the session is %s, not Active", sess.Status.Phase)
 	}
 	key := sessionKey{t.Name, ns, sess.Name}
 	live, held, passed, err := s.running(w, r, t, sess)
@@ -402,7 +402,7 @@ func (s *Server) terminal(w http.ResponseWriter, r *http.Request, c Caller) erro
 		// shows as taken, not as a closed tab.
 		if r.URL.Query().Get("take") == "1" && held.typingElsewhere() {
 			const moved = "the requester's keyboard moved to a new terminal; the one before was closed"
-			if err := t.runner.Lifecycle().Note(r.Context(), v1alpha1.StepAttach, c.Name, sess, moved); err != nil {
+			if err := t.api.Lifecycle.Note(r.Context(), v1alpha1.StepAttach, c.Name, sess, moved); err != nil {
 				return err
 			}
 			if err := live.Mark(context.WithoutCancel(r.Context()), moved); err != nil {
@@ -423,7 +423,7 @@ func (s *Server) terminal(w http.ResponseWriter, r *http.Request, c Caller) erro
 		defer done()
 		opts.Moved = moved
 	}
-	if err := t.runner.Lifecycle().Note(r.Context(), v1alpha1.StepAttach, c.Name, sess, map[bool]string{true: "watching", false: "typing"}[readOnly]); err != nil {
+	if err := t.api.Lifecycle.Note(r.Context(), v1alpha1.StepAttach, c.Name, sess, map[bool]string{true: "watching", false: "typing"}[readOnly]); err != nil {
 		return err
 	}
 	var typed terminal.Session = live

@@ -2,10 +2,10 @@ package relay
 
 import (
 	"net/http"
-	"slices"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/tower-dev/breakglass/relay/api"
 	"github.com/tower-dev/breakglass/relay/wire"
 )
 
@@ -35,11 +35,11 @@ type ClusterView struct {
 
 // Allowed is what the caller may do in some namespaces ("*": any).
 type Allowed struct {
-	Namespaces []string `json:"namespaces"`
-	Actions    []Action `json:"actions"`
+	Namespaces []string     `json:"namespaces"`
+	Actions    []api.Action `json:"actions"`
 }
 
-func (s *Server) me(w http.ResponseWriter, _ *http.Request, c Caller) error {
+func (s *Server) me(w http.ResponseWriter, _ *http.Request, c api.Caller) error {
 	out := Me{Name: c.Name, ID: c.ID, Groups: c.Groups, Clusters: []ClusterView{},
 		IdleSeconds: int(s.cfg.Limits.Idle.Seconds()), DisconnectSeconds: int(s.cfg.Limits.Disconnect.Seconds())}
 	if !c.Expires.IsZero() {
@@ -51,16 +51,13 @@ func (s *Server) me(w http.ResponseWriter, _ *http.Request, c Caller) error {
 	for _, cl := range s.cfg.Clusters {
 		v := ClusterView{Name: cl.Name, Tier: cl.Tier, NeedsApproval: cl.NeedsApproval(), Allowed: []Allowed{}}
 		for _, p := range s.cfg.Permissions {
-			if len(p.Clusters) > 0 && !matches(p.Clusters, cl.Name) {
-				continue
-			}
-			if slices.ContainsFunc(p.Groups, func(g string) bool { return slices.Contains(c.Groups, g) }) {
+			if p.In(cl.Name) && p.Holds(c) {
 				v.Allowed = append(v.Allowed, Allowed{Namespaces: p.Namespaces, Actions: p.Actions})
 			}
 		}
 		out.Clusters = append(out.Clusters, v)
 	}
-	writeJSON(w, http.StatusOK, out)
+	api.WriteJSON(w, http.StatusOK, out)
 	return nil
 }
 

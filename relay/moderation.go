@@ -76,7 +76,7 @@ func (s *Server) moderate(t *target, held *liveSession) {
 		if err := live.Mark(ctx, note); err != nil {
 			s.log.Error(err, "marking moderation in the recording", "session", live.Session.Namespace+"/"+live.Session.Name)
 		}
-		if err := t.runner.Lifecycle().Note(ctx, v1alpha1.StepModeration, who, live.Snapshot(), note); err != nil {
+		if err := t.api.Lifecycle.Note(ctx, v1alpha1.StepModeration, who, live.Snapshot(), note); err != nil {
 			s.log.Error(err, "auditing moderation", "session", live.Session.Namespace+"/"+live.Session.Name)
 		}
 		held.notify(notice)

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
+	"github.com/tower-dev/breakglass/relay/api"
 )
 
 // Peers are the other replicas of this relay behind one Service: any of
@@ -88,14 +89,14 @@ func (s *Server) passOn(w http.ResponseWriter, r *http.Request, sess *v1alpha1.S
 			pr.SetXForwarded()
 		},
 		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, err error) {
-			writeError(w, &apiError{http.StatusServiceUnavailable, "NotHeld",
-				fmt.Sprintf("the replica running this session, %s, does not answer (%v): try again", holder, err)})
+			api.WriteError(w, &api.Error{Status: http.StatusServiceUnavailable, Reason: "NotHeld",
+				Message: fmt.Sprintf("the replica running this session, %s, does not answer (%v): try again", holder, err)})
 		},
 	}
 	if r.GetBody != nil { // read here already (keepBody): the replica reads it again
 		body, err := r.GetBody()
 		if err != nil {
-			writeError(w, &apiError{http.StatusInternalServerError, "Internal", err.Error()})
+			api.WriteError(w, &api.Error{Status: http.StatusInternalServerError, Reason: "Internal", Message: err.Error()})
 			return true
 		}
 		r.Body = body
@@ -105,15 +106,15 @@ func (s *Server) passOn(w http.ResponseWriter, r *http.Request, sess *v1alpha1.S
 	return true
 }
 
-// keepBody reads r's body (at most maxBody) so that it can be read again:
+// keepBody reads r's body (at most api.MaxBody) so that it can be read again:
 // by the handler here, and by the replica a request is passed on to.
 func keepBody(r *http.Request) error {
 	if r.Body == nil {
 		return nil
 	}
-	b, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, maxBody))
+	b, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, api.MaxBody))
 	if err != nil {
-		return badRequest("the body could not be read (at most %d bytes): %v", maxBody, err)
+		return api.BadRequest("the body could not be read (at most %d bytes): %v", api.MaxBody, err)
 	}
 	r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil }
 	r.Body, _ = r.GetBody()

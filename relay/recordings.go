@@ -8,6 +8,7 @@ import (
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
 	"github.com/tower-dev/breakglass/evidence/recording"
+	"github.com/tower-dev/breakglass/relay/api"
 )
 
 // recordingFiles are what may be fetched, by the name the API uses.
@@ -19,14 +20,14 @@ var recordingFiles = map[string]struct{ key, contentType string }{
 
 // recording serves an ended session's evidence to whoever may play it
 // (mayPlay). Every play is audited.
-func (s *Server) recording(w http.ResponseWriter, r *http.Request, c Caller) error {
+func (s *Server) recording(w http.ResponseWriter, r *http.Request, c api.Caller) error {
 	file := r.URL.Query().Get("file")
 	if file == "" {
 		file = "cast"
 	}
 	f, ok := recordingFiles[file]
 	if !ok {
-		return badRequest("file: %q is not one of cast, transcript, manifest", file)
+		return api.BadRequest("file: %q is not one of cast, transcript, manifest", file)
 	}
 	t, sess, err := s.playable(r, c)
 	if err != nil {
@@ -36,23 +37,23 @@ func (s *Server) recording(w http.ResponseWriter, r *http.Request, c Caller) err
 	if err != nil {
 		return err
 	}
-	if err := t.runner.Lifecycle().Note(r.Context(), v1alpha1.StepPlay, c.Name, sess, file); err != nil {
+	if err := t.api.Lifecycle.Note(r.Context(), v1alpha1.StepPlay, c.Name, sess, file); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", f.contentType)
 	w.Header().Set("Content-Disposition", "attachment; filename="+f.key)
-	apiHeaders(w.Header())
+	api.Headers(w.Header())
 	_, _ = w.Write(body)
 	return nil
 }
 
 // playable is the session the request names, if c may play its recording.
-func (s *Server) playable(r *http.Request, c Caller) (*target, *v1alpha1.Session, error) {
+func (s *Server) playable(r *http.Request, c api.Caller) (*target, *v1alpha1.Session, error) {
 	t, sess, err := s.sessionFor(r, c, "")
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := s.standingOf(c, t, sess).mayPlay(sess); err != nil {
+	if err := s.standingOf(c, t, sess).MayPlay(sess); err != nil {
 		return nil, nil, err
 	}
 	return t, sess, nil
@@ -63,7 +64,7 @@ func (s *Server) playable(r *http.Request, c Caller) (*target, *v1alpha1.Session
 // the version and hash the Session recorded, and the file at the version
 // and hash the manifest names. Anything written over them since is
 // audited and reported, in a Breakglass-Warning header in h, never served.
-func (s *Server) readRecording(ctx context.Context, h http.Header, t *target, c Caller, sess *v1alpha1.Session, key string) ([]byte, error) {
+func (s *Server) readRecording(ctx context.Context, h http.Header, t *target, c api.Caller, sess *v1alpha1.Session, key string) ([]byte, error) {
 	ref := recording.RefOf(t.Name, sess)
 	m, manifest, err := recording.ReadManifest(ctx, s.store, ref, sess.Status.Evidence)
 	body := manifest
@@ -75,13 +76,13 @@ func (s *Server) readRecording(ctx context.Context, h http.Header, t *target, c 
 	switch {
 	case errors.Is(err, recording.ErrOverwritten) && body != nil:
 		// The genuine bytes are served; the overwrite is evidence of its own.
-		_ = t.runner.Lifecycle().Note(ctx, v1alpha1.StepTampered, c.Name, sess, "recording written over in the store: "+err.Error())
+		_ = t.api.Lifecycle.Note(ctx, v1alpha1.StepTampered, c.Name, sess, "recording written over in the store: "+err.Error())
 		h.Set("Breakglass-Warning", overwrittenWarning)
 	case errors.Is(err, recording.ErrMismatch):
-		_ = t.runner.Lifecycle().Note(ctx, v1alpha1.StepTampered, c.Name, sess, "recording does not match its Session: "+err.Error())
-		return nil, conflict("the recording in the store is not this session's: %v", err)
+		_ = t.api.Lifecycle.Note(ctx, v1alpha1.StepTampered, c.Name, sess, "recording does not match its Session: "+err.Error())
+		return nil, api.Conflict("the recording in the store is not this session's: %v", err)
 	case errors.Is(err, recording.ErrNotFound):
-		return nil, notFound("the recording's %s is not in the store", key)
+		return nil, api.NotFound("the recording's %s is not in the store", key)
 	case err != nil:
 		// The store is away or failing: nothing says the evidence is wrong.
 		return nil, fmt.Errorf("reading the recording: %w", err)

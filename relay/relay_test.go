@@ -12,6 +12,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/tower-dev/breakglass/relay/api"
 	"github.com/tower-dev/breakglass/relay/wire"
 )
 
@@ -141,27 +142,27 @@ func TestPermissions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	owner := Caller{Name: "alice", Groups: []string{"shop"}}
-	sre := Caller{Name: "bob", Groups: []string{"sre"}}
+	owner := api.Caller{Name: "alice", Groups: []string{"shop"}}
+	sre := api.Caller{Name: "bob", Groups: []string{"sre"}}
 	for _, tc := range []struct {
-		who         Caller
-		a           Action
+		who         api.Caller
+		a           api.Action
 		cluster, ns string
 		want        bool
 	}{
-		{owner, ActionRequest, "prod", "shop", true},
-		{owner, ActionRequest, "prod", "payments", false},
-		{owner, ActionApprove, "prod", "shop", false},
-		{sre, ActionApprove, "prod", "payments", true},
-		{sre, ActionApprove, "dev", "payments", false},
-		{sre, ActionReview, "prod", "payments", false},
-		{Caller{Name: "x"}, ActionRequest, "prod", "shop", false},
+		{owner, api.ActionRequest, "prod", "shop", true},
+		{owner, api.ActionRequest, "prod", "payments", false},
+		{owner, api.ActionApprove, "prod", "shop", false},
+		{sre, api.ActionApprove, "prod", "payments", true},
+		{sre, api.ActionApprove, "dev", "payments", false},
+		{sre, api.ActionReview, "prod", "payments", false},
+		{api.Caller{Name: "x"}, api.ActionRequest, "prod", "shop", false},
 	} {
-		if got := c.can(tc.who, tc.a, tc.cluster, tc.ns); got != tc.want {
+		if got := c.Permissions.Can(tc.who, tc.a, tc.cluster, tc.ns); got != tc.want {
 			t.Errorf("%s %s in %s/%s: %t, want %t", tc.who.Name, tc.a, tc.cluster, tc.ns, got, tc.want)
 		}
 	}
-	if !c.sees(sre, "prod", "shop") || c.sees(sre, "dev", "shop") {
+	if !c.Permissions.Sees(sre, "prod", "shop") || c.Permissions.Sees(sre, "dev", "shop") {
 		t.Error("sees: any permission in the namespace, nothing else")
 	}
 }

@@ -2,7 +2,6 @@ package relay
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -28,7 +27,7 @@ import (
 	"github.com/tower-dev/breakglass/evidence/recording"
 	"github.com/tower-dev/breakglass/evidence/tlog"
 	"github.com/tower-dev/breakglass/lifecycle"
-	"github.com/tower-dev/breakglass/notify"
+	"github.com/tower-dev/breakglass/relay/api"
 	"github.com/tower-dev/breakglass/relay/console"
 	"github.com/tower-dev/breakglass/relay/debugsession"
 	"github.com/tower-dev/breakglass/relay/wire"
@@ -42,11 +41,6 @@ type Target struct {
 	Config *rest.Config
 }
 
-// Notifier tells people about sessions.
-type Notifier interface {
-	Send(ctx context.Context, e notify.Event, s *v1alpha1.Session) error
-}
-
 // Options are what a Server is built from.
 type Options struct {
 	Config  *Config
@@ -54,7 +48,7 @@ type Options struct {
 	Store   recording.Store
 	Audit   *audit.Log
 	// Notifier may be nil: no notifications.
-	Notifier Notifier
+	Notifier api.Notifier
 	// Anchorer may be nil: recordings are not anchored.
 	Anchorer *tlog.Anchorer
 	// Checkpoints, when set, anchors the audit chain's head every
@@ -76,12 +70,13 @@ type Server struct {
 	clusters map[string]*target
 	store    recording.Store
 	audit    *audit.Log
-	notifier Notifier
 	anchorer *tlog.Anchorer
 	clock    clock.Clock
 	log      logr.Logger
 	metrics  *metrics
 	console  *console.Console
+	// sessions is the decisions API: request, read, approve, deny, review.
+	sessions *api.Sessions
 	peers    *Peers
 
 	// unauthenticated bounds how many refusals of requests without a valid
@@ -121,6 +116,8 @@ type Server struct {
 type target struct {
 	Cluster
 	Target
+	// api is the cluster as the decisions API serves it.
+	api    *api.Cluster
 	runner *debugsession.Runner
 	// presence is this replica's presence in the cluster, while Adopt runs
 	// among several replicas.
@@ -154,22 +151,27 @@ func newServer(o Options, auth *Authenticator, web *console.Console) (*Server, e
 		}
 	}
 	s := &Server{cfg: o.Config, auth: auth, clusters: map[string]*target{}, store: o.Store, audit: o.Audit,
-		notifier: o.Notifier, console: web, peers: o.Peers, anchorer: o.Anchorer, clock: o.Clock, log: o.Log, metrics: newMetrics(), live: map[sessionKey]*liveSession{},
+		console: web, peers: o.Peers, anchorer: o.Anchorer, clock: o.Clock, log: o.Log, metrics: newMetrics(), live: map[sessionKey]*liveSession{},
 		adoptWait: map[sessionKey]time.Duration{}, adoptAfter: map[sessionKey]time.Time{}, closing: make(chan struct{}),
 		feeds: map[string]*sessionFeed{}, streams: newStreamCount(),
 		unauthenticated: rate.NewLimiter(rate.Limit(UnauthenticatedAuditRate), UnauthenticatedAuditBurst)}
+	s.sessions = &api.Sessions{Clusters: map[string]*api.Cluster{}, Permissions: o.Config.Permissions,
+		ReviewWithin: o.Config.Limits.ReviewWithin.Duration, Clock: o.Clock, Notifier: o.Notifier, Running: running{s}, Log: o.Log}
 	for _, c := range o.Config.Clusters {
 		t, ok := o.Targets[c.Name]
 		if !ok {
 			return nil, fmt.Errorf("relay: no credentials for cluster %s", c.Name)
 		}
-		s.clusters[c.Name] = &target{Cluster: c, Target: t, runner: &debugsession.Runner{
-			Cluster: c.Name, Client: t.Client, Kube: t.Kube, Config: t.Config, Store: o.Store, Audit: o.Audit, Clock: o.Clock,
-			DebugImage: c.DebugImage, Grace: o.Config.Limits.Grace.Duration, Retention: o.Config.Recording.Retention.Duration,
-			MaxTTL: maxDuration, Anchorer: o.Anchorer, Log: o.Log, Replica: replica,
-			Extensions: o.Config.Limits.extensionLimits(),
-		}}
+		s.clusters[c.Name] = &target{Cluster: c, Target: t, api: &api.Cluster{Name: c.Name, Client: t.Client, Kube: t.Kube,
+			NeedsApproval: c.NeedsApproval(), Moderates: c.Moderates, Lifecycle: lifecycle.AsPortal(c.Name, t.Client, t.Kube, o.Audit, o.Clock)},
+			runner: &debugsession.Runner{
+				Cluster: c.Name, Client: t.Client, Kube: t.Kube, Config: t.Config, Store: o.Store, Audit: o.Audit, Clock: o.Clock,
+				DebugImage: c.DebugImage, Grace: o.Config.Limits.Grace.Duration, Retention: o.Config.Recording.Retention.Duration,
+				MaxTTL: api.MaxDuration, Anchorer: o.Anchorer, Log: o.Log, Replica: replica,
+				Extensions: o.Config.Limits.extensionLimits(),
+			}}
 		s.feeds[c.Name] = newSessionFeed(c.Name, s.clusters[c.Name])
+		s.sessions.Clusters[c.Name] = s.clusters[c.Name].api
 	}
 	if o.Checkpoints != nil {
 		every := o.CheckpointEvery
@@ -192,12 +194,12 @@ func newServer(o Options, auth *Authenticator, web *console.Console) (*Server, e
 // publish out of band: a relay that is not the real one can serve any key.
 func (s *Server) signingKey(w http.ResponseWriter, _ *http.Request) {
 	if s.anchorer == nil {
-		writeError(w, &apiError{http.StatusNotFound, "NotAnchored", "this relay signs nothing: no transparency log is configured"})
+		api.WriteError(w, &api.Error{Status: http.StatusNotFound, Reason: "NotAnchored", Message: "this relay signs nothing: no transparency log is configured"})
 		return
 	}
 	pemBytes, err := s.anchorer.PublicKey()
 	if err != nil {
-		writeError(w, &apiError{http.StatusInternalServerError, "Internal", err.Error()})
+		api.WriteError(w, &api.Error{Status: http.StatusInternalServerError, Reason: "Internal", Message: err.Error()})
 		return
 	}
 	w.Header().Set("Content-Type", "application/x-pem-file")
@@ -205,7 +207,7 @@ func (s *Server) signingKey(w http.ResponseWriter, _ *http.Request) {
 }
 
 func (s *Server) loginConfig(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, wire.LoginConfig{Issuer: s.cfg.OIDC.Issuer, ClientID: s.cfg.OIDC.Audience})
+	api.WriteJSON(w, http.StatusOK, wire.LoginConfig{Issuer: s.cfg.OIDC.Issuer, ClientID: s.cfg.OIDC.Audience})
 }
 
 // route is one endpoint; relay/openapi.yaml describes each (a test holds
@@ -220,18 +222,18 @@ func (s *Server) routes() []route {
 	const one = many + "/{name}"
 	return []route{
 		{"GET", "/api/v1/me", s.authed(s.me)},
-		{"GET", "/api/v1/sessions", s.authed(s.list)},
+		{"GET", "/api/v1/sessions", s.authed(s.sessions.List)},
 		{"GET", "/api/v1/events", s.authed(s.events)},
-		{"POST", many, s.authed(s.request)},
-		{"GET", one, s.authed(s.get)},
-		{"POST", one + "/approve", s.authed(s.approve)},
-		{"POST", one + "/deny", s.authed(s.deny)},
+		{"POST", many, s.authed(s.sessions.Request)},
+		{"GET", one, s.authed(s.sessions.Get)},
+		{"POST", one + "/approve", s.authed(s.sessions.Approve)},
+		{"POST", one + "/deny", s.authed(s.sessions.Deny)},
 		{"POST", one + "/start", s.authed(s.start)},
 		{"POST", one + "/end", s.authed(s.end)},
 		{"POST", one + "/extensions", s.authed(s.askExtension)},
 		{"POST", one + "/extensions/approve", s.authed(s.approveExtension)},
 		{"POST", one + "/extensions/deny", s.authed(s.denyExtension)},
-		{"POST", one + "/review", s.authed(s.review)},
+		{"POST", one + "/review", s.authed(s.sessions.Review)},
 		{"GET", one + "/terminal", s.authed(s.terminal)},
 		{"GET", one + "/recording", s.authed(s.recording)},
 		{"GET", one + "/recording/commands", s.authed(s.recordingCommands)},
@@ -254,7 +256,7 @@ func (s *Server) Handler() http.Handler {
 		}
 	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, &apiError{http.StatusNotFound, "NotFound", fmt.Sprintf("no such endpoint: %s %s", r.Method, r.URL.Path)})
+		api.WriteError(w, &api.Error{Status: http.StatusNotFound, Reason: "NotFound", Message: fmt.Sprintf("no such endpoint: %s %s", r.Method, r.URL.Path)})
 	})
 	return mux
 }
@@ -296,22 +298,20 @@ var clusterRequests = prometheus.GathererFunc(func() ([]*dto.MetricFamily, error
 	return out, err
 })
 
-type handler func(w http.ResponseWriter, r *http.Request, c Caller) error
-
 // authed verifies the caller's token and turns a handler's error into a
 // JSON answer. Every refusal is audited.
-func (s *Server) authed(h handler) http.HandlerFunc {
+func (s *Server) authed(h api.Handler) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		action := r.Pattern
 		raw, err := s.credential(r)
-		var c Caller
+		var c api.Caller
 		if err == nil {
 			c, err = s.auth.Verify(r.Context(), raw)
 		}
 		if err != nil {
 			s.metrics.requests.WithLabelValues(action, "unauthenticated").Inc()
 			s.refused(r, "", err)
-			writeError(w, &apiError{http.StatusUnauthorized, "Unauthenticated", err.Error()})
+			api.WriteError(w, &api.Error{Status: http.StatusUnauthorized, Reason: "Unauthenticated", Message: err.Error()})
 			return
 		}
 		r = r.WithContext(lifecycle.WithActorID(r.Context(), c.ID))
@@ -320,14 +320,14 @@ func (s *Server) authed(h handler) http.HandlerFunc {
 			s.metrics.requests.WithLabelValues(action, "ok").Inc()
 			return
 		}
-		var ae *apiError
+		var ae *api.Error
 		if !errors.As(err, &ae) {
 			s.log.Error(err, "request failed", "caller", c.Name, "path", r.URL.Path)
-			ae = &apiError{http.StatusInternalServerError, "Internal", err.Error()}
+			ae = &api.Error{Status: http.StatusInternalServerError, Reason: "Internal", Message: err.Error()}
 		}
 		s.metrics.requests.WithLabelValues(action, ae.Reason).Inc()
 		s.refused(r, c.Name, ae)
-		writeError(w, ae)
+		api.WriteError(w, ae)
 	}
 }
 
@@ -380,78 +380,6 @@ func sessionPath(r *http.Request) string {
 		return ""
 	}
 	return r.PathValue("namespace") + "/" + r.PathValue("name")
-}
-
-// apiError is a refusal with its HTTP status, a stable reason and a message
-// for people.
-type apiError struct {
-	Status  int    `json:"-"`
-	Reason  string `json:"reason"`
-	Message string `json:"message"`
-}
-
-func (e *apiError) Error() string { return e.Message }
-
-func badRequest(format string, a ...any) error {
-	return &apiError{http.StatusBadRequest, "BadRequest", fmt.Sprintf(format, a...)}
-}
-
-func forbidden(format string, a ...any) error {
-	return &apiError{http.StatusForbidden, "Forbidden", fmt.Sprintf(format, a...)}
-}
-
-func conflict(format string, a ...any) error {
-	return &apiError{http.StatusConflict, "Conflict", fmt.Sprintf(format, a...)}
-}
-
-func notFound(format string, a ...any) error {
-	return &apiError{http.StatusNotFound, "NotFound", fmt.Sprintf(format, a...)}
-}
-
-func writeError(w http.ResponseWriter, e *apiError) {
-	writeJSON(w, e.Status, map[string]*apiError{"error": e})
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	apiHeaders(w.Header())
-	w.WriteHeader(status)
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	_ = enc.Encode(v)
-}
-
-// apiHeaders keep an answer of the API from ever being a page, whatever
-// its bytes (a recording is the pod's output; an error repeats a path): no
-// sniffing, no script, no framing, no caching.
-func apiHeaders(h http.Header) {
-	h.Set("Cache-Control", "no-store")
-	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("Content-Security-Policy", "sandbox; default-src 'none'; frame-ancestors 'none'")
-}
-
-// maxBody bounds a request body: every body is a small JSON object.
-const maxBody = 64 << 10
-
-// decode reads a JSON body strictly: unknown fields and trailing data are
-// refused, so a misspelt "keepPod" is an error, not a silent default.
-func decode(r *http.Request, v any) error {
-	if r.Body == nil {
-		return badRequest("a JSON body is required")
-	}
-	d := json.NewDecoder(http.MaxBytesReader(nil, r.Body, maxBody))
-	d.DisallowUnknownFields()
-	if err := d.Decode(v); err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			return badRequest("the body is larger than %d bytes", maxBody)
-		}
-		return badRequest("the body is not the expected JSON: %v", err)
-	}
-	if d.More() {
-		return badRequest("the body has data after its JSON object")
-	}
-	return nil
 }
 
 type metrics struct {

@@ -17,6 +17,7 @@ import (
 	"github.com/tower-dev/breakglass/evidence/recording"
 	"github.com/tower-dev/breakglass/evidence/transcript"
 	"github.com/tower-dev/breakglass/lifecycle"
+	"github.com/tower-dev/breakglass/relay/api"
 	"github.com/tower-dev/breakglass/relay/wire"
 )
 
@@ -45,7 +46,7 @@ type recordingQuery struct {
 func parseQuery(v url.Values, namespace bool) (recordingQuery, error) {
 	q := recordingQuery{text: v.Get("q"), opts: recording.SearchOptions{Max: maxMatches}, since: defaultSince, limit: defaultSessions}
 	if n := utf8.RuneCountInString(q.text); !utf8.ValidString(q.text) || strings.TrimSpace(q.text) == "" || n < minQuery || n > maxQuery {
-		return q, badRequest("q: say what to find, in %d to %d characters", minQuery, maxQuery)
+		return q, api.BadRequest("q: say what to find, in %d to %d characters", minQuery, maxQuery)
 	}
 	switch stream := v.Get("stream"); stream {
 	case "", "both":
@@ -54,7 +55,7 @@ func parseQuery(v url.Values, namespace bool) (recordingQuery, error) {
 	case transcript.StreamOutput:
 		q.opts.Output = true
 	default:
-		return q, badRequest("stream: %q is not one of input, output, both", stream)
+		return q, api.BadRequest("stream: %q is not one of input, output, both", stream)
 	}
 	if !namespace {
 		return q, nil
@@ -62,14 +63,14 @@ func parseQuery(v url.Values, namespace bool) (recordingQuery, error) {
 	if raw := v.Get("since"); raw != "" {
 		d, err := parseSince(raw)
 		if err != nil || d <= 0 || d > maxSince {
-			return q, badRequest("since: %q is not a duration up to 30d, such as 72h or 7d", raw)
+			return q, api.BadRequest("since: %q is not a duration up to 30d, such as 72h or 7d", raw)
 		}
 		q.since = d
 	}
 	if raw := v.Get("limit"); raw != "" {
 		n, err := strconv.Atoi(raw)
 		if err != nil || n < 1 || n > maxSessions {
-			return q, badRequest("limit: %q is not 1 to %d sessions", raw, maxSessions)
+			return q, api.BadRequest("limit: %q is not 1 to %d sessions", raw, maxSessions)
 		}
 		q.limit = n
 	}
@@ -99,7 +100,7 @@ func (q recordingQuery) String() string {
 
 // transcript reads the transcript of the session the request names, for a
 // caller who may play its recording.
-func (s *Server) transcript(w http.ResponseWriter, r *http.Request, c Caller) (*target, *v1alpha1.Session, []recording.Record, error) {
+func (s *Server) transcript(w http.ResponseWriter, r *http.Request, c api.Caller) (*target, *v1alpha1.Session, []recording.Record, error) {
 	t, sess, err := s.playable(r, c)
 	if err != nil {
 		return nil, nil, nil, err
@@ -110,31 +111,31 @@ func (s *Server) transcript(w http.ResponseWriter, r *http.Request, c Caller) (*
 	}
 	records, err := recording.ReadTranscript(body)
 	if err != nil {
-		return nil, nil, nil, conflict("the recording's transcript does not decode: %v", err)
+		return nil, nil, nil, api.Conflict("the recording's transcript does not decode: %v", err)
 	}
 	return t, sess, records, nil
 }
 
 // recordingCommands answers {commands: [...]}: the lines typed in an ended
 // session (recording.Commands). Audited as a play.
-func (s *Server) recordingCommands(w http.ResponseWriter, r *http.Request, c Caller) error {
+func (s *Server) recordingCommands(w http.ResponseWriter, r *http.Request, c api.Caller) error {
 	t, sess, records, err := s.transcript(w, r, c)
 	if err != nil {
 		return err
 	}
-	if err := t.runner.Lifecycle().Note(r.Context(), v1alpha1.StepPlay, c.Name, sess, "commands"); err != nil {
+	if err := t.api.Lifecycle.Note(r.Context(), v1alpha1.StepPlay, c.Name, sess, "commands"); err != nil {
 		return err
 	}
 	cmds := recording.Commands(records)
 	if cmds == nil {
 		cmds = []transcript.Command{}
 	}
-	writeJSON(w, http.StatusOK, map[string][]transcript.Command{"commands": cmds})
+	api.WriteJSON(w, http.StatusOK, map[string][]transcript.Command{"commands": cmds})
 	return nil
 }
 
 // searchRecording answers where q shows in one ended session's recording.
-func (s *Server) searchRecording(w http.ResponseWriter, r *http.Request, c Caller) error {
+func (s *Server) searchRecording(w http.ResponseWriter, r *http.Request, c api.Caller) error {
 	q, err := parseQuery(r.URL.Query(), false)
 	if err != nil {
 		return err
@@ -144,26 +145,27 @@ func (s *Server) searchRecording(w http.ResponseWriter, r *http.Request, c Calle
 		return err
 	}
 	matches := recording.Search(records, q.text, q.opts)
-	if err := t.runner.Lifecycle().Note(r.Context(), v1alpha1.StepSearch, c.Name, sess, q.String()); err != nil {
+	if err := t.api.Lifecycle.Note(r.Context(), v1alpha1.StepSearch, c.Name, sess, q.String()); err != nil {
 		return err
 	}
 	if matches == nil {
 		matches = []transcript.Match{}
 	}
-	writeJSON(w, http.StatusOK, wire.SessionSearch{Query: q.text, Truncated: len(matches) >= maxMatches, Matches: matches})
+	api.WriteJSON(w, http.StatusOK, wire.SessionSearch{Query: q.text, Truncated: len(matches) >= maxMatches, Matches: matches})
 	return nil
 }
 
 // searchRecordings searches the recordings of a namespace's recent
 // sessions, for its reviewers and approvers: one audit event names the
 // search and the sessions searched.
-func (s *Server) searchRecordings(w http.ResponseWriter, r *http.Request, c Caller) error {
-	t, ns, err := s.targetOf(r, c, "")
+func (s *Server) searchRecordings(w http.ResponseWriter, r *http.Request, c api.Caller) error {
+	cl, ns, err := s.sessions.ClusterOf(r, c, "")
 	if err != nil {
 		return err
 	}
-	if !s.cfg.can(c, ActionReview, t.Name, ns) && !s.cfg.can(c, ActionApprove, t.Name, ns) {
-		return forbidden("%s may neither review nor approve sessions in %s/%s: only they search its recordings", c.Name, t.Name, ns)
+	t := s.clusters[cl.Name]
+	if !s.cfg.Permissions.Can(c, api.ActionReview, t.Name, ns) && !s.cfg.Permissions.Can(c, api.ActionApprove, t.Name, ns) {
+		return api.Forbidden("%s may neither review nor approve sessions in %s/%s: only they search its recordings", c.Name, t.Name, ns)
 	}
 	q, err := parseQuery(r.URL.Query(), true)
 	if err != nil {
@@ -175,7 +177,7 @@ func (s *Server) searchRecordings(w http.ResponseWriter, r *http.Request, c Call
 		return fmt.Errorf("listing sessions in %s/%s: %w", t.Name, ns, err)
 	}
 	res := searchSessions(list.Items, s.clock.Now().Add(-q.since), q,
-		func(sess *v1alpha1.Session) error { return s.standingOf(c, t, sess).mayPlay(sess) },
+		func(sess *v1alpha1.Session) error { return s.standingOf(c, t, sess).MayPlay(sess) },
 		func(sess *v1alpha1.Session) ([]recording.Record, bool, error) {
 			h := http.Header{}
 			body, err := s.readRecording(ctx, h, t, c, sess, recording.TranscriptFile)
@@ -189,9 +191,9 @@ func (s *Server) searchRecordings(w http.ResponseWriter, r *http.Request, c Call
 		"withheld": strconv.Itoa(res.Withheld), "matches": strconv.Itoa(len(res.Results))}
 	plane := &lifecycle.Machine{Audit: s.audit, Cluster: t.Name}
 	if err := plane.NotePlane(ctx, v1alpha1.StepSearch, c.Name, "", q.String(), details); err != nil {
-		return &apiError{http.StatusServiceUnavailable, "AuditUnavailable", "the search cannot be audited: " + err.Error()}
+		return &api.Error{Status: http.StatusServiceUnavailable, Reason: "AuditUnavailable", Message: "the search cannot be audited: " + err.Error()}
 	}
-	writeJSON(w, http.StatusOK, res)
+	api.WriteJSON(w, http.StatusOK, res)
 	return nil
 }
 

@@ -14,13 +14,14 @@ import (
 	"github.com/tower-dev/breakglass/api/v1alpha1"
 	"github.com/tower-dev/breakglass/evidence/recording"
 	"github.com/tower-dev/breakglass/evidence/transcript"
+	"github.com/tower-dev/breakglass/relay/api"
 	"github.com/tower-dev/breakglass/relay/wire"
 )
 
-var recordingsConfig = &Config{Permissions: []Permission{
-	{Groups: []string{"shop"}, Namespaces: []string{"shop"}, Actions: []Action{ActionRequest}},
-	{Groups: []string{"sre"}, Namespaces: []string{"*"}, Actions: []Action{ActionApprove, ActionReview}},
-	{Groups: []string{"security"}, Namespaces: []string{"*"}, Actions: []Action{ActionReview, ActionViewSensitive}},
+var recordingsConfig = &Config{Permissions: []api.Permission{
+	{Groups: []string{"shop"}, Namespaces: []string{"shop"}, Actions: []api.Action{api.ActionRequest}},
+	{Groups: []string{"sre"}, Namespaces: []string{"*"}, Actions: []api.Action{api.ActionApprove, api.ActionReview}},
+	{Groups: []string{"security"}, Namespaces: []string{"*"}, Actions: []api.Action{api.ActionReview, api.ActionViewSensitive}},
 }}
 
 // endedSession makes an ended, finalized Session of namespace shop.
@@ -35,21 +36,21 @@ func endedSession(name string, ended time.Time, processAccess bool) v1alpha1.Ses
 }
 
 // mayPlayOn is the relay's rule for c playing sess on cluster, under cfg's permissions.
-func mayPlayOn(cfg *Config, c Caller, cluster string, sess *v1alpha1.Session) error {
-	p := standing{c: c, cluster: cluster, can: func(a Action) bool { return cfg.can(c, a, cluster, sess.Namespace) }}
-	return p.mayPlay(sess)
+func mayPlayOn(cfg *Config, c api.Caller, cluster string, sess *v1alpha1.Session) error {
+	p := api.Standing{Caller: c, Cluster: cluster, Can: func(a api.Action) bool { return cfg.Permissions.Can(c, a, cluster, sess.Namespace) }}
+	return p.MayPlay(sess)
 }
 
 func TestMayPlay(t *testing.T) {
-	alice := Caller{ID: "idp#alice", Name: "alice", Groups: []string{"shop"}}
-	bob := Caller{ID: "idp#bob", Name: "bob", Groups: []string{"sre"}}
-	sec := Caller{ID: "idp#sec", Name: "sec", Groups: []string{"security"}}
-	eve := Caller{ID: "idp#eve", Name: "eve", Groups: []string{"shop"}}
+	alice := api.Caller{ID: "idp#alice", Name: "alice", Groups: []string{"shop"}}
+	bob := api.Caller{ID: "idp#bob", Name: "bob", Groups: []string{"sre"}}
+	sec := api.Caller{ID: "idp#sec", Name: "sec", Groups: []string{"security"}}
+	eve := api.Caller{ID: "idp#eve", Name: "eve", Groups: []string{"shop"}}
 	plain, sensitive := endedSession("s1", time.Now(), false), endedSession("s2", time.Now(), true)
 	active := endedSession("s3", time.Now(), false)
 	active.Status.Phase = v1alpha1.PhaseActive
 	for name, tc := range map[string]struct {
-		who  Caller
+		who  api.Caller
 		sess v1alpha1.Session
 		want int // HTTP status; 0 may play
 	}{
@@ -64,7 +65,7 @@ func TestMayPlay(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			err := mayPlayOn(recordingsConfig, tc.who, "prod", &tc.sess)
 			got := 0
-			if ae := (*apiError)(nil); errors.As(err, &ae) {
+			if ae := (*api.Error)(nil); errors.As(err, &ae) {
 				got = ae.Status
 			} else if err != nil {
 				t.Fatalf("%v is not an API error", err)
@@ -106,7 +107,7 @@ func TestRecordingQuery(t *testing.T) {
 			}
 			got, err := parseQuery(v, tc.namespace)
 			if tc.wantErr != "" {
-				var ae *apiError
+				var ae *api.Error
 				if err == nil || !errors.As(err, &ae) || ae.Status != http.StatusBadRequest || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("%v, want a 400 saying %q", err, tc.wantErr)
 				}
@@ -137,13 +138,13 @@ func TestSearchSessions(t *testing.T) {
 		endedSession("s-over", now.Add(-5*time.Hour), false),
 		old, active,
 	}
-	bob := Caller{ID: "idp#bob", Name: "bob", Groups: []string{"sre"}}
+	bob := api.Caller{ID: "idp#bob", Name: "bob", Groups: []string{"sre"}}
 	may := func(s *v1alpha1.Session) error { return mayPlayOn(recordingsConfig, bob, "prod", s) }
 	var read []string
 	reader := func(s *v1alpha1.Session) ([]recording.Record, bool, error) {
 		read = append(read, s.Name)
 		if s.Name == "s-gone" {
-			return nil, false, notFound("the recording's transcript.raw is not in the store")
+			return nil, false, api.NotFound("the recording's transcript.raw is not in the store")
 		}
 		return []recording.Record{
 			{Kind: recording.KindInput, At: time.Second, Data: []byte("cat /etc/passwd\r")},

@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
+	"github.com/tower-dev/breakglass/relay/api"
 	"github.com/tower-dev/breakglass/relay/console"
 )
 
@@ -79,8 +80,8 @@ func (c *Config) Validate() field.ErrorList {
 			errs = append(errs, field.Required(at, "groups, namespaces and actions are required"))
 		}
 		for j, a := range p.Actions {
-			if !slices.Contains(actions, a) {
-				errs = append(errs, field.NotSupported(at.Child("actions").Index(j), a, actions))
+			if !slices.Contains(api.Actions, a) {
+				errs = append(errs, field.NotSupported(at.Child("actions").Index(j), a, api.Actions))
 			}
 		}
 	}
@@ -156,8 +157,8 @@ func (c *Config) validateLimits(at *field.Path) field.ErrorList {
 	if n := c.Limits.Extensions; n != nil && (*n < 0 || *n > 4) {
 		errs = append(errs, field.Invalid(at.Child("extensions"), *n, "a session is extended 0 to 4 times"))
 	}
-	if t := c.Limits.MaxTotal.Duration; t < minDuration || t > 24*time.Hour {
-		errs = append(errs, field.Invalid(at.Child("maxTotal"), t.String(), fmt.Sprintf("a session runs at most %s to 24h in all", minDuration)))
+	if t := c.Limits.MaxTotal.Duration; t < api.MinDuration || t > 24*time.Hour {
+		errs = append(errs, field.Invalid(at.Child("maxTotal"), t.String(), fmt.Sprintf("a session runs at most %s to 24h in all", api.MinDuration)))
 	}
 	if c.Limits.Heartbeat.Duration >= c.Limits.Disconnect.Duration {
 		errs = append(errs, field.Invalid(at.Child("heartbeat"), c.Limits.Heartbeat.Duration.String(), "must be shorter than limits.disconnect"))

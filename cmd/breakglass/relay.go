@@ -28,6 +28,7 @@ import (
 	"github.com/tower-dev/breakglass/lifecycle"
 	"github.com/tower-dev/breakglass/notify"
 	"github.com/tower-dev/breakglass/relay"
+	relayapi "github.com/tower-dev/breakglass/relay/api"
 )
 
 // defaultKubeBurst is the bucket of requests each of the relay's clients
@@ -249,7 +250,7 @@ func buildRelay(ctx context.Context, cfg *relay.Config, peers *relay.Peers, kube
 		}
 		targets[c.Name] = relay.Target{Client: cl, Kube: kube, Config: rc}
 	}
-	var notifier relay.Notifier
+	var notifier relayapi.Notifier
 	notifications := prometheus.NewRegistry()
 	if cfg.NotifyURL != "" || cfg.Notifications != nil {
 		d, err := notify.NewDispatcher(cfg.Notifications, notify.Options{PortalURL: cfg.PortalURL, NotifyURL: cfg.NotifyURL,

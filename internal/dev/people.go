@@ -13,7 +13,7 @@ import (
 
 	"github.com/tower-dev/breakglass/internal/oidcissuer"
 	"github.com/tower-dev/breakglass/notify"
-	"github.com/tower-dev/breakglass/relay"
+	"github.com/tower-dev/breakglass/relay/api"
 )
 
 // The demo people, one for every role. They sign in to the console on the
@@ -46,12 +46,12 @@ var People = []struct {
 const FallbackReviewer = "carol@example.com"
 
 // permissions are the relay's rules for the demo people, on every cluster.
-func permissions() []relay.Permission {
-	return []relay.Permission{
-		{Groups: []string{"shop-owners"}, Namespaces: []string{"shop"}, Actions: []relay.Action{relay.ActionRequest, relay.ActionBreakGlass}},
-		{Groups: []string{"sre"}, Namespaces: []string{"*"}, Actions: []relay.Action{relay.ActionApprove, relay.ActionEnd, relay.ActionReview, relay.ActionViewSensitive}},
-		{Groups: []string{"security"}, Namespaces: []string{"*"}, Actions: []relay.Action{relay.ActionReview, relay.ActionViewSensitive}},
-		{Groups: []string{"shop-leads"}, Namespaces: []string{"shop"}, Actions: []relay.Action{relay.ActionRequest, relay.ActionApprove, relay.ActionReview}},
+func permissions() []api.Permission {
+	return []api.Permission{
+		{Groups: []string{"shop-owners"}, Namespaces: []string{"shop"}, Actions: []api.Action{api.ActionRequest, api.ActionBreakGlass}},
+		{Groups: []string{"sre"}, Namespaces: []string{"*"}, Actions: []api.Action{api.ActionApprove, api.ActionEnd, api.ActionReview, api.ActionViewSensitive}},
+		{Groups: []string{"security"}, Namespaces: []string{"*"}, Actions: []api.Action{api.ActionReview, api.ActionViewSensitive}},
+		{Groups: []string{"shop-leads"}, Namespaces: []string{"shop"}, Actions: []api.Action{api.ActionRequest, api.ActionApprove, api.ActionReview}},
 	}
 }
 

@@ -1,4 +1,4 @@
-package relay
+package api
 
 import (
 	"slices"
@@ -21,8 +21,8 @@ func approvedBy(id string) func(*v1alpha1.Session) {
 	return func(s *v1alpha1.Session) { s.Status.Approval = &v1alpha1.Approval{By: "bob@example.com", ByID: id} }
 }
 
-func person(name, id string, actions ...Action) standing {
-	return standing{c: Caller{Name: name, ID: id}, cluster: "flight", can: func(a Action) bool { return slices.Contains(actions, a) }, watching: true}
+func person(name, id string, actions ...Action) Standing {
+	return Standing{Caller: Caller{Name: name, ID: id}, Cluster: "flight", Can: func(a Action) bool { return slices.Contains(actions, a) }, Watching: true}
 }
 
 var (
@@ -48,10 +48,10 @@ func TestOffers(t *testing.T) {
 	asked := func(s *v1alpha1.Session) {
 		s.Status.ExtensionRequest = &v1alpha1.ExtensionRequest{By: "alice@example.com"}
 	}
-	moderated := func(p standing) standing { p.moderated = true; return p }
-	notWatching := func(p standing) standing { p.watching = false; return p }
+	moderated := func(p Standing) Standing { p.Moderated = true; return p }
+	notWatching := func(p Standing) Standing { p.Watching = false; return p }
 	cases := map[string]struct {
-		who  standing
+		who  Standing
 		sess *v1alpha1.Session
 		want []wire.Offer
 	}{
@@ -85,8 +85,8 @@ func TestOffers(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			if diff := cmp.Diff(tc.want, tc.who.offers(tc.sess)); diff != "" {
-				t.Errorf("offers (-want +got):\n%s", diff)
+			if diff := cmp.Diff(tc.want, tc.who.Offers(tc.sess)); diff != "" {
+				t.Errorf("Offers (-want +got):\n%s", diff)
 			}
 		})
 	}
@@ -95,30 +95,30 @@ func TestOffers(t *testing.T) {
 // TestOffersAreTheRules: an offer is made exactly when the rule the
 // handler asks allows it, so a page never offers what the relay refuses.
 func TestOffersAreTheRules(t *testing.T) {
-	rules := map[wire.Offer]func(standing, *v1alpha1.Session) error{
-		wire.OfferApprove: standing.mayDecide,
-		wire.OfferStart:   standing.mayStart,
-		wire.OfferReview:  standing.mayReview,
-		wire.OfferPlay:    standing.mayPlay,
+	rules := map[wire.Offer]func(Standing, *v1alpha1.Session) error{
+		wire.OfferApprove: Standing.MayDecide,
+		wire.OfferStart:   Standing.MayStart,
+		wire.OfferReview:  Standing.MayReview,
+		wire.OfferPlay:    Standing.MayPlay,
 	}
 	due := func(s *v1alpha1.Session) { s.Status.Review = &v1alpha1.Review{DueAt: &metav1.Time{}} }
 	done := func(s *v1alpha1.Session) { s.Status.Evidence = &v1alpha1.Evidence{} }
 	for _, phase := range []v1alpha1.SessionPhase{"", v1alpha1.PhasePending, v1alpha1.PhaseApproved, v1alpha1.PhaseDenied,
 		v1alpha1.PhaseActive, v1alpha1.PhaseEnded, v1alpha1.PhaseExpired} {
-		for _, who := range []standing{alice, aliceRenamed, bob, carol, dave} {
+		for _, who := range []Standing{alice, aliceRenamed, bob, carol, dave} {
 			sess := mayCase(phase, due, done)
-			got := who.offers(sess)
+			got := who.Offers(sess)
 			for o, rule := range rules {
 				if allowed := rule(who, sess) == nil; allowed != slices.Contains(got, o) {
-					t.Errorf("%s, %s: offered %s %v, the rule allows it %v", phase, who.c.Name, o, !allowed, allowed)
+					t.Errorf("%s, %s: offered %s %v, the rule allows it %v", phase, who.Caller.Name, o, !allowed, allowed)
 				}
 			}
-			_, endErr := who.mayEnd(sess)
+			_, endErr := who.MayEnd(sess)
 			ends := slices.ContainsFunc(got, func(o wire.Offer) bool {
 				return o == wire.OfferEnd || o == wire.OfferWithdraw || o == wire.OfferCancel
 			})
 			if ends != (endErr == nil) {
-				t.Errorf("%s, %s: offered an end %v, the rule: %v", phase, who.c.Name, ends, endErr)
+				t.Errorf("%s, %s: offered an end %v, the rule: %v", phase, who.Caller.Name, ends, endErr)
 			}
 		}
 	}
@@ -128,7 +128,7 @@ func TestOffersAreTheRules(t *testing.T) {
 // takes, and the form starts at one of them.
 func TestChoicesAreAccepted(t *testing.T) {
 	for _, d := range wire.DurationChoices {
-		if _, err := checkRequest(&wire.Request{Pod: "web-1", Mode: v1alpha1.ModeLive, Duration: d, Reason: "r"}); err != nil {
+		if _, err := CheckRequest(&wire.Request{Pod: "web-1", Mode: v1alpha1.ModeLive, Duration: d, Reason: "r"}); err != nil {
 			t.Errorf("the request form offers %s: %v", d, err)
 		}
 	}
@@ -136,7 +136,7 @@ func TestChoicesAreAccepted(t *testing.T) {
 		t.Errorf("the form starts at %s, not one of %q", wire.DefaultDuration, wire.DurationChoices)
 	}
 	for _, d := range wire.ExtensionChoices {
-		if _, err := checkExtension(&wire.ExtensionAsk{Duration: d, Reason: "r"}); err != nil {
+		if _, err := CheckExtension(&wire.ExtensionAsk{Duration: d, Reason: "r"}); err != nil {
 			t.Errorf("an ask for more time offers %s: %v", d, err)
 		}
 	}

@@ -21,10 +21,6 @@ type Limits struct {
 	Idle, Disconnect, Heartbeat, Flush time.Duration
 }
 
-// Relay is the relay's name as a component: the source of its Kubernetes
-// Events. Whom it acts as is v1alpha1.PortalUsername.
-const Relay = "breakglass-relay"
-
 // Watch keeps the heartbeat and ends the session when a limit is reached,
 // or at once when its terminal stream ends by itself (the shell exited, or
 // the stream failed), returning why; "" when something else ended it

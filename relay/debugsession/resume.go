@@ -90,7 +90,7 @@ func (r *Runner) Resume(ctx context.Context, s *v1alpha1.Session, stale time.Dur
 	// never ran.
 	rec, err := recording.Resume(ctx, r.Store, recording.RefOf(r.Cluster, s), recording.Options{RetainUntil: now.Add(r.Retention), Clock: r.Clock},
 		st.StartedAt.Time, fmt.Sprintf("%s resumed the session at %s in debug container %s: the shell before this ended with the relay that ran it; %s",
-			Relay, now.UTC().Format(time.RFC3339), container, gap))
+			lifecycle.RelayComponent, now.UTC().Format(time.RFC3339), container, gap))
 	if err != nil {
 		return nil, fmt.Errorf("the session's recording cannot be continued, so it is not resumed: %w", err)
 	}

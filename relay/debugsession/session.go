@@ -820,5 +820,5 @@ func (r *Runner) note(ctx context.Context, kind string, s *v1alpha1.Session, rea
 // Lifecycle is the Session state machine as the portal: every status write
 // and every step the relay audits goes through it.
 func (r *Runner) Lifecycle() *lifecycle.Machine {
-	return &lifecycle.Machine{Client: r.Client, Kube: r.Kube, Writer: v1alpha1.WriterPortal, Component: Relay, Cluster: r.Cluster, Audit: r.Audit, Clock: r.Clock}
+	return lifecycle.AsPortal(r.Cluster, r.Client, r.Kube, r.Audit, r.Clock)
 }

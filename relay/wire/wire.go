@@ -172,7 +172,7 @@ const (
 )
 
 // Offer is something the caller may do to a session now, by the relay's
-// own rules (relay/may.go): what a portal shows and offers. Every call is
+// own rules (relay/api/may.go): what a portal shows and offers. Every call is
 // checked again, so an offer is never a permission; a portal that also
 // judges (Backstage's permissions) shows the offers it allows too.
 type Offer string

@@ -13,7 +13,7 @@ import (
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
 	"github.com/tower-dev/breakglass/internal/oidcissuer"
-	"github.com/tower-dev/breakglass/relay"
+	relayapi "github.com/tower-dev/breakglass/relay/api"
 	"github.com/tower-dev/breakglass/relay/wire"
 )
 
@@ -75,7 +75,7 @@ func (es *eventStream) next(t *testing.T, name string, phase v1alpha1.SessionPha
 func TestSessionEvents(t *testing.T) {
 	ns := cl.Namespace(t, "relay-events")
 	cfg := config()
-	cfg.Permissions = append(cfg.Permissions, relay.Permission{Groups: []string{"other-team"}, Namespaces: []string{"elsewhere"}, Actions: []relay.Action{relay.ActionRequest}})
+	cfg.Permissions = append(cfg.Permissions, relayapi.Permission{Groups: []string{"other-team"}, Namespaces: []string{"elsewhere"}, Actions: []relayapi.Action{relayapi.ActionRequest}})
 	tr := startRelay(t, cfg, clock.RealClock{})
 	olga := oidcissuer.Person{Email: "olga@example.com", Groups: []string{"other-team"}}
 	if a := tr.call(t, "", "GET", "/api/v1/events", ""); a.status != http.StatusUnauthorized {

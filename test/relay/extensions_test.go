@@ -16,7 +16,7 @@ import (
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
 	"github.com/tower-dev/breakglass/internal/oidcissuer"
-	"github.com/tower-dev/breakglass/relay"
+	relayapi "github.com/tower-dev/breakglass/relay/api"
 )
 
 // TestExtension: the requester asks for more time on a running session;
@@ -68,7 +68,7 @@ func TestExtension(t *testing.T) {
 		t.Fatalf("bob asking for frank: %s", a.body)
 	}
 	asked := tr.must(t, http.StatusOK, token(t, frank), "POST", path+"/extensions", `{"duration":"20m","reason":"the fix needs a second look"}`).session(t)
-	if q := asked.Status.ExtensionRequest; q == nil || q.Duration.Duration != 20*time.Minute || q.ByID != relay.IdentityOf(issuer.URL, "u-frank") {
+	if q := asked.Status.ExtensionRequest; q == nil || q.Duration.Duration != 20*time.Minute || q.ByID != relayapi.IdentityOf(issuer.URL, "u-frank") {
 		t.Fatalf("the ask: %+v", q)
 	}
 	if a := tr.must(t, http.StatusConflict, token(t, frank), "POST", path+"/extensions", `{"duration":"10m","reason":"again"}`); !strings.Contains(string(a.body), "waits for a decision") {
@@ -94,7 +94,7 @@ func TestExtension(t *testing.T) {
 	}
 	deadline := metav1.NewTime(oldDeadline.Add(20 * time.Minute))
 	direct.Status.Extensions = []v1alpha1.Extension{{ExtensionRequest: *direct.Status.ExtensionRequest, Decision: v1alpha1.ExtensionApproved,
-		DecidedBy: frankAgain.Email, DecidedByID: relay.IdentityOf(issuer.URL, "u-frank"), DecidedAt: metav1.Now(), Grant: oldGrant + "-x1", Deadline: &deadline}}
+		DecidedBy: frankAgain.Email, DecidedByID: relayapi.IdentityOf(issuer.URL, "u-frank"), DecidedAt: metav1.Now(), Grant: oldGrant + "-x1", Deadline: &deadline}}
 	direct.Status.ExtensionRequest, direct.Status.Deadline = nil, &deadline
 	direct.Status.Grant = &v1alpha1.Grant{RoleBinding: oldGrant + "-x1", Role: started.Status.Grant.Role, ExpiresAt: deadline}
 	if err := portal.Client.Status().Update(ctx, direct); err == nil || !strings.Contains(err.Error(), "session.extensions") {

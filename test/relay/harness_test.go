@@ -29,6 +29,7 @@ import (
 	"github.com/tower-dev/breakglass/notify"
 	"github.com/tower-dev/breakglass/policies"
 	"github.com/tower-dev/breakglass/relay"
+	relayapi "github.com/tower-dev/breakglass/relay/api"
 	"github.com/tower-dev/breakglass/relay/wire"
 	"github.com/tower-dev/breakglass/test/harness/cluster"
 	"github.com/tower-dev/breakglass/test/harness/prereq"
@@ -87,11 +88,11 @@ func config() *relay.Config {
 		AllowedOrigins: []string{"https://tower.example.com"},
 		OIDC:           relay.OIDC{Issuer: issuer.URL, Audience: audience},
 		Clusters:       []relay.Cluster{{Name: "prod", Tier: relay.Flight, DebugImage: cluster.DebugImage}},
-		Permissions: []relay.Permission{
-			{Groups: []string{"shop-owners"}, Namespaces: []string{"*"}, Actions: []relay.Action{relay.ActionRequest}},
-			{Groups: []string{"on-call"}, Namespaces: []string{"*"}, Actions: []relay.Action{relay.ActionBreakGlass}},
-			{Groups: []string{"sre"}, Namespaces: []string{"*"}, Actions: []relay.Action{relay.ActionApprove, relay.ActionEnd, relay.ActionReview}},
-			{Groups: []string{"security"}, Namespaces: []string{"*"}, Actions: []relay.Action{relay.ActionReview, relay.ActionViewSensitive}},
+		Permissions: []relayapi.Permission{
+			{Groups: []string{"shop-owners"}, Namespaces: []string{"*"}, Actions: []relayapi.Action{relayapi.ActionRequest}},
+			{Groups: []string{"on-call"}, Namespaces: []string{"*"}, Actions: []relayapi.Action{relayapi.ActionBreakGlass}},
+			{Groups: []string{"sre"}, Namespaces: []string{"*"}, Actions: []relayapi.Action{relayapi.ActionApprove, relayapi.ActionEnd, relayapi.ActionReview}},
+			{Groups: []string{"security"}, Namespaces: []string{"*"}, Actions: []relayapi.Action{relayapi.ActionReview, relayapi.ActionViewSensitive}},
 		},
 		Recording: relay.Recording{Dir: "set-by-the-test"},
 	}

@@ -11,7 +11,7 @@ import (
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
 	"github.com/tower-dev/breakglass/internal/oidcissuer"
-	"github.com/tower-dev/breakglass/relay"
+	relayapi "github.com/tower-dev/breakglass/relay/api"
 )
 
 // TestOnePersonUnderAnyName: a person is their issuer and subject. The
@@ -34,7 +34,7 @@ func TestOnePersonUnderAnyName(t *testing.T) {
 	if err := cl.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: s.Name}, stored); err != nil {
 		t.Fatal(err)
 	}
-	if want := relay.IdentityOf(issuer.URL, "u-frank"); stored.Spec.RequesterID != want {
+	if want := relayapi.IdentityOf(issuer.URL, "u-frank"); stored.Spec.RequesterID != want {
 		t.Fatalf("the Session names the requester as %q, want %q", stored.Spec.RequesterID, want)
 	}
 	for _, p := range sameSubject {
@@ -46,7 +46,7 @@ func TestOnePersonUnderAnyName(t *testing.T) {
 	// Another person, even one later given the requester's old address.
 	heir := oidcissuer.Person{Email: "frank@example.com", Subject: "u-heir", Groups: []string{"sre"}}
 	approved := tr.must(t, http.StatusOK, token(t, heir), "POST", path+"/approve", `{}`).session(t)
-	if approved.Status.Approval.ByID != relay.IdentityOf(issuer.URL, "u-heir") {
+	if approved.Status.Approval.ByID != relayapi.IdentityOf(issuer.URL, "u-heir") {
 		t.Fatalf("the approval names %q", approved.Status.Approval.ByID)
 	}
 
@@ -56,8 +56,8 @@ func TestOnePersonUnderAnyName(t *testing.T) {
 	log := tr.audit.String()
 	for _, want := range []string{
 		`"kind":"approve","actor":"frank@example.com"`,
-		`"actorID":"` + relay.IdentityOf(issuer.URL, "u-heir") + `"`,
-		`"actorID":"` + relay.IdentityOf(issuer.URL, "u-frank") + `"`,
+		`"actorID":"` + relayapi.IdentityOf(issuer.URL, "u-heir") + `"`,
+		`"actorID":"` + relayapi.IdentityOf(issuer.URL, "u-frank") + `"`,
 		`"cluster":"prod"`,
 		`"uid":"` + string(stored.UID) + `"`,
 	} {
@@ -74,7 +74,7 @@ func TestOnePersonUnderAnyName(t *testing.T) {
 		tr.must(t, http.StatusForbidden, token(t, p), "POST", bpath+"/review", `{"comment":"looks fine to me"}`)
 	}
 	reviewed := tr.must(t, http.StatusOK, token(t, bob), "POST", bpath+"/review", `{"comment":"justified"}`).session(t)
-	if reviewed.Status.Review.ByID != relay.IdentityOf(issuer.URL, bob.Email) {
+	if reviewed.Status.Review.ByID != relayapi.IdentityOf(issuer.URL, bob.Email) {
 		t.Fatalf("the review names %q", reviewed.Status.Review.ByID)
 	}
 }

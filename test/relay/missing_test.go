@@ -9,7 +9,7 @@ import (
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
 	"github.com/tower-dev/breakglass/internal/oidcissuer"
-	"github.com/tower-dev/breakglass/relay"
+	relayapi "github.com/tower-dev/breakglass/relay/api"
 )
 
 // TestMissingTarget: a request for a pod that is not there fails its start
@@ -18,7 +18,7 @@ import (
 func TestMissingTarget(t *testing.T) {
 	ns := cl.Namespace(t, "relay-missing")
 	cfg := config()
-	cfg.Permissions = append(cfg.Permissions, relay.Permission{Groups: []string{"release-approvers"}, Namespaces: []string{"*"}, Actions: []relay.Action{relay.ActionApprove}})
+	cfg.Permissions = append(cfg.Permissions, relayapi.Permission{Groups: []string{"release-approvers"}, Namespaces: []string{"*"}, Actions: []relayapi.Action{relayapi.ActionApprove}})
 	tr := startRelay(t, cfg, clock.RealClock{})
 	s := tr.request(t, alice, ns, "nothere", "")
 	path := sessionPath(ns, s.Name)

@@ -13,7 +13,7 @@ import (
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
 	"github.com/tower-dev/breakglass/internal/oidcissuer"
-	"github.com/tower-dev/breakglass/relay"
+	relayapi "github.com/tower-dev/breakglass/relay/api"
 	"github.com/tower-dev/breakglass/relay/wire"
 	"github.com/tower-dev/breakglass/test/harness/cluster"
 )
@@ -32,7 +32,7 @@ func TestModeratedSession(t *testing.T) {
 	cl.RunningPod(t, other, "web-1")
 	cfg := config()
 	cfg.Clusters[0].Moderated = []string{ns}
-	cfg.Permissions = append(cfg.Permissions, relay.Permission{Groups: []string{"moderators"}, Namespaces: []string{"*"}, Actions: []relay.Action{relay.ActionApprove}})
+	cfg.Permissions = append(cfg.Permissions, relayapi.Permission{Groups: []string{"moderators"}, Namespaces: []string{"*"}, Actions: []relayapi.Action{relayapi.ActionApprove}})
 	tr := startRelay(t, cfg, clock.RealClock{})
 	mo := oidcissuer.Person{Email: "mo@example.com", Groups: []string{"moderators"}}
 

@@ -1,5 +1,5 @@
 // What a person may do, as the relay says it: on a session, the offers in
-// its view (`may`, from the relay's own rules, relay/may.go); elsewhere,
+// its view (`may`, from the relay's own rules, relay/api/may.go); elsewhere,
 // the permissions /me lists. A portal shows these and nothing more; the
 // relay checks every call again.
 import type { Action, Me, Session } from './types';
