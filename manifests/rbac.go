@@ -119,7 +119,7 @@ func ServiceAccounts() []*corev1.ServiceAccount {
 // RelayPresence lets the portal (each relay replica) hold its presence
 // Lease in the plane's namespace, and read the others': it creates and
 // renews its own, watches them all, and deletes one a replica stopped
-// renewing (relay/presence.go). create and list cannot be limited by
+// renewing (relay/live/presence.go). create and list cannot be limited by
 // name; the breakglass-sweeper-lease policy keeps the portal off the
 // sweeper's Lease. A Lease says only which replica is alive: whoever may
 // write it can make sessions move between replicas, never reach a pod.

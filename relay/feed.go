@@ -27,7 +27,7 @@ const feedBuffer = 64
 // passed on.
 type sessionFeed struct {
 	cluster string
-	t       *target
+	t       Target
 
 	mu   sync.Mutex
 	subs map[*streamSub]func(namespace string) bool
@@ -37,7 +37,7 @@ type sessionFeed struct {
 	seen map[string][sha256.Size]byte
 }
 
-func newSessionFeed(cluster string, t *target) *sessionFeed {
+func newSessionFeed(cluster string, t Target) *sessionFeed {
 	return &sessionFeed{cluster: cluster, t: t, subs: map[*streamSub]func(string) bool{}, seen: map[string][sha256.Size]byte{}}
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/tower-dev/breakglass/relay/api"
 	"github.com/tower-dev/breakglass/relay/wire"
 	"github.com/tower-dev/breakglass/sweeper"
+	"github.com/tower-dev/breakglass/test/harness/sequential"
 	"github.com/tower-dev/breakglass/vap"
 )
 
@@ -118,7 +119,7 @@ func (m *modelChecker) finishable(counted func(modelMove) bool) map[string]bool 
 // no grant stands past its TTL; a review that is open, once the session
 // will not run again, is offered to someone other than the requester.
 func TestLifecycleProperties(t *testing.T) {
-	sequentialOnly(t)
+	sequential.Only(t)
 	for name, withLog := range map[string]bool{"with a transparency log": true, "without one": false} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
@@ -164,7 +165,7 @@ func (m *modelChecker) mustReach(t *testing.T, what string, like func(modelState
 // decision the model takes from the code, and wants the property it
 // breaks to say so, naming a state.
 func TestLifecyclePropertiesCatchSeededBugs(t *testing.T) {
-	sequentialOnly(t)
+	sequential.Only(t)
 	seeds := []struct {
 		name, prop, naming string
 		seed               func(t *testing.T, m *modelChecker)
@@ -235,15 +236,6 @@ func TestLifecyclePropertiesCatchSeededBugs(t *testing.T) {
 			}
 			t.Logf("%s (%d): %s", sd.prop, len(found), found[0])
 		})
-	}
-}
-
-// sequentialOnly: the model is one goroutine's work, tens of thousands of
-// policy evaluations, which -race makes ten times slower and cannot find
-// a race in; make test-unit runs it without -race first.
-func sequentialOnly(t *testing.T) {
-	if raceDetector {
-		t.Skip("sequential: make test-unit runs it without -race")
 	}
 }
 

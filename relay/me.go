@@ -6,7 +6,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/tower-dev/breakglass/relay/api"
-	"github.com/tower-dev/breakglass/relay/wire"
 )
 
 // Me is the caller as the relay sees them and what they may do where: what
@@ -59,22 +58,4 @@ func (s *Server) me(w http.ResponseWriter, _ *http.Request, c api.Caller) error 
 	}
 	api.WriteJSON(w, http.StatusOK, out)
 	return nil
-}
-
-// liveView is nil for a session this relay does not hold.
-func (s *Server) liveView(key sessionKey) *wire.LiveView {
-	held := s.holding(key)
-	if held == nil {
-		return nil
-	}
-	lastInput, viewers, alone := held.live.Activity()
-	v := &wire.LiveView{Viewers: viewers, Attached: held.people(), IdleEndsAt: metav1.NewTime(lastInput.Add(s.cfg.Limits.Idle.Duration))}
-	if t := s.clusters[key.cluster]; t != nil && t.Moderates(key.namespace) {
-		v.Moderated, v.InputHeld = true, held.moderators() == 0
-	}
-	if viewers == 0 {
-		at := metav1.NewTime(alone.Add(s.cfg.Limits.Disconnect.Duration))
-		v.AloneEndsAt = &at
-	}
-	return v
 }

@@ -37,7 +37,7 @@ func (s *Server) recording(w http.ResponseWriter, r *http.Request, c api.Caller)
 	if err != nil {
 		return err
 	}
-	if err := t.api.Lifecycle.Note(r.Context(), v1alpha1.StepPlay, c.Name, sess, file); err != nil {
+	if err := t.Lifecycle.Note(r.Context(), v1alpha1.StepPlay, c.Name, sess, file); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", f.contentType)
@@ -48,12 +48,12 @@ func (s *Server) recording(w http.ResponseWriter, r *http.Request, c api.Caller)
 }
 
 // playable is the session the request names, if c may play its recording.
-func (s *Server) playable(r *http.Request, c api.Caller) (*target, *v1alpha1.Session, error) {
-	t, sess, err := s.sessionFor(r, c, "")
+func (s *Server) playable(r *http.Request, c api.Caller) (*api.Cluster, *v1alpha1.Session, error) {
+	t, sess, err := s.sessions.SessionFor(r, c, "")
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := s.standingOf(c, t, sess).MayPlay(sess); err != nil {
+	if err := s.sessions.StandingOf(c, t, sess).MayPlay(sess); err != nil {
 		return nil, nil, err
 	}
 	return t, sess, nil
@@ -64,7 +64,7 @@ func (s *Server) playable(r *http.Request, c api.Caller) (*target, *v1alpha1.Ses
 // the version and hash the Session recorded, and the file at the version
 // and hash the manifest names. Anything written over them since is
 // audited and reported, in a Breakglass-Warning header in h, never served.
-func (s *Server) readRecording(ctx context.Context, h http.Header, t *target, c api.Caller, sess *v1alpha1.Session, key string) ([]byte, error) {
+func (s *Server) readRecording(ctx context.Context, h http.Header, t *api.Cluster, c api.Caller, sess *v1alpha1.Session, key string) ([]byte, error) {
 	ref := recording.RefOf(t.Name, sess)
 	m, manifest, err := recording.ReadManifest(ctx, s.store, ref, sess.Status.Evidence)
 	body := manifest
@@ -76,10 +76,10 @@ func (s *Server) readRecording(ctx context.Context, h http.Header, t *target, c 
 	switch {
 	case errors.Is(err, recording.ErrOverwritten) && body != nil:
 		// The genuine bytes are served; the overwrite is evidence of its own.
-		_ = t.api.Lifecycle.Note(ctx, v1alpha1.StepTampered, c.Name, sess, "recording written over in the store: "+err.Error())
+		_ = t.Lifecycle.Note(ctx, v1alpha1.StepTampered, c.Name, sess, "recording written over in the store: "+err.Error())
 		h.Set("Breakglass-Warning", overwrittenWarning)
 	case errors.Is(err, recording.ErrMismatch):
-		_ = t.api.Lifecycle.Note(ctx, v1alpha1.StepTampered, c.Name, sess, "recording does not match its Session: "+err.Error())
+		_ = t.Lifecycle.Note(ctx, v1alpha1.StepTampered, c.Name, sess, "recording does not match its Session: "+err.Error())
 		return nil, api.Conflict("the recording in the store is not this session's: %v", err)
 	case errors.Is(err, recording.ErrNotFound):
 		return nil, api.NotFound("the recording's %s is not in the store", key)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -30,6 +31,7 @@ import (
 	"github.com/tower-dev/breakglass/relay/api"
 	"github.com/tower-dev/breakglass/relay/console"
 	"github.com/tower-dev/breakglass/relay/debugsession"
+	"github.com/tower-dev/breakglass/relay/live"
 	"github.com/tower-dev/breakglass/relay/wire"
 )
 
@@ -60,14 +62,13 @@ type Options struct {
 	// Peers, when set, makes this relay one of several replicas: it names
 	// itself in the sessions it runs, passes requests for another's
 	// terminals to it, and hands its sessions over when it closes.
-	Peers *Peers
+	Peers *live.Peers
 }
 
 // Server is the relay's HTTP API.
 type Server struct {
 	cfg      *Config
 	auth     *Authenticator
-	clusters map[string]*target
 	store    recording.Store
 	audit    *audit.Log
 	anchorer *tlog.Anchorer
@@ -77,7 +78,9 @@ type Server struct {
 	console  *console.Console
 	// sessions is the decisions API: request, read, approve, deny, review.
 	sessions *api.Sessions
-	peers    *Peers
+	// live runs the sessions this replica holds: start, terminal, end,
+	// extensions, and the take-up of another replica's.
+	live *live.Sessions
 
 	// unauthenticated bounds how many refusals of requests without a valid
 	// token are audited one by one; unaudited counts the rest, reported
@@ -91,18 +94,6 @@ type Server struct {
 	stopCheckpoints context.CancelFunc
 	checkpointed    chan struct{}
 
-	mu   sync.Mutex
-	live map[sessionKey]*liveSession
-	// adoptWait and adoptAfter back off resuming a session the cluster
-	// refused to let this relay resume.
-	adoptWait  map[sessionKey]time.Duration
-	adoptAfter map[sessionKey]time.Time
-	// stopPresence ends this replica's presence Leases (Adopt starts them,
-	// once).
-	presenceOnce sync.Once
-	stopPresence func()
-	// watchers runs each live session's limits; Close waits for them.
-	watchers sync.WaitGroup
 	// closing is closed when the relay closes: event streams end, so that
 	// the HTTP server's shutdown does not wait on them.
 	closing   chan struct{}
@@ -112,21 +103,6 @@ type Server struct {
 	feeds   map[string]*sessionFeed
 	streams *streamCount
 }
-
-type target struct {
-	Cluster
-	Target
-	// api is the cluster as the decisions API serves it.
-	api    *api.Cluster
-	runner *debugsession.Runner
-	// presence is this replica's presence in the cluster, while Adopt runs
-	// among several replicas.
-	presence *presence
-}
-
-type sessionKey struct{ cluster, namespace, name string }
-
-func (k sessionKey) String() string { return k.cluster + "/" + k.namespace + "/" + k.name }
 
 // newServer builds the API over the configured clusters. web, when set,
 // serves the web console and lets its session cookie stand for a bearer
@@ -150,29 +126,36 @@ func newServer(o Options, auth *Authenticator, web *console.Console) (*Server, e
 			o.Peers.Transport = t
 		}
 	}
-	s := &Server{cfg: o.Config, auth: auth, clusters: map[string]*target{}, store: o.Store, audit: o.Audit,
-		console: web, peers: o.Peers, anchorer: o.Anchorer, clock: o.Clock, log: o.Log, metrics: newMetrics(), live: map[sessionKey]*liveSession{},
-		adoptWait: map[sessionKey]time.Duration{}, adoptAfter: map[sessionKey]time.Time{}, closing: make(chan struct{}),
-		feeds: map[string]*sessionFeed{}, streams: newStreamCount(),
+	s := &Server{cfg: o.Config, auth: auth, store: o.Store, audit: o.Audit, console: web, anchorer: o.Anchorer, clock: o.Clock,
+		log: o.Log, metrics: newMetrics(), closing: make(chan struct{}), feeds: map[string]*sessionFeed{}, streams: newStreamCount(),
 		unauthenticated: rate.NewLimiter(rate.Limit(UnauthenticatedAuditRate), UnauthenticatedAuditBurst)}
 	s.sessions = &api.Sessions{Clusters: map[string]*api.Cluster{}, Permissions: o.Config.Permissions,
-		ReviewWithin: o.Config.Limits.ReviewWithin.Duration, Clock: o.Clock, Notifier: o.Notifier, Running: running{s}, Log: o.Log}
+		ReviewWithin: o.Config.Limits.ReviewWithin.Duration, Clock: o.Clock, Notifier: o.Notifier, Log: o.Log}
+	var running []*live.Cluster
 	for _, c := range o.Config.Clusters {
 		t, ok := o.Targets[c.Name]
 		if !ok {
 			return nil, fmt.Errorf("relay: no credentials for cluster %s", c.Name)
 		}
-		s.clusters[c.Name] = &target{Cluster: c, Target: t, api: &api.Cluster{Name: c.Name, Client: t.Client, Kube: t.Kube,
-			NeedsApproval: c.NeedsApproval(), Moderates: c.Moderates, Lifecycle: lifecycle.AsPortal(c.Name, t.Client, t.Kube, o.Audit, o.Clock)},
-			runner: &debugsession.Runner{
-				Cluster: c.Name, Client: t.Client, Kube: t.Kube, Config: t.Config, Store: o.Store, Audit: o.Audit, Clock: o.Clock,
-				DebugImage: c.DebugImage, Grace: o.Config.Limits.Grace.Duration, Retention: o.Config.Recording.Retention.Duration,
-				MaxTTL: api.MaxDuration, Anchorer: o.Anchorer, Log: o.Log, Replica: replica,
-				Extensions: o.Config.Limits.extensionLimits(),
-			}}
-		s.feeds[c.Name] = newSessionFeed(c.Name, s.clusters[c.Name])
-		s.sessions.Clusters[c.Name] = s.clusters[c.Name].api
+		cl := &api.Cluster{Name: c.Name, Client: t.Client, Kube: t.Kube, NeedsApproval: c.NeedsApproval(), Moderates: c.Moderates,
+			Lifecycle: lifecycle.AsPortal(c.Name, t.Client, t.Kube, o.Audit, o.Clock)}
+		s.sessions.Clusters[c.Name] = cl
+		running = append(running, &live.Cluster{Cluster: cl, Config: t.Config, Runner: &debugsession.Runner{
+			Cluster: c.Name, Client: t.Client, Kube: t.Kube, Config: t.Config, Store: o.Store, Audit: o.Audit, Clock: o.Clock,
+			DebugImage: c.DebugImage, Grace: o.Config.Limits.Grace.Duration, Retention: o.Config.Recording.Retention.Duration,
+			MaxTTL: api.MaxDuration, Anchorer: o.Anchorer, Log: o.Log, Replica: replica,
+			Extensions: o.Config.Limits.extensionLimits(),
+		}})
+		s.feeds[c.Name] = newSessionFeed(c.Name, t)
 	}
+	l := o.Config.Limits
+	s.live = live.New(live.Options{API: s.sessions, Clusters: running, Clock: o.Clock, Log: o.Log, Peers: o.Peers,
+		Limits: debugsession.Limits{Idle: l.Idle.Duration, Disconnect: l.Disconnect.Duration, Heartbeat: l.Heartbeat.Duration},
+		Origin: func(origin string) bool {
+			return slices.Contains(o.Config.AllowedOrigins, origin) || (web != nil && origin == web.Origin())
+		}})
+	s.sessions.Running = s.live
+	s.metrics.registry.MustRegister(s.live.Collectors()...)
 	if o.Checkpoints != nil {
 		every := o.CheckpointEvery
 		if every <= 0 {
@@ -228,13 +211,13 @@ func (s *Server) routes() []route {
 		{"GET", one, s.authed(s.sessions.Get)},
 		{"POST", one + "/approve", s.authed(s.sessions.Approve)},
 		{"POST", one + "/deny", s.authed(s.sessions.Deny)},
-		{"POST", one + "/start", s.authed(s.start)},
-		{"POST", one + "/end", s.authed(s.end)},
-		{"POST", one + "/extensions", s.authed(s.askExtension)},
-		{"POST", one + "/extensions/approve", s.authed(s.approveExtension)},
-		{"POST", one + "/extensions/deny", s.authed(s.denyExtension)},
+		{"POST", one + "/start", s.authed(s.live.Start)},
+		{"POST", one + "/end", s.authed(s.live.End)},
+		{"POST", one + "/extensions", s.authed(s.live.AskExtension)},
+		{"POST", one + "/extensions/approve", s.authed(s.live.ApproveExtension)},
+		{"POST", one + "/extensions/deny", s.authed(s.live.DenyExtension)},
 		{"POST", one + "/review", s.authed(s.sessions.Review)},
-		{"GET", one + "/terminal", s.authed(s.terminal)},
+		{"GET", one + "/terminal", s.authed(s.live.Terminal)},
 		{"GET", one + "/recording", s.authed(s.recording)},
 		{"GET", one + "/recording/commands", s.authed(s.recordingCommands)},
 		{"GET", one + "/recording/search", s.authed(s.searchRecording)},
@@ -269,7 +252,7 @@ func (s *Server) Ready(r *http.Request) error {
 	if err := s.store.Check(r.Context()); err != nil {
 		errs = append(errs, fmt.Errorf("recording store: %w", err))
 	}
-	for name, t := range s.clusters {
+	for name, t := range s.sessions.Clusters {
 		if _, err := t.Kube.Discovery().ServerVersion(); err != nil {
 			errs = append(errs, fmt.Errorf("cluster %s: %w", name, err))
 		}
@@ -385,10 +368,6 @@ func sessionPath(r *http.Request) string {
 type metrics struct {
 	registry *prometheus.Registry
 	requests *prometheus.CounterVec
-	live     prometheus.Gauge
-	bytes    *prometheus.CounterVec
-	// terminals are the terminal connections open, by role.
-	terminals *prometheus.GaugeVec
 }
 
 func newMetrics() *metrics {
@@ -396,13 +375,23 @@ func newMetrics() *metrics {
 		registry: prometheus.NewRegistry(),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "breakglass_relay_requests_total",
 			Help: "API requests by endpoint and result."}, []string{"endpoint", "result"}),
-		live: prometheus.NewGauge(prometheus.GaugeOpts{Name: "breakglass_relay_live_sessions",
-			Help: "Sessions with a terminal open in this relay."}),
-		bytes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "breakglass_relay_terminal_bytes_total",
-			Help: "Terminal bytes relayed, by direction."}, []string{"direction"}),
-		terminals: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "breakglass_relay_terminal_connections",
-			Help: "Terminal connections open, by role: requester (typing) or watcher (read-only)."}, []string{"role"}),
 	}
-	m.registry.MustRegister(m.requests, m.live, m.bytes, m.terminals, audit.SinkFailures, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.registry.MustRegister(m.requests, audit.SinkFailures, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
+}
+
+// Adopt takes up the sessions no relay runs any more, until ctx ends
+// (live.Sessions.Adopt).
+func (s *Server) Adopt(ctx context.Context, every time.Duration) { s.live.Adopt(ctx, every) }
+
+// Close ends or hands over every session this relay holds, ends the event
+// streams, and anchors the audit chain's head once more.
+func (s *Server) Close(ctx context.Context) {
+	s.closeOnce.Do(func() { close(s.closing) })
+	s.live.Close(ctx)
+	// The head at shutdown, after the last session's end, is anchored too.
+	if s.stopCheckpoints != nil {
+		s.stopCheckpoints()
+		<-s.checkpointed
+	}
 }

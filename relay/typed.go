@@ -100,7 +100,7 @@ func (q recordingQuery) String() string {
 
 // transcript reads the transcript of the session the request names, for a
 // caller who may play its recording.
-func (s *Server) transcript(w http.ResponseWriter, r *http.Request, c api.Caller) (*target, *v1alpha1.Session, []recording.Record, error) {
+func (s *Server) transcript(w http.ResponseWriter, r *http.Request, c api.Caller) (*api.Cluster, *v1alpha1.Session, []recording.Record, error) {
 	t, sess, err := s.playable(r, c)
 	if err != nil {
 		return nil, nil, nil, err
@@ -123,7 +123,7 @@ func (s *Server) recordingCommands(w http.ResponseWriter, r *http.Request, c api
 	if err != nil {
 		return err
 	}
-	if err := t.api.Lifecycle.Note(r.Context(), v1alpha1.StepPlay, c.Name, sess, "commands"); err != nil {
+	if err := t.Lifecycle.Note(r.Context(), v1alpha1.StepPlay, c.Name, sess, "commands"); err != nil {
 		return err
 	}
 	cmds := recording.Commands(records)
@@ -145,7 +145,7 @@ func (s *Server) searchRecording(w http.ResponseWriter, r *http.Request, c api.C
 		return err
 	}
 	matches := recording.Search(records, q.text, q.opts)
-	if err := t.api.Lifecycle.Note(r.Context(), v1alpha1.StepSearch, c.Name, sess, q.String()); err != nil {
+	if err := t.Lifecycle.Note(r.Context(), v1alpha1.StepSearch, c.Name, sess, q.String()); err != nil {
 		return err
 	}
 	if matches == nil {
@@ -159,11 +159,10 @@ func (s *Server) searchRecording(w http.ResponseWriter, r *http.Request, c api.C
 // sessions, for its reviewers and approvers: one audit event names the
 // search and the sessions searched.
 func (s *Server) searchRecordings(w http.ResponseWriter, r *http.Request, c api.Caller) error {
-	cl, ns, err := s.sessions.ClusterOf(r, c, "")
+	t, ns, err := s.sessions.ClusterOf(r, c, "")
 	if err != nil {
 		return err
 	}
-	t := s.clusters[cl.Name]
 	if !s.cfg.Permissions.Can(c, api.ActionReview, t.Name, ns) && !s.cfg.Permissions.Can(c, api.ActionApprove, t.Name, ns) {
 		return api.Forbidden("%s may neither review nor approve sessions in %s/%s: only they search its recordings", c.Name, t.Name, ns)
 	}
@@ -177,7 +176,7 @@ func (s *Server) searchRecordings(w http.ResponseWriter, r *http.Request, c api.
 		return fmt.Errorf("listing sessions in %s/%s: %w", t.Name, ns, err)
 	}
 	res := searchSessions(list.Items, s.clock.Now().Add(-q.since), q,
-		func(sess *v1alpha1.Session) error { return s.standingOf(c, t, sess).MayPlay(sess) },
+		func(sess *v1alpha1.Session) error { return s.sessions.StandingOf(c, t, sess).MayPlay(sess) },
 		func(sess *v1alpha1.Session) ([]recording.Record, bool, error) {
 			h := http.Header{}
 			body, err := s.readRecording(ctx, h, t, c, sess, recording.TranscriptFile)

@@ -29,6 +29,7 @@ import (
 	"github.com/tower-dev/breakglass/notify"
 	"github.com/tower-dev/breakglass/relay"
 	relayapi "github.com/tower-dev/breakglass/relay/api"
+	"github.com/tower-dev/breakglass/relay/live"
 )
 
 // defaultKubeBurst is the bucket of requests each of the relay's clients
@@ -138,7 +139,7 @@ configured sinks).`,
 }
 
 // replicaPeers is how this replica reaches the others, or nil when it runs alone.
-func replicaPeers(replica, peerURL, caFile string) (*relay.Peers, error) {
+func replicaPeers(replica, peerURL, caFile string) (*live.Peers, error) {
 	if replica == "" {
 		if peerURL != "" || caFile != "" {
 			return nil, errors.New("--peer-url and --peer-ca are for replicas: set --replica too")
@@ -148,7 +149,7 @@ func replicaPeers(replica, peerURL, caFile string) (*relay.Peers, error) {
 	if peerURL == "" {
 		return nil, errors.New("--replica needs --peer-url: the replicas pass terminals to each other")
 	}
-	p := &relay.Peers{Self: replica, URL: peerURL}
+	p := &live.Peers{Self: replica, URL: peerURL}
 	if caFile != "" {
 		pem, err := os.ReadFile(caFile)
 		if err != nil {
@@ -170,7 +171,7 @@ func replicaPeers(replica, peerURL, caFile string) (*relay.Peers, error) {
 // sinks, and starts delivering notifications. It refuses to start without
 // a working recording store. Its metrics are the server's and the
 // notifications'.
-func buildRelay(ctx context.Context, cfg *relay.Config, peers *relay.Peers, kubeQPS float32, kubeBurst int) (*relay.Server, prometheus.Gatherer, func(), error) {
+func buildRelay(ctx context.Context, cfg *relay.Config, peers *live.Peers, kubeQPS float32, kubeBurst int) (*relay.Server, prometheus.Gatherer, func(), error) {
 	var closers []func()
 	closeAll := func() {
 		for _, c := range closers {

@@ -20,7 +20,7 @@ import (
 // reachable) lets go of the session one interval before its heartbeat
 // counts as stale, when another relay may take it up: it writes nothing
 // and ends nothing, so no two relays run the session at once
-// (relay/relays_model_test.go finds the two without it).
+// (relay/live/relays_model_test.go finds the two without it).
 func TestFaultHeartbeatRefusedLetsGo(t *testing.T) {
 	f := startOnFakeClock(t, cl.Namespace(t, "heartbeat-refused"), false)
 	s, r, fake := f.s, f.r, f.clock

@@ -611,7 +611,7 @@ func TestIdentitiesAtRest(t *testing.T) {
 				{"record an Event (the policy narrows it)", authorizationv1.ResourceAttributes{Namespace: ns, Verb: "create", Resource: "events"}, true},
 				{"patch an Event", authorizationv1.ResourceAttributes{Namespace: ns, Verb: "patch", Resource: "events"}, false},
 				{"record an Event through events.k8s.io", authorizationv1.ResourceAttributes{Namespace: ns, Verb: "create", Group: "events.k8s.io", Resource: "events"}, false},
-				// Its replicas' presence Leases (relay/presence.go); the
+				// Its replicas' presence Leases (relay/live/presence.go); the
 				// breakglass-sweeper-lease policy keeps it off the sweeper's.
 				{"create its presence Lease", authorizationv1.ResourceAttributes{Namespace: sys, Verb: "create", Group: coordination, Resource: "leases"}, true},
 				{"watch the replicas' Leases", authorizationv1.ResourceAttributes{Namespace: sys, Verb: "watch", Group: coordination, Resource: "leases"}, true},

@@ -30,6 +30,7 @@ import (
 	"github.com/tower-dev/breakglass/policies"
 	"github.com/tower-dev/breakglass/relay"
 	relayapi "github.com/tower-dev/breakglass/relay/api"
+	"github.com/tower-dev/breakglass/relay/live"
 	"github.com/tower-dev/breakglass/relay/wire"
 	"github.com/tower-dev/breakglass/test/harness/cluster"
 	"github.com/tower-dev/breakglass/test/harness/prereq"
@@ -106,7 +107,7 @@ func startRelay(t testing.TB, cfg *relay.Config, clk clock.Clock) *testRelay {
 
 // startReplica is startRelay for one of several replicas: peers says how it
 // reaches the others, and it serves on ln (nil: a port of its own).
-func startReplica(t testing.TB, cfg *relay.Config, clk clock.Clock, peers *relay.Peers, ln net.Listener) *testRelay {
+func startReplica(t testing.TB, cfg *relay.Config, clk clock.Clock, peers *live.Peers, ln net.Listener) *testRelay {
 	t.Helper()
 	portal, err := cl.Portal()
 	if err != nil {

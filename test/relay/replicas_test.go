@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
-	"github.com/tower-dev/breakglass/relay"
+	"github.com/tower-dev/breakglass/relay/live"
 	"github.com/tower-dev/breakglass/relay/terminal"
 	"github.com/tower-dev/breakglass/relay/wire"
 )
@@ -35,7 +35,7 @@ func replicaPair(t *testing.T, heartbeat time.Duration) (a, b *testRelay, nameA,
 		cfg := config()
 		cfg.Recording.Dir = shared
 		cfg.Limits.Heartbeat = metav1.Duration{Duration: heartbeat}
-		return startReplica(t, cfg, clock.RealClock{}, &relay.Peers{Self: port, URL: "http://127.0.0.1:{replica}"}, ln), port
+		return startReplica(t, cfg, clock.RealClock{}, &live.Peers{Self: port, URL: "http://127.0.0.1:{replica}"}, ln), port
 	}
 	a, nameA = start()
 	b, nameB = start()

@@ -1,4 +1,4 @@
-package relay
+package live
 
 import (
 	"fmt"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
 	"github.com/tower-dev/breakglass/relay/debugsession"
+	"github.com/tower-dev/breakglass/test/harness/sequential"
 )
 
 // Two replicas and one running session, checked exhaustively: second by
@@ -73,9 +74,12 @@ func newReplicasModel() *replicasModel {
 
 var replicaNames = [2]string{"relay-a", "relay-b"}
 
-// replicasNow is the model's now, ten minutes into the session: its hard
-// stop and grant are far off.
-var replicasNow = modelT0.Add(10 * time.Minute)
+// replicasT0 is when the model's session started; replicasNow, the
+// model's now, is ten minutes into it: its hard stop and grant are far off.
+var (
+	replicasT0  = time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	replicasNow = replicasT0.Add(10 * time.Minute)
+)
 
 // Ages are held up to a second past the longest bound a decision
 // compares them with: a heartbeat's with its going stale (three of 20 s
@@ -103,10 +107,10 @@ func older(age, max int) int {
 
 // session is the Session as the API server holds it in s.
 func (m *replicasModel) session(s replicasState) *v1alpha1.Session {
-	start, deadline, beat := metav1.NewTime(modelT0), metav1.NewTime(modelT0.Add(30*time.Minute)), metav1.NewTime(at(s.heartbeat))
+	start, deadline, beat := metav1.NewTime(replicasT0), metav1.NewTime(replicasT0.Add(30*time.Minute)), metav1.NewTime(at(s.heartbeat))
 	sess := &v1alpha1.Session{ObjectMeta: metav1.ObjectMeta{Name: "s-1", Namespace: "shop"}, Status: v1alpha1.SessionStatus{
 		Phase: v1alpha1.PhaseActive, StartedAt: &start, Deadline: &deadline, Heartbeat: &beat, Relay: replicaNames[s.holder], Resumes: 1,
-		Grant:          &v1alpha1.Grant{RoleBinding: "breakglass-s-1", Role: v1alpha1.DebugRole, ExpiresAt: metav1.NewTime(modelT0.Add(32 * time.Minute))},
+		Grant:          &v1alpha1.Grant{RoleBinding: "breakglass-s-1", Role: v1alpha1.DebugRole, ExpiresAt: metav1.NewTime(replicasT0.Add(32 * time.Minute))},
 		DebugContainer: &v1alpha1.DebugContainer{Pod: "web-1", Name: "debug-s-1"}}}
 	if s.released {
 		sess.Status.Released = &beat
@@ -300,7 +304,7 @@ func (m *replicasModel) explore() (states int, twoHolders []string) {
 
 // TestNoTwoReplicasRunOneSession holds the replicas to the property.
 func TestNoTwoReplicasRunOneSession(t *testing.T) {
-	sequentialOnly(t)
+	sequential.Only(t)
 	states, path := newReplicasModel().explore()
 	t.Logf("%d states explored", states)
 	if path != nil {
@@ -314,7 +318,7 @@ func TestNoTwoReplicasRunOneSession(t *testing.T) {
 // TestNoTwoReplicasCatchesSeededBugs seeds a bug into one decision at a
 // time and wants the property broken.
 func TestNoTwoReplicasCatchesSeededBugs(t *testing.T) {
-	sequentialOnly(t)
+	sequential.Only(t)
 	for name, seed := range map[string]func(m *replicasModel){
 		"a replica cut off lets go only once others count it gone": func(m *replicasModel) {
 			m.fence = func(lastOK, now time.Time) bool { return now.Sub(lastOK) >= PresenceLapse+time.Second }

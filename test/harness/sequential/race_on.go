@@ -1,6 +1,6 @@
 //go:build race
 
-package relay
+package sequential
 
 // raceDetector: this test binary was built with -race.
 const raceDetector = true

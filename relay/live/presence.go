@@ -1,4 +1,4 @@
-package relay
+package live
 
 import (
 	"context"
@@ -118,7 +118,7 @@ func leaseThere(ctx context.Context, kube kubernetes.Interface, replica string) 
 }
 
 // run renews this replica's Lease and watches the others' until ctx ends,
-// then deletes its own: by then (Server.Close) every session it ran was
+// then deletes its own: by then (Sessions.Close) every session it ran was
 // handed over.
 func (p *presence) run(ctx context.Context) {
 	factory := informers.NewSharedInformerFactoryWithOptions(p.kube, 0, informers.WithNamespace(v1alpha1.Namespace),

@@ -1,7 +1,8 @@
-package relay
+package live
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -26,13 +27,13 @@ import (
 // liveSession is a session whose terminal this relay holds, or is starting
 // or taking up.
 type liveSession struct {
-	// live is nil while the session is starting; read it under Server.mu,
+	// live is nil while the session is starting; read it under Sessions.mu,
 	// or once ready is closed.
 	live *debugsession.Live
 	// ready is closed once the start or take-up has settled: live is set,
-	// or the entry is gone from Server.live.
+	// or the entry is gone from Sessions.live.
 	ready chan struct{}
-	// lost (under Server.mu): this replica let go of its sessions while
+	// lost (under Sessions.mu): this replica let go of its sessions while
 	// this one was starting or being taken up; it is let go of as it
 	// settles, for another replica may be taking it up meanwhile.
 	lost bool
@@ -148,7 +149,7 @@ func (l *liveSession) people() []wire.Attached {
 
 // settle ends a start or take-up of key: held runs live, or (live nil) the
 // session is not this relay's after all. Requests waiting on it go on.
-func (s *Server) settle(key sessionKey, held *liveSession, live *debugsession.Live) {
+func (s *Sessions) settle(key sessionKey, held *liveSession, live *debugsession.Live) {
 	s.mu.Lock()
 	if live == nil {
 		delete(s.live, key)
@@ -169,7 +170,7 @@ func (s *Server) settle(key sessionKey, held *liveSession, live *debugsession.Li
 // cluster a moment before its terminal is attached, and a page that reads
 // it Active connects at once. A session another replica runs is passed on
 // to it (passed); one nobody here runs is NotHeld.
-func (s *Server) running(w http.ResponseWriter, r *http.Request, t *target, sess *v1alpha1.Session) (live *debugsession.Live, held *liveSession, passed bool, err error) {
+func (s *Sessions) running(w http.ResponseWriter, r *http.Request, t *Cluster, sess *v1alpha1.Session) (live *debugsession.Live, held *liveSession, passed bool, err error) {
 	key := sessionKey{t.Name, sess.Namespace, sess.Name}
 	s.mu.Lock()
 	held = s.live[key]
@@ -197,19 +198,25 @@ func (s *Server) running(w http.ResponseWriter, r *http.Request, t *target, sess
 	return nil, nil, false, &api.Error{Status: http.StatusConflict, Reason: "NotHeld", Message: errNotHere.Error()}
 }
 
+// errNotHere is an Active session this relay does not hold, e.g. after a
+// restart: the sweeper ends it once its heartbeat is stale.
+var errNotHere = errors.New("the session is Active but not held by this relay; the sweeper ends it once its heartbeat goes stale")
+
 // typeSlotWait is how long a requester's new terminal waits for the one
 // before it to close: a reloaded page or a reconnect opens the new one
 // while the relay is still reading the old one's close.
 const typeSlotWait = 5 * time.Second
 
-func (s *Server) start(w http.ResponseWriter, r *http.Request, c api.Caller) error {
+// Start starts the requester's approved session here: its grant, its
+// debug container and its recorded terminal, then its limits.
+func (s *Sessions) Start(w http.ResponseWriter, r *http.Request, c api.Caller) error {
 	ctx := r.Context()
 	t, sess, err := s.sessionFor(r, c, "")
 	if err != nil {
 		return err
 	}
 	ns := sess.Namespace
-	if err := s.standingOf(c, t, sess).MayStart(sess); err != nil {
+	if err := s.api.StandingOf(c, t.Cluster, sess).MayStart(sess); err != nil {
 		return err
 	}
 	key := sessionKey{t.Name, ns, sess.Name}
@@ -230,7 +237,7 @@ func (s *Server) start(w http.ResponseWriter, r *http.Request, c api.Caller) err
 	// session: the start runs to its end, or takes its grant back.
 	startCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 3*time.Minute)
 	defer cancel()
-	live, err := t.runner.Start(startCtx, sess)
+	live, err := t.Runner.Start(startCtx, sess)
 	s.settle(key, held, live)
 	if err != nil {
 		if apierrors.IsInvalid(err) || apierrors.IsForbidden(err) {
@@ -251,16 +258,14 @@ func (s *Server) start(w http.ResponseWriter, r *http.Request, c api.Caller) err
 	// watcher may write the Session.
 	snapshot := live.Session.DeepCopy()
 	s.watch(key, live)
-	s.sessions.Notify(ctx, t.Name, v1alpha1.NotifySessionStarted, snapshot)
-	api.WriteJSON(w, http.StatusOK, s.view(c, t, snapshot))
+	s.api.Notify(ctx, t.Name, v1alpha1.NotifySessionStarted, snapshot)
+	api.WriteJSON(w, http.StatusOK, s.api.View(c, t.Cluster, snapshot))
 	return nil
 }
 
 // watch runs the session's limits until it ends, whoever ends it.
-func (s *Server) watch(key sessionKey, live *debugsession.Live) {
+func (s *Sessions) watch(key sessionKey, live *debugsession.Live) {
 	ctx, cancel := context.WithCancel(context.Background())
-	limits := debugsession.Limits{Idle: s.cfg.Limits.Idle.Duration, Disconnect: s.cfg.Limits.Disconnect.Duration,
-		Heartbeat: s.cfg.Limits.Heartbeat.Duration}
 	s.watchers.Add(2)
 	go func() {
 		defer s.watchers.Done()
@@ -269,7 +274,7 @@ func (s *Server) watch(key sessionKey, live *debugsession.Live) {
 	}()
 	go func() {
 		defer s.watchers.Done()
-		if reason, err := live.Watch(ctx, limits); reason != "" || (err != nil && ctx.Err() == nil) {
+		if reason, err := live.Watch(ctx, s.limits); reason != "" || (err != nil && ctx.Err() == nil) {
 			if err != nil {
 				s.log.Error(err, "ending a session on its limit", "session", key.String(), "reason", reason)
 			}
@@ -285,7 +290,9 @@ func (s *Server) watch(key sessionKey, live *debugsession.Live) {
 // maxEndNote bounds the words kept with an end, as the Session's schema does.
 const maxEndNote = 1024
 
-func (s *Server) end(w http.ResponseWriter, r *http.Request, c api.Caller) error {
+// End ends a session for a person: one not started yet in the cluster
+// alone, a running one where it runs.
+func (s *Sessions) End(w http.ResponseWriter, r *http.Request, c api.Caller) error {
 	var q wire.EndRequest
 	if r.ContentLength != 0 {
 		// Kept: the end may be passed on to the replica running the session.
@@ -305,8 +312,8 @@ func (s *Server) end(w http.ResponseWriter, r *http.Request, c api.Caller) error
 		return err
 	}
 	// A moderator's end is judged where the session runs: a replica not
-	// holding it passes it on (standingOf).
-	reason, err := s.standingOf(c, t, sess).MayEnd(sess)
+	// holding it passes it on (Sessions.Watching).
+	reason, err := s.api.StandingOf(c, t.Cluster, sess).MayEnd(sess)
 	if err != nil {
 		return err
 	}
@@ -314,11 +321,11 @@ func (s *Server) end(w http.ResponseWriter, r *http.Request, c api.Caller) error
 	case v1alpha1.PhasePending, v1alpha1.PhaseApproved:
 		// Never started: nothing to take back but the request itself.
 		end := &v1alpha1.End{By: c.Name, Reason: reason, Note: q.Reason, At: metav1.NewTime(s.clock.Now())}
-		if err := t.api.Lifecycle.Make(ctx, sess, lifecycle.Move{Step: v1alpha1.StepEnd, To: v1alpha1.PhaseEnded, Actor: c.Name,
+		if err := t.Lifecycle.Make(ctx, sess, lifecycle.Move{Step: v1alpha1.StepEnd, To: v1alpha1.PhaseEnded, Actor: c.Name,
 			Reason: "before it started: " + debugsession.EndReasonText(reason, q.Reason), Status: func(st *v1alpha1.SessionStatus) { st.End = end }}); err != nil {
 			return api.ClusterError(err)
 		}
-		api.WriteJSON(w, http.StatusOK, s.view(c, t, sess))
+		api.WriteJSON(w, http.StatusOK, s.api.View(c, t.Cluster, sess))
 		return nil
 	}
 	held, _, passed, err := s.running(w, r, t, sess)
@@ -328,13 +335,13 @@ func (s *Server) end(w http.ResponseWriter, r *http.Request, c api.Caller) error
 	if err := held.End(context.WithoutCancel(ctx), c.Name, reason, q.Reason); err != nil {
 		return err
 	}
-	s.sessions.Notify(ctx, t.Name, v1alpha1.NotifySessionEnded, held.Session)
-	api.WriteJSON(w, http.StatusOK, s.view(c, t, held.Session))
+	s.api.Notify(ctx, t.Name, v1alpha1.NotifySessionEnded, held.Session)
+	api.WriteJSON(w, http.StatusOK, s.api.View(c, t.Cluster, held.Session))
 	return nil
 }
 
 // held is the live session for key, if this relay holds a started one.
-func (s *Server) held(key sessionKey) *debugsession.Live {
+func (s *Sessions) held(key sessionKey) *debugsession.Live {
 	if l := s.holding(key); l != nil {
 		return l.live
 	}
@@ -342,7 +349,7 @@ func (s *Server) held(key sessionKey) *debugsession.Live {
 }
 
 // holding is key's entry, if this relay holds a started session there.
-func (s *Server) holding(key sessionKey) *liveSession {
+func (s *Sessions) holding(key sessionKey) *liveSession {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if l, ok := s.live[key]; ok && l.live != nil {
@@ -351,7 +358,9 @@ func (s *Server) holding(key sessionKey) *liveSession {
 	return nil
 }
 
-func (s *Server) terminal(w http.ResponseWriter, r *http.Request, c api.Caller) error {
+// Terminal attaches the caller to a running session's terminal over a
+// WebSocket: the requester types, an approver watches.
+func (s *Sessions) Terminal(w http.ResponseWriter, r *http.Request, c api.Caller) error {
 	if !s.originAllowed(r) {
 		return api.Forbidden("origin %q may not open a terminal", r.Header.Get("Origin"))
 	}
@@ -360,7 +369,7 @@ func (s *Server) terminal(w http.ResponseWriter, r *http.Request, c api.Caller) 
 		return err
 	}
 	ns := sess.Namespace
-	readOnly, err := s.standingOf(c, t, sess).MayOpenTerminal(sess)
+	readOnly, err := s.api.StandingOf(c, t.Cluster, sess).MayOpenTerminal(sess)
 	if err != nil {
 		return err
 	}
@@ -369,7 +378,7 @@ func (s *Server) terminal(w http.ResponseWriter, r *http.Request, c api.Caller) 
 	// on, they see only what they could have watched live.
 	sensitive := sess.Status.Approval != nil && sess.Status.Approval.ProcessAccess
 	opts := terminal.Options{ReadOnly: readOnly, Subprotocol: wire.TerminalProtocol,
-		FromNow:     readOnly && sensitive && !s.cfg.Permissions.Can(c, api.ActionViewSensitive, t.Name, ns),
+		FromNow:     readOnly && sensitive && !s.api.Permissions.Can(c, api.ActionViewSensitive, t.Name, ns),
 		CheckOrigin: func(*http.Request) bool { return true }, // checked above, before the upgrade
 		Count:       func(dir string, n int) { s.metrics.bytes.WithLabelValues(dir).Add(float64(n)) },
 	}
@@ -402,7 +411,7 @@ func (s *Server) terminal(w http.ResponseWriter, r *http.Request, c api.Caller) 
 		// shows as taken, not as a closed tab.
 		if r.URL.Query().Get("take") == "1" && held.typingElsewhere() {
 			const moved = "the requester's keyboard moved to a new terminal; the one before was closed"
-			if err := t.api.Lifecycle.Note(r.Context(), v1alpha1.StepAttach, c.Name, sess, moved); err != nil {
+			if err := t.Lifecycle.Note(r.Context(), v1alpha1.StepAttach, c.Name, sess, moved); err != nil {
 				return err
 			}
 			if err := live.Mark(context.WithoutCancel(r.Context()), moved); err != nil {
@@ -423,7 +432,7 @@ func (s *Server) terminal(w http.ResponseWriter, r *http.Request, c api.Caller) 
 		defer done()
 		opts.Moved = moved
 	}
-	if err := t.api.Lifecycle.Note(r.Context(), v1alpha1.StepAttach, c.Name, sess, map[bool]string{true: "watching", false: "typing"}[readOnly]); err != nil {
+	if err := t.Lifecycle.Note(r.Context(), v1alpha1.StepAttach, c.Name, sess, map[bool]string{true: "watching", false: "typing"}[readOnly]); err != nil {
 		return err
 	}
 	var typed terminal.Session = live
@@ -450,7 +459,7 @@ func (s *Server) terminal(w http.ResponseWriter, r *http.Request, c api.Caller) 
 
 // originAllowed lets non-browser clients (no Origin) through to the token
 // check, and browsers only from the configured origins and the console's.
-func (s *Server) originAllowed(r *http.Request) bool {
+func (s *Sessions) originAllowed(r *http.Request) bool {
 	origin := r.Header.Get("Origin")
 	if origin == "" {
 		return true
@@ -460,55 +469,5 @@ func (s *Server) originAllowed(r *http.Request) bool {
 		return false
 	}
 	o := u.Scheme + "://" + u.Host
-	return slices.Contains(s.cfg.AllowedOrigins, o) || (s.console != nil && o == s.console.Origin())
-}
-
-// Close ends every session this relay holds, as a relay running alone
-// must when it shuts down: detached, recorded, grant revoked. One of
-// several replicas hands them over instead (Live.Release): another takes
-// each up within an adoption interval, and its terminals reconnect there.
-func (s *Server) Close(ctx context.Context) {
-	s.closeOnce.Do(func() { close(s.closing) })
-	s.mu.Lock()
-	var lives []*debugsession.Live
-	for _, l := range s.live {
-		if l.live != nil {
-			lives = append(lives, l.live)
-		}
-	}
-	s.mu.Unlock()
-	// Several at a time: a relay has its termination grace period for all
-	// of them.
-	var wg sync.WaitGroup
-	slots := make(chan struct{}, adoptWorkers)
-	for _, l := range lives {
-		slots <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer func() { <-slots; wg.Done() }()
-			if s.peers != nil {
-				if err := l.Release(ctx); err != nil {
-					s.log.Error(err, "handing a session over at shutdown", "session", l.Session.Namespace+"/"+l.Session.Name)
-				}
-				return
-			}
-			if err := l.Stop(ctx, v1alpha1.EndDisconnect, "the relay shut down"); err != nil {
-				s.log.Error(err, "ending a session at shutdown", "session", l.Session.Namespace+"/"+l.Session.Name)
-			}
-		}()
-	}
-	wg.Wait()
-	s.watchers.Wait()
-	// Gone once all is handed over: the others then take it up at once.
-	s.mu.Lock()
-	stop := s.stopPresence
-	s.mu.Unlock()
-	if stop != nil {
-		stop()
-	}
-	// The head at shutdown, after the last session's end, is anchored too.
-	if s.stopCheckpoints != nil {
-		s.stopCheckpoints()
-		<-s.checkpointed
-	}
+	return s.origin(o)
 }

@@ -1,4 +1,4 @@
-package relay
+package live
 
 import (
 	"context"
@@ -11,9 +11,9 @@ import (
 	"github.com/tower-dev/breakglass/relay/wire"
 )
 
-// askExtension records the requester's ask for more time, for another
+// AskExtension records the requester's ask for more time, for another
 // person to decide, on the replica running the session.
-func (s *Server) askExtension(w http.ResponseWriter, r *http.Request, c api.Caller) error {
+func (s *Sessions) AskExtension(w http.ResponseWriter, r *http.Request, c api.Caller) error {
 	var q wire.ExtensionAsk
 	// Kept: the ask may be passed on to the replica running the session.
 	if err := keepBody(r); err != nil {
@@ -30,30 +30,32 @@ func (s *Server) askExtension(w http.ResponseWriter, r *http.Request, c api.Call
 	if err != nil {
 		return err
 	}
-	if err := s.standingOf(c, t, sess).MayAskExtension(sess); err != nil {
+	if err := s.api.StandingOf(c, t.Cluster, sess).MayAskExtension(sess); err != nil {
 		return err
 	}
 	return s.onRunning(w, r, c, t, sess, func(ctx context.Context, live *debugsession.Live) error {
 		if err := live.AskExtension(ctx, c.Name, c.ID, d, q.Reason); err != nil {
 			return err
 		}
-		s.sessions.Notify(ctx, t.Name, v1alpha1.NotifyExtensionRequested, live.Snapshot())
+		s.api.Notify(ctx, t.Name, v1alpha1.NotifyExtensionRequested, live.Snapshot())
 		return nil
 	})
 }
 
-func (s *Server) approveExtension(w http.ResponseWriter, r *http.Request, c api.Caller) error {
+// ApproveExtension grants the time asked for, by another person.
+func (s *Sessions) ApproveExtension(w http.ResponseWriter, r *http.Request, c api.Caller) error {
 	return s.decideExtension(w, r, c, true)
 }
 
-func (s *Server) denyExtension(w http.ResponseWriter, r *http.Request, c api.Caller) error {
+// DenyExtension refuses the time asked for.
+func (s *Sessions) DenyExtension(w http.ResponseWriter, r *http.Request, c api.Caller) error {
 	return s.decideExtension(w, r, c, false)
 }
 
 // decideExtension is an approver's answer to an extension asked for: never
 // the requester's, by any spelling of them (the Session policy checks the
 // same by identity).
-func (s *Server) decideExtension(w http.ResponseWriter, r *http.Request, c api.Caller, approve bool) error {
+func (s *Sessions) decideExtension(w http.ResponseWriter, r *http.Request, c api.Caller, approve bool) error {
 	var d wire.Decision
 	if err := keepBody(r); err != nil {
 		return err
@@ -68,7 +70,7 @@ func (s *Server) decideExtension(w http.ResponseWriter, r *http.Request, c api.C
 	if err != nil {
 		return err
 	}
-	if err := s.standingOf(c, t, sess).MayDecideExtension(sess); err != nil {
+	if err := s.api.StandingOf(c, t.Cluster, sess).MayDecideExtension(sess); err != nil {
 		return err
 	}
 	words := d.Comment
@@ -80,7 +82,7 @@ func (s *Server) decideExtension(w http.ResponseWriter, r *http.Request, c api.C
 			return err
 		}
 		kind := map[bool]string{true: v1alpha1.NotifyExtensionApproved, false: v1alpha1.NotifyExtensionDenied}[approve]
-		s.sessions.Notify(ctx, t.Name, kind, live.Snapshot())
+		s.api.Notify(ctx, t.Name, kind, live.Snapshot())
 		return nil
 	})
 }
@@ -89,7 +91,7 @@ func (s *Server) decideExtension(w http.ResponseWriter, r *http.Request, c api.C
 // the replica that runs it, and answers with the Session as do left it.
 // do runs under the session's own lock (Live's), so it sees and writes the
 // Session the heartbeat writes too.
-func (s *Server) onRunning(w http.ResponseWriter, r *http.Request, c api.Caller, t *target, sess *v1alpha1.Session,
+func (s *Sessions) onRunning(w http.ResponseWriter, r *http.Request, c api.Caller, t *Cluster, sess *v1alpha1.Session,
 	do func(context.Context, *debugsession.Live) error) error {
 	if sess.Status.Phase != v1alpha1.PhaseActive {
 		return api.Conflict("the session is %s, not Active", sess.Status.Phase)
@@ -106,6 +108,6 @@ func (s *Server) onRunning(w http.ResponseWriter, r *http.Request, c api.Caller,
 		}
 		return api.ClusterError(err)
 	}
-	api.WriteJSON(w, http.StatusOK, s.view(c, t, live.Snapshot()))
+	api.WriteJSON(w, http.StatusOK, s.api.View(c, t.Cluster, live.Snapshot()))
 	return nil
 }

@@ -1,4 +1,4 @@
-package relay
+package live
 
 import (
 	"bytes"
@@ -28,7 +28,7 @@ type Peers struct {
 	URL string
 	// Transport reaches the replicas (their CA); nil: Go's default, but
 	// never through a proxy the environment names (a hop carries the
-	// caller's token). NewServer fills it in.
+	// caller's token). relay.New fills it in.
 	Transport http.RoundTripper
 }
 
@@ -68,7 +68,7 @@ const hopHeader = "Breakglass-Relay-Hop"
 // passOn sends r to the replica running sess, if that is another one, and
 // reports whether it did. The caller was authenticated and authorized
 // here; the other replica checks them again, from the same token.
-func (s *Server) passOn(w http.ResponseWriter, r *http.Request, sess *v1alpha1.Session) bool {
+func (s *Sessions) passOn(w http.ResponseWriter, r *http.Request, sess *v1alpha1.Session) bool {
 	p := s.peers
 	holder := sess.Status.Relay
 	if p == nil || holder == "" || holder == p.Self || r.Header.Get(hopHeader) != "" {

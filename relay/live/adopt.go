@@ -1,4 +1,4 @@
-package relay
+package live
 
 import (
 	"context"
@@ -23,8 +23,8 @@ import (
 // (debugsession.Runner.Resume); the person's terminal reconnects to it. Of
 // several relays, the API server lets one take each session. Sessions past
 // their hard stop or grant are the sweeper's.
-func (s *Server) Adopt(ctx context.Context, every time.Duration) {
-	stale := debugsession.StaleAfter(s.cfg.Limits.Heartbeat.Duration)
+func (s *Sessions) Adopt(ctx context.Context, every time.Duration) {
+	stale := debugsession.StaleAfter(s.limits.Heartbeat)
 	kick := make(chan struct{}, 1)
 	s.present(func() {
 		select {
@@ -46,7 +46,7 @@ func (s *Server) Adopt(ctx context.Context, every time.Duration) {
 // present starts this replica's presence in each cluster (one of several
 // replicas only), once; Close ends it once every session here is handed
 // over.
-func (s *Server) present(changed func()) {
+func (s *Sessions) present(changed func()) {
 	if s.peers == nil {
 		return
 	}
@@ -79,7 +79,7 @@ func (s *Server) present(changed func()) {
 
 // letGoAll lets go of every session this replica runs in cluster, writing
 // nothing: it may no longer be the one running them.
-func (s *Server) letGoAll(cluster, why string) {
+func (s *Sessions) letGoAll(cluster, why string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for key, l := range s.live {
@@ -99,7 +99,7 @@ func (s *Server) letGoAll(cluster, why string) {
 // taking over from another takes over all its sessions (docs/scaling.md).
 const adoptWorkers = 32
 
-func (s *Server) adoptOnce(ctx context.Context, stale time.Duration) {
+func (s *Sessions) adoptOnce(ctx context.Context, stale time.Duration) {
 	var wg sync.WaitGroup
 	slots := make(chan struct{}, adoptWorkers)
 	for name, t := range s.clusters {
@@ -164,7 +164,7 @@ func (s *Server) adoptOnce(ctx context.Context, stale time.Duration) {
 // looked at after the sessions were listed. A replica that let go and
 // came back writes its Lease before it takes its sessions up again, so
 // two replicas never both take one up as gone
-// (relay/relays_model_test.go).
+// (relays_model_test.go).
 func holderGone(holder, self string, selfPresent bool, countedGone, leaseThere func(string) bool) bool {
 	switch holder {
 	case "":
@@ -177,13 +177,13 @@ func holderGone(holder, self string, selfPresent bool, countedGone, leaseThere f
 }
 
 // adopt resumes one session this relay has marked as its own to try.
-func (s *Server) adopt(ctx context.Context, name string, t *target, key sessionKey, claim *liveSession, sess *v1alpha1.Session, stale time.Duration, gone bool) {
+func (s *Sessions) adopt(ctx context.Context, name string, t *Cluster, key sessionKey, claim *liveSession, sess *v1alpha1.Session, stale time.Duration, gone bool) {
 	// Once claimed, a resume runs to its end even if the relay is told to
 	// stop meanwhile: Close then hands it over, rather than leaving it
 	// claimed by nobody until its heartbeat goes stale.
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
 	defer cancel()
-	live, err := t.runner.Resume(rctx, sess, stale, gone)
+	live, err := t.Runner.Resume(rctx, sess, stale, gone)
 	if err != nil {
 		s.settle(key, claim, nil)
 		s.mu.Lock()
@@ -208,5 +208,5 @@ func (s *Server) adopt(ctx context.Context, name string, t *target, key sessionK
 	s.metrics.live.Inc()
 	s.log.Info("resumed a session its relay left", "session", key.String(), "resumes", live.Session.Status.Resumes)
 	s.watch(key, live)
-	s.sessions.Notify(ctx, name, v1alpha1.NotifySessionResumed, live.Session.DeepCopy())
+	s.api.Notify(ctx, name, v1alpha1.NotifySessionResumed, live.Session.DeepCopy())
 }

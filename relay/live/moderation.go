@@ -1,4 +1,4 @@
-package relay
+package live
 
 import (
 	"context"
@@ -54,7 +54,7 @@ func (l *liveSession) watchersLocked() int {
 // (a first watcher) or stops (the last one leaves), the recording gets a
 // marker, the audit log an event, and the requester's open terminal a
 // notice.
-func (s *Server) moderate(t *target, held *liveSession) {
+func (s *Sessions) moderate(t *Cluster, held *liveSession) {
 	held.mu.Lock()
 	defer held.mu.Unlock()
 	held.moderated = true
@@ -76,7 +76,7 @@ func (s *Server) moderate(t *target, held *liveSession) {
 		if err := live.Mark(ctx, note); err != nil {
 			s.log.Error(err, "marking moderation in the recording", "session", live.Session.Namespace+"/"+live.Session.Name)
 		}
-		if err := t.api.Lifecycle.Note(ctx, v1alpha1.StepModeration, who, live.Snapshot(), note); err != nil {
+		if err := t.Lifecycle.Note(ctx, v1alpha1.StepModeration, who, live.Snapshot(), note); err != nil {
 			s.log.Error(err, "auditing moderation", "session", live.Session.Namespace+"/"+live.Session.Name)
 		}
 		held.notify(notice)
