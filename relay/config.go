@@ -92,7 +92,7 @@ const (
 	Flight Tier = "flight"
 )
 
-// Cluster is one target cluster.
+// Cluster is one cluster the relay serves.
 type Cluster struct {
 	Name string `json:"name"`
 	Tier Tier   `json:"tier"`

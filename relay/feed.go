@@ -27,7 +27,7 @@ const feedBuffer = 64
 // passed on.
 type sessionFeed struct {
 	cluster string
-	t       Target
+	t       Portal
 
 	mu   sync.Mutex
 	subs map[*streamSub]func(namespace string) bool
@@ -37,7 +37,7 @@ type sessionFeed struct {
 	seen map[string][sha256.Size]byte
 }
 
-func newSessionFeed(cluster string, t Target) *sessionFeed {
+func newSessionFeed(cluster string, t Portal) *sessionFeed {
 	return &sessionFeed{cluster: cluster, t: t, subs: map[*streamSub]func(string) bool{}, seen: map[string][sha256.Size]byte{}}
 }
 
@@ -83,7 +83,7 @@ func (f *sessionFeed) subscribe(sub *streamSub, visible func(namespace string) b
 // then told to read again, as changes may have been missed.
 func (f *sessionFeed) run(ctx context.Context) {
 	for ctx.Err() == nil {
-		wi, err := f.watch(ctx)
+		wi, err := f.open(ctx)
 		if err == nil {
 			f.forward(ctx, wi)
 			wi.Stop()
@@ -96,11 +96,11 @@ func (f *sessionFeed) run(ctx context.Context) {
 	}
 }
 
-// watch watches the cluster's Sessions from now on: from a one-item list's
+// open watches the cluster's Sessions from now on: from a one-item list's
 // resource version, so that the watch does not begin by replaying every
 // Session. Its client shares the relay's client's configuration (and so
 // its rate limit's settings, not its budget: one watch per cluster).
-func (f *sessionFeed) watch(ctx context.Context) (watch.Interface, error) {
+func (f *sessionFeed) open(ctx context.Context) (watch.Interface, error) {
 	wc, err := client.NewWithWatch(f.t.Config, client.Options{Scheme: f.t.Client.Scheme(), Mapper: f.t.Client.RESTMapper()})
 	if err != nil {
 		return nil, err

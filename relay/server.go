@@ -35,9 +35,9 @@ import (
 	"github.com/tower-dev/breakglass/relay/wire"
 )
 
-// Target is how the relay reaches one cluster: as the portal's
+// Portal is how the relay reaches one cluster: as the portal's
 // ServiceAccount, the only identity the debug grants name.
-type Target struct {
+type Portal struct {
 	Client client.Client
 	Kube   kubernetes.Interface
 	Config *rest.Config
@@ -46,7 +46,7 @@ type Target struct {
 // Options are what a Server is built from.
 type Options struct {
 	Config  *Config
-	Targets map[string]Target
+	Portals map[string]Portal
 	Store   recording.Store
 	Audit   *audit.Log
 	// Notifier may be nil: no notifications.
@@ -78,7 +78,7 @@ type Server struct {
 	console  *console.Console
 	// sessions is the decisions API: request, read, approve, deny, review.
 	sessions *api.Sessions
-	// live runs the sessions this replica holds: start, terminal, end,
+	// live is the sessions this replica runs: start, terminal, end,
 	// extensions, and the take-up of another replica's.
 	live *live.Sessions
 
@@ -133,7 +133,7 @@ func newServer(o Options, auth *Authenticator, web *console.Console) (*Server, e
 		ReviewWithin: o.Config.Limits.ReviewWithin.Duration, Clock: o.Clock, Notifier: o.Notifier, Log: o.Log}
 	var running []*live.Cluster
 	for _, c := range o.Config.Clusters {
-		t, ok := o.Targets[c.Name]
+		t, ok := o.Portals[c.Name]
 		if !ok {
 			return nil, fmt.Errorf("relay: no credentials for cluster %s", c.Name)
 		}
@@ -384,7 +384,7 @@ func newMetrics() *metrics {
 // (live.Sessions.Adopt).
 func (s *Server) Adopt(ctx context.Context, every time.Duration) { s.live.Adopt(ctx, every) }
 
-// Close ends or hands over every session this relay holds, ends the event
+// Close ends or hands over every session this replica runs, ends the event
 // streams, and anchors the audit chain's head once more.
 func (s *Server) Close(ctx context.Context) {
 	s.closeOnce.Do(func() { close(s.closing) })

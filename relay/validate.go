@@ -122,7 +122,7 @@ func (c *Config) validateOIDC(at *field.Path) field.ErrorList {
 func (c *Config) validateClusters(at *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	if len(c.Clusters) == 0 {
-		errs = append(errs, field.Required(at, "at least one target cluster is required"))
+		errs = append(errs, field.Required(at, "at least one cluster is required"))
 	}
 	seen := map[string]bool{}
 	for i, cl := range c.Clusters {

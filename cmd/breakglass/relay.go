@@ -231,7 +231,7 @@ func buildRelay(ctx context.Context, cfg *relay.Config, peers *live.Peers, kubeQ
 	if err != nil {
 		return fail(err)
 	}
-	targets := map[string]relay.Target{}
+	portals := map[string]relay.Portal{}
 	for _, c := range cfg.Clusters {
 		rc, err := restConfig(c.Kubeconfig)
 		if err != nil {
@@ -249,7 +249,7 @@ func buildRelay(ctx context.Context, cfg *relay.Config, peers *live.Peers, kubeQ
 		if err != nil {
 			return fail(fmt.Errorf("cluster %s: %w", c.Name, err))
 		}
-		targets[c.Name] = relay.Target{Client: cl, Kube: kube, Config: rc}
+		portals[c.Name] = relay.Portal{Client: cl, Kube: kube, Config: rc}
 	}
 	var notifier relayapi.Notifier
 	notifications := prometheus.NewRegistry()
@@ -276,7 +276,7 @@ func buildRelay(ctx context.Context, cfg *relay.Config, peers *live.Peers, kubeQ
 		checkpoints = &checkpoint.Keeper{Log: auditLog, Chain: cfg.Audit.Chain, Store: store, Anchorer: anchorer,
 			Retention: cfg.Recording.Retention.Duration, Logger: ctrl.Log.WithName("audit")}
 	}
-	srv, err := relay.New(ctx, relay.Options{Config: cfg, Targets: targets, Store: store,
+	srv, err := relay.New(ctx, relay.Options{Config: cfg, Portals: portals, Store: store,
 		Audit: auditLog, Notifier: notifier, Anchorer: anchorer, Log: ctrl.Log.WithName("relay"),
 		Checkpoints: checkpoints, CheckpointEvery: cfg.Audit.CheckpointEvery.Duration, Peers: peers})
 	if err != nil {

@@ -39,20 +39,20 @@ func startRelay(ctx context.Context, ln net.Listener, relayURL, portalURL string
 	// relay.New defaults it too, but the notifier below links to the
 	// console's pages from the portal URL the defaults derive.
 	cfg.Default()
-	targets := map[string]relay.Target{}
+	portals := map[string]relay.Portal{}
 	for i, p := range planes {
 		cfg.Clusters = append(cfg.Clusters, relay.Cluster{Name: p.name, Tier: p.tier(), DebugImage: p.image})
 		if i == 0 {
 			cfg.Clusters[0].Moderated = o.Moderated
 		}
-		targets[p.name] = relay.Target{Client: p.portal.Client, Kube: p.portal.Kube, Config: p.portal.Config}
+		portals[p.name] = relay.Portal{Client: p.portal.Client, Kube: p.portal.Kube, Config: p.portal.Config}
 	}
 	auditFile, last, err := audit.OpenFile(filepath.Join(o.Dir, "audit.jsonl"))
 	if err != nil {
 		return nil, err
 	}
 	actx, cancel := context.WithCancel(context.Background())
-	srv, err := relay.New(actx, relay.Options{Config: cfg, Store: store, Clock: clock.RealClock{}, Targets: targets,
+	srv, err := relay.New(actx, relay.Options{Config: cfg, Store: store, Clock: clock.RealClock{}, Portals: portals,
 		Notifier: &notify.Webhook{URL: inboxURL, PortalURL: cfg.PortalURL},
 		Audit:    audit.NewLog(last, nil, &audit.Writer{W: logs}, auditFile), Anchorer: anchorer})
 	if err != nil {

@@ -63,9 +63,9 @@ func TestLeaveTakesTheFirstExitOnly(t *testing.T) {
 	}
 }
 
-// Watch says why it ended a session only when its own end was the one
+// Enforce says why it ended a session only when its own end was the one
 // made: a session a person ended first, as its hard stop came, reports
-// no reason of Watch's, and the audit's one end stays the person's.
+// no reason of Enforce's, and the audit's one end stays the person's.
 func TestWatchReportsOnlyTheEndItMade(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Now())
 	passed := metav1.NewTime(clk.Now().Add(-time.Minute))
@@ -83,14 +83,14 @@ func TestWatchReportsOnlyTheEndItMade(t *testing.T) {
 	}
 	done := make(chan watched, 1)
 	go func() {
-		reason, err := l.Watch(context.Background(), Limits{Idle: time.Hour, Disconnect: time.Hour, Heartbeat: time.Hour, Flush: time.Hour})
+		reason, err := l.Enforce(context.Background(), Limits{Idle: time.Hour, Disconnect: time.Hour, Heartbeat: time.Hour, Flush: time.Hour})
 		done <- watched{reason, err}
 	}()
 	for {
 		select {
 		case got := <-done:
 			if got.reason != "" || got.err != nil {
-				t.Fatalf("Watch returned (%q, %v) for a session a person had ended, want no reason of its own", got.reason, got.err)
+				t.Fatalf("Enforce returned (%q, %v) for a session a person had ended, want no reason of its own", got.reason, got.err)
 			}
 			return
 		case <-time.After(10 * time.Millisecond):

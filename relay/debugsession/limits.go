@@ -21,13 +21,13 @@ type Limits struct {
 	Idle, Disconnect, Heartbeat, Flush time.Duration
 }
 
-// Watch keeps the heartbeat and ends the session when a limit is reached,
+// Enforce keeps the heartbeat and ends the session when a limit is reached,
 // or at once when its terminal stream ends by itself (the shell exited, or
 // the stream failed), returning why; "" when something else ended it
 // first (a person, the grant's expiry) or it left this relay. It checks
 // every second of the runner's clock, so tests move time instead of
 // sleeping.
-func (l *Live) Watch(ctx context.Context, limits Limits) (v1alpha1.EndReason, error) {
+func (l *Live) Enforce(ctx context.Context, limits Limits) (v1alpha1.EndReason, error) {
 	r := l.r
 	// The stop as the Session says it now (an extension moves it again,
 	// under l.mu).

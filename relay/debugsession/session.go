@@ -99,7 +99,7 @@ type Live struct {
 	// recordingFailed is set when the stream ended because what it carried
 	// could not be recorded: then the session ends rather than going on.
 	recordingFailed atomic.Pointer[error]
-	// beatEvery is Watch's heartbeat interval, kept up during an end.
+	// beatEvery is Enforce's heartbeat interval, kept up during an end.
 	beatEvery atomic.Int64
 	// stopAt is when the session stops (unix nanoseconds; 0: nothing
 	// set): its hard stop or its grant's expiry, whichever comes first. An
@@ -474,8 +474,8 @@ func (r *Runner) newLive(s *v1alpha1.Session, rec *recording.Recorder) (l *Live,
 // expires, on the wall clock, whatever else ends it or fails to: the API
 // server checked the grant when the attach stream opened, not since, so the
 // relay itself closes the stream (and with it the shell's input) at the
-// grant's TTL. Watch ends the session at its hard stop, or at the grant's
-// expiry if that comes first, long before; this holds when Watch does not
+// grant's TTL. Enforce ends the session at its hard stop, or at the grant's
+// expiry if that comes first, long before; this holds when Enforce does not
 // run.
 func (l *Live) endAtGrantExpiry(expires time.Time) {
 	l.mu.Lock()
@@ -633,7 +633,7 @@ func (l *Live) finish(ctx context.Context, e ending) error {
 }
 
 // endFor ends the session as finish does and returns e's reason, or ""
-// when another exit came first: what Watch reports is the end that was
+// when another exit came first: what Enforce reports is the end that was
 // made, not one that lost the race to a person's, say.
 func (l *Live) endFor(ctx context.Context, e ending) (v1alpha1.EndReason, error) {
 	ended, err := l.leave(endingHere, func() error { return l.end(ctx, e) })

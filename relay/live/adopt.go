@@ -134,10 +134,10 @@ func (s *Sessions) adoptOnce(ctx context.Context, stale time.Duration) {
 			key := sessionKey{name, sess.Namespace, sess.Name}
 			gone := presence != nil && holderGone(sess.Status.Relay, s.peers.Self, presence.present(), presence.isGone, leaseThere)
 			s.mu.Lock()
-			_, held := s.live[key]
+			_, runs := s.live[key]
 			waiting := s.clock.Now().Before(s.adoptAfter[key])
 			var claim *liveSession
-			if !held && !waiting {
+			if !runs && !waiting {
 				claim = newLiveSession()
 				s.live[key] = claim
 			}
@@ -207,6 +207,6 @@ func (s *Sessions) adopt(ctx context.Context, name string, t *Cluster, key sessi
 	s.settle(key, claim, live)
 	s.metrics.live.Inc()
 	s.log.Info("resumed a session its relay left", "session", key.String(), "resumes", live.Session.Status.Resumes)
-	s.watch(key, live)
+	s.enforce(key, live)
 	s.api.Notify(ctx, name, v1alpha1.NotifySessionResumed, live.Session.DeepCopy())
 }

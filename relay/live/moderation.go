@@ -23,11 +23,11 @@ import (
 // it: keystrokes go through only while a moderator watches.
 type heldInput struct {
 	*debugsession.Live
-	held *liveSession
+	run *liveSession
 }
 
 func (h heldInput) Write(p []byte) (int, error) {
-	if h.held.moderators() == 0 {
+	if h.run.moderators() == 0 {
 		return 0, fmt.Errorf("%w: no moderator is watching this session; what you type reaches the shell once an approver watches", terminal.ErrHeld)
 	}
 	return h.Live.Write(p)
@@ -50,22 +50,22 @@ func (l *liveSession) watchersLocked() int {
 	return n
 }
 
-// moderate makes held's session moderated: each time moderation starts
+// moderate makes run's session moderated: each time moderation starts
 // (a first watcher) or stops (the last one leaves), the recording gets a
 // marker, the audit log an event, and the requester's open terminal a
 // notice.
-func (s *Sessions) moderate(t *Cluster, held *liveSession) {
-	held.mu.Lock()
-	defer held.mu.Unlock()
-	held.moderated = true
-	held.onModerators = func(who string) {
+func (s *Sessions) moderate(t *Cluster, run *liveSession) {
+	run.mu.Lock()
+	defer run.mu.Unlock()
+	run.moderated = true
+	run.onModerators = func(who string) {
 		// Under hookMu: what was last shown is compared with the watchers
 		// now, so two comings and goings at once are told in order.
-		live, watched := held.live, held.moderators() > 0
-		if live == nil || watched == held.watchedShown || live.Ending() {
+		live, watched := run.live, run.moderators() > 0
+		if live == nil || watched == run.watchedShown || live.Ending() {
 			return // no change, or the watchers of an ending session leaving
 		}
-		held.watchedShown = watched
+		run.watchedShown = watched
 		ctx := context.Background()
 		note, notice := "moderation started: "+who+" watching; the requester's input reaches the shell",
 			terminal.Control{Type: "moderated", Message: who + " is watching: what you type reaches the shell"}
@@ -79,12 +79,12 @@ func (s *Sessions) moderate(t *Cluster, held *liveSession) {
 		if err := t.Lifecycle.Note(ctx, v1alpha1.StepModeration, who, live.Snapshot(), note); err != nil {
 			s.log.Error(err, "auditing moderation", "session", live.Session.Namespace+"/"+live.Session.Name)
 		}
-		held.notify(notice)
+		run.notice(notice)
 	}
 }
 
-// notify tells the requester's open terminal, if any, without waiting.
-func (l *liveSession) notify(c terminal.Control) {
+// notice tells the requester's open terminal, if any, without waiting.
+func (l *liveSession) notice(c terminal.Control) {
 	l.mu.Lock()
 	ch := l.typingNotices
 	l.mu.Unlock()

@@ -61,7 +61,7 @@ func (p *Peers) urlOf(replica string) (*url.URL, error) {
 }
 
 // hopHeader marks a request one replica passed to another: it is never
-// passed on again (a session that moved meanwhile is NotHeld, and the
+// passed on again (a session that moved meanwhile is NotRunHere, and the
 // client retries through the Service).
 const hopHeader = "Breakglass-Relay-Hop"
 
@@ -89,7 +89,7 @@ func (s *Sessions) passOn(w http.ResponseWriter, r *http.Request, sess *v1alpha1
 			pr.SetXForwarded()
 		},
 		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, err error) {
-			api.WriteError(w, &api.Error{Status: http.StatusServiceUnavailable, Reason: "NotHeld",
+			api.WriteError(w, &api.Error{Status: http.StatusServiceUnavailable, Reason: "NotRunHere",
 				Message: fmt.Sprintf("the replica running this session, %s, does not answer (%v): try again", holder, err)})
 		},
 	}

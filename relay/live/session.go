@@ -147,18 +147,18 @@ func (l *liveSession) people() []wire.Attached {
 	return out
 }
 
-// settle ends a start or take-up of key: held runs live, or (live nil) the
+// settle ends a start or take-up of key: run goes on as live, or (live nil) the
 // session is not this relay's after all. Requests waiting on it go on.
-func (s *Sessions) settle(key sessionKey, held *liveSession, live *debugsession.Live) {
+func (s *Sessions) settle(key sessionKey, run *liveSession, live *debugsession.Live) {
 	s.mu.Lock()
 	if live == nil {
 		delete(s.live, key)
 	} else {
-		held.live = live
+		run.live = live
 	}
-	lost := held.lost
+	lost := run.lost
 	s.mu.Unlock()
-	close(held.ready)
+	close(run.ready)
 	if live != nil && lost {
 		s.log.Info("letting go of a session that settled after this replica let go", "session", key.String())
 		go live.Lose()
@@ -169,20 +169,20 @@ func (s *Sessions) settle(key sessionKey, held *liveSession, live *debugsession.
 // is starting or taking up is waited for: its Session is Active in the
 // cluster a moment before its terminal is attached, and a page that reads
 // it Active connects at once. A session another replica runs is passed on
-// to it (passed); one nobody here runs is NotHeld.
-func (s *Sessions) running(w http.ResponseWriter, r *http.Request, t *Cluster, sess *v1alpha1.Session) (live *debugsession.Live, held *liveSession, passed bool, err error) {
+// to it (passed); one nobody here runs is NotRunHere.
+func (s *Sessions) running(w http.ResponseWriter, r *http.Request, t *Cluster, sess *v1alpha1.Session) (live *debugsession.Live, run *liveSession, passed bool, err error) {
 	key := sessionKey{t.Name, sess.Namespace, sess.Name}
 	s.mu.Lock()
-	held = s.live[key]
+	run = s.live[key]
 	s.mu.Unlock()
-	if held != nil {
+	if run != nil {
 		select {
-		case <-held.ready:
+		case <-run.ready:
 		case <-r.Context().Done():
 			return nil, nil, false, r.Context().Err()
 		}
-		if held.live != nil {
-			return held.live, held, false, nil
+		if run.live != nil {
+			return run.live, run, false, nil
 		}
 		// The start or take-up here failed: what the Session says now.
 		if err := t.Client.Get(r.Context(), client.ObjectKeyFromObject(sess), sess); err != nil {
@@ -195,12 +195,12 @@ func (s *Sessions) running(w http.ResponseWriter, r *http.Request, t *Cluster, s
 	if s.passOn(w, r, sess) {
 		return nil, nil, true, nil
 	}
-	return nil, nil, false, &api.Error{Status: http.StatusConflict, Reason: "NotHeld", Message: errNotHere.Error()}
+	return nil, nil, false, &api.Error{Status: http.StatusConflict, Reason: "NotRunHere", Message: errNotHere.Error()}
 }
 
 // errNotHere is an Active session this relay does not hold, e.g. after a
 // restart: the sweeper ends it once its heartbeat is stale.
-var errNotHere = errors.New("the session is Active but not held by this relay; the sweeper ends it once its heartbeat goes stale")
+var errNotHere = errors.New("the session is Active but not run by this relay; the sweeper ends it once its heartbeat goes stale")
 
 // typeSlotWait is how long a requester's new terminal waits for the one
 // before it to close: a reloaded page or a reconnect opens the new one
@@ -230,15 +230,15 @@ func (s *Sessions) Start(w http.ResponseWriter, r *http.Request, c api.Caller) e
 		return &api.Error{Status: http.StatusServiceUnavailable, Reason: "NotPresent", Message: fmt.Sprintf(
 			"this relay replica has lost touch with cluster %s a moment ago and starts nothing there until it is back: try again in a few seconds", t.Name)}
 	}
-	held := newLiveSession()
-	s.live[key] = held
+	run := newLiveSession()
+	s.live[key] = run
 	s.mu.Unlock()
 	// A caller that hangs up mid-start must not leave a half-started
 	// session: the start runs to its end, or takes its grant back.
 	startCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 3*time.Minute)
 	defer cancel()
 	live, err := t.Runner.Start(startCtx, sess)
-	s.settle(key, held, live)
+	s.settle(key, run, live)
 	if err != nil {
 		if apierrors.IsInvalid(err) || apierrors.IsForbidden(err) {
 			return api.ClusterError(err)
@@ -257,24 +257,24 @@ func (s *Sessions) Start(w http.ResponseWriter, r *http.Request, c api.Caller) e
 	// What the answer and the notification show is taken before the
 	// watcher may write the Session.
 	snapshot := live.Session.DeepCopy()
-	s.watch(key, live)
+	s.enforce(key, live)
 	s.api.Notify(ctx, t.Name, v1alpha1.NotifySessionStarted, snapshot)
 	api.WriteJSON(w, http.StatusOK, s.api.View(c, t.Cluster, snapshot))
 	return nil
 }
 
-// watch runs the session's limits until it ends, whoever ends it.
-func (s *Sessions) watch(key sessionKey, live *debugsession.Live) {
+// enforce runs the session's limits until it ends, whoever ends it.
+func (s *Sessions) enforce(key sessionKey, live *debugsession.Live) {
 	ctx, cancel := context.WithCancel(context.Background())
-	s.watchers.Add(2)
+	s.enforcers.Add(2)
 	go func() {
-		defer s.watchers.Done()
+		defer s.enforcers.Done()
 		<-live.Ended()
 		cancel()
 	}()
 	go func() {
-		defer s.watchers.Done()
-		if reason, err := live.Watch(ctx, s.limits); reason != "" || (err != nil && ctx.Err() == nil) {
+		defer s.enforcers.Done()
+		if reason, err := live.Enforce(ctx, s.limits); reason != "" || (err != nil && ctx.Err() == nil) {
 			if err != nil {
 				s.log.Error(err, "ending a session on its limit", "session", key.String(), "reason", reason)
 			}
@@ -312,7 +312,7 @@ func (s *Sessions) End(w http.ResponseWriter, r *http.Request, c api.Caller) err
 		return err
 	}
 	// A moderator's end is judged where the session runs: a replica not
-	// holding it passes it on (Sessions.Watching).
+	// running it passes it on (Sessions.Watching).
 	reason, err := s.api.StandingOf(c, t.Cluster, sess).MayEnd(sess)
 	if err != nil {
 		return err
@@ -328,28 +328,20 @@ func (s *Sessions) End(w http.ResponseWriter, r *http.Request, c api.Caller) err
 		api.WriteJSON(w, http.StatusOK, s.api.View(c, t.Cluster, sess))
 		return nil
 	}
-	held, _, passed, err := s.running(w, r, t, sess)
+	live, _, passed, err := s.running(w, r, t, sess)
 	if passed || err != nil {
 		return err
 	}
-	if err := held.End(context.WithoutCancel(ctx), c.Name, reason, q.Reason); err != nil {
+	if err := live.End(context.WithoutCancel(ctx), c.Name, reason, q.Reason); err != nil {
 		return err
 	}
-	s.api.Notify(ctx, t.Name, v1alpha1.NotifySessionEnded, held.Session)
-	api.WriteJSON(w, http.StatusOK, s.api.View(c, t.Cluster, held.Session))
+	s.api.Notify(ctx, t.Name, v1alpha1.NotifySessionEnded, live.Session)
+	api.WriteJSON(w, http.StatusOK, s.api.View(c, t.Cluster, live.Session))
 	return nil
 }
 
-// held is the live session for key, if this relay holds a started one.
-func (s *Sessions) held(key sessionKey) *debugsession.Live {
-	if l := s.holding(key); l != nil {
-		return l.live
-	}
-	return nil
-}
-
-// holding is key's entry, if this relay holds a started session there.
-func (s *Sessions) holding(key sessionKey) *liveSession {
+// runs is key's entry, if this replica runs a started session there.
+func (s *Sessions) runs(key sessionKey) *liveSession {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if l, ok := s.live[key]; ok && l.live != nil {
@@ -389,7 +381,7 @@ func (s *Sessions) Terminal(w http.ResponseWriter, r *http.Request, c api.Caller
 		return api.Conflict("the session is %s, not Active", sess.Status.Phase)
 	}
 	key := sessionKey{t.Name, ns, sess.Name}
-	live, held, passed, err := s.running(w, r, t, sess)
+	live, run, passed, err := s.running(w, r, t, sess)
 	if passed {
 		return nil
 	}
@@ -409,7 +401,7 @@ func (s *Sessions) Terminal(w http.ResponseWriter, r *http.Request, c api.Caller
 		// and marked in the recording before the other terminal is cut, so
 		// that a keyboard taken by someone holding the requester's token
 		// shows as taken, not as a closed tab.
-		if r.URL.Query().Get("take") == "1" && held.typingElsewhere() {
+		if r.URL.Query().Get("take") == "1" && run.typingElsewhere() {
 			const moved = "the requester's keyboard moved to a new terminal; the one before was closed"
 			if err := t.Lifecycle.Note(r.Context(), v1alpha1.StepAttach, c.Name, sess, moved); err != nil {
 				return err
@@ -417,18 +409,18 @@ func (s *Sessions) Terminal(w http.ResponseWriter, r *http.Request, c api.Caller
 			if err := live.Mark(context.WithoutCancel(r.Context()), moved); err != nil {
 				s.log.Error(err, "marking a moved keyboard in the recording", "session", key.String())
 			}
-			held.takeTyping()
+			run.takeTyping()
 		}
 		select {
-		case held.typing <- struct{}{}:
-			defer func() { <-held.typing }()
+		case run.typing <- struct{}{}:
+			defer func() { <-run.typing }()
 		case <-time.After(typeSlotWait):
 			return terminal.Refuse(w, r, opts, terminal.CloseElsewhere,
 				"your terminal is open in another tab or window: move it here to type")
 		case <-r.Context().Done():
 			return r.Context().Err()
 		}
-		moved, done := held.typingHere()
+		moved, done := run.typingHere()
 		defer done()
 		opts.Moved = moved
 	}
@@ -437,17 +429,17 @@ func (s *Sessions) Terminal(w http.ResponseWriter, r *http.Request, c api.Caller
 	}
 	var typed terminal.Session = live
 	if t.Moderates(ns) {
-		s.moderate(t, held)
+		s.moderate(t, run)
 		if !readOnly {
-			typed = heldInput{Live: live, held: held}
+			typed = heldInput{Live: live, run: run}
 		}
 	}
 	if !readOnly {
-		notices, done := held.typingTerminal()
+		notices, done := run.typingTerminal()
 		defer done()
 		opts.Notices = notices
 	}
-	defer held.attach(wire.Attached{Name: c.Name, Typing: !readOnly})()
+	defer run.attach(wire.Attached{Name: c.Name, Typing: !readOnly})()
 	start := time.Now()
 	role := map[bool]string{true: "watcher", false: "requester"}[readOnly]
 	s.metrics.terminals.WithLabelValues(role).Inc()

@@ -73,8 +73,8 @@ type Sessions struct {
 	// once).
 	presenceOnce sync.Once
 	stopPresence func()
-	// watchers runs each live session's limits; Close waits for them.
-	watchers sync.WaitGroup
+	// enforcers run each live session's limits; Close waits for them.
+	enforcers sync.WaitGroup
 }
 
 // New is the sessions of a replica that runs none yet.
@@ -100,30 +100,30 @@ func keyOf(cluster string, sess *v1alpha1.Session) sessionKey {
 // replica does not run it, for the one that does judges again
 // (api.Running).
 func (s *Sessions) Watching(cluster string, sess *v1alpha1.Session, name string) bool {
-	held := s.holding(keyOf(cluster, sess))
-	return held == nil || held.watching(name)
+	run := s.runs(keyOf(cluster, sess))
+	return run == nil || run.watching(name)
 }
 
 // Live is Active sess's countdowns and people, counted where it runs: a
 // request for one another replica runs is passed on to it (api.Running).
 func (s *Sessions) Live(w http.ResponseWriter, r *http.Request, cluster string, sess *v1alpha1.Session) (*wire.LiveView, bool) {
 	key := keyOf(cluster, sess)
-	if s.held(key) == nil && s.passOn(w, r, sess) {
+	if s.runs(key) == nil && s.passOn(w, r, sess) {
 		return nil, true
 	}
 	return s.liveView(key), false
 }
 
-// liveView is nil for a session this relay does not hold.
+// liveView is nil for a session this replica does not run.
 func (s *Sessions) liveView(key sessionKey) *wire.LiveView {
-	held := s.holding(key)
-	if held == nil {
+	run := s.runs(key)
+	if run == nil {
 		return nil
 	}
-	lastInput, viewers, alone := held.live.Activity()
-	v := &wire.LiveView{Viewers: viewers, Attached: held.people(), IdleEndsAt: metav1.NewTime(lastInput.Add(s.limits.Idle))}
+	lastInput, viewers, alone := run.live.Activity()
+	v := &wire.LiveView{Viewers: viewers, Attached: run.people(), IdleEndsAt: metav1.NewTime(lastInput.Add(s.limits.Idle))}
 	if t := s.clusters[key.cluster]; t != nil && t.Moderates(key.namespace) {
-		v.Moderated, v.InputHeld = true, held.moderators() == 0
+		v.Moderated, v.InputHeld = true, run.moderators() == 0
 	}
 	if viewers == 0 {
 		at := metav1.NewTime(alone.Add(s.limits.Disconnect))
@@ -142,7 +142,7 @@ func (s *Sessions) sessionFor(r *http.Request, c api.Caller, a api.Action) (*Clu
 	return s.clusters[cl.Name], sess, nil
 }
 
-// Close ends every session this relay holds, as a relay running alone
+// Close ends every session this replica runs, as a relay running alone
 // must when it shuts down: detached, recorded, grant revoked. One of
 // several replicas hands them over instead (Live.Release): another takes
 // each up within an adoption interval, and its terminals reconnect there.
@@ -176,7 +176,7 @@ func (s *Sessions) Close(ctx context.Context) {
 		}()
 	}
 	wg.Wait()
-	s.watchers.Wait()
+	s.enforcers.Wait()
 	// Gone once all is handed over: the others then take it up at once.
 	s.mu.Lock()
 	stop := s.stopPresence

@@ -48,9 +48,9 @@ func (f *onFakeClock) watchOutput() {
 func (f *onFakeClock) watch(t *testing.T, limits debugsession.Limits) <-chan v1alpha1.EndReason {
 	ended := make(chan v1alpha1.EndReason, 1)
 	go func() {
-		reason, err := f.live.Watch(context.Background(), limits)
+		reason, err := f.live.Enforce(context.Background(), limits)
 		if err != nil {
-			t.Errorf("Watch: %v", err)
+			t.Errorf("Enforce: %v", err)
 		}
 		ended <- reason
 	}()

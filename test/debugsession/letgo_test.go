@@ -55,7 +55,7 @@ func TestFaultHeartbeatRefusedLetsGo(t *testing.T) {
 	select {
 	case got := <-ended:
 		if got != "" {
-			t.Fatalf("Watch ended the session (%s) instead of letting go", got)
+			t.Fatalf("Enforce ended the session (%s) instead of letting go", got)
 		}
 	case <-time.After(20 * time.Second):
 		t.Fatalf("the relay held on to a session whose heartbeat was refused for %s", letGoAt)

@@ -308,9 +308,9 @@ func TestShellExitEndsSession(t *testing.T) {
 	ended := make(chan v1alpha1.EndReason, 1)
 	go func() {
 		// Limits far away: only the stream's end can end it in time.
-		reason, err := live.Watch(ctx, debugsession.Limits{Idle: time.Hour, Disconnect: time.Hour, Heartbeat: 15 * time.Second})
+		reason, err := live.Enforce(ctx, debugsession.Limits{Idle: time.Hour, Disconnect: time.Hour, Heartbeat: 15 * time.Second})
 		if err != nil {
-			t.Errorf("Watch: %v", err)
+			t.Errorf("Enforce: %v", err)
 		}
 		ended <- reason
 	}()

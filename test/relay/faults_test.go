@@ -43,7 +43,7 @@ func startedSession(t *testing.T, tr *testRelay, ns string) (string, *term) {
 }
 
 // redial opens alice's terminal again once the relay holds the session
-// (after a resume it may answer NotHeld for a moment, as clients expect).
+// (after a resume it may answer NotRunHere for a moment, as clients expect).
 func redial(t *testing.T, tr *testRelay, ns, s string) *term {
 	t.Helper()
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {

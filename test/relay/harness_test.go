@@ -123,15 +123,15 @@ func startReplica(t testing.TB, cfg *relay.Config, clk clock.Clock, peers *live.
 	tr := &testRelay{store: store, audit: &cluster.SyncBuffer{}, notes: &notes{}}
 	tr.gate = &auditGate{w: tr.audit}
 	// Every cluster of the config is the test cluster, reached as the portal.
-	targets := map[string]relay.Target{}
+	portals := map[string]relay.Portal{}
 	for _, c := range cfg.Clusters {
-		targets[c.Name] = relay.Target{Client: portal.Client, Kube: portal.Kube, Config: portal.Config}
+		portals[c.Name] = relay.Portal{Client: portal.Client, Kube: portal.Kube, Config: portal.Config}
 	}
 	hook := httptest.NewServer(tr.notes)
 	t.Cleanup(hook.Close)
 	srv, err := relay.New(ctx, relay.Options{
 		Config: cfg, Store: tr.store, Clock: clk,
-		Targets:  targets,
+		Portals:  portals,
 		Audit:    audit.NewLog(audit.Event{}, nil, &audit.Writer{W: tr.gate}),
 		Notifier: &notify.Webhook{URL: hook.URL, PortalURL: cfg.PortalURL},
 		Peers:    peers,

@@ -232,7 +232,7 @@ func TestFaultCrashedSessionSweptAndAnchored(t *testing.T) {
 	relayCtx, die := context.WithCancel(ctx)
 	watched := make(chan error, 1)
 	go func() {
-		_, err := live.Watch(relayCtx, debugsession.Limits{Idle: time.Hour, Disconnect: time.Hour, Heartbeat: 200 * time.Millisecond, Flush: 100 * time.Millisecond})
+		_, err := live.Enforce(relayCtx, debugsession.Limits{Idle: time.Hour, Disconnect: time.Hour, Heartbeat: 200 * time.Millisecond, Flush: 100 * time.Millisecond})
 		watched <- err
 	}()
 	if _, err := live.Write([]byte("echo before-the-crash\n")); err != nil {
