@@ -24,6 +24,7 @@ import (
 	"github.com/tower-dev/breakglass/api/v1alpha1"
 	"github.com/tower-dev/breakglass/manifests"
 	"github.com/tower-dev/breakglass/manifests/sessionobjects"
+	"github.com/tower-dev/breakglass/test/harness/sessiontest"
 	"github.com/tower-dev/breakglass/vap"
 )
 
@@ -190,7 +191,7 @@ func checkCopyUpdates(t testing.TB, plane *propertyPlane, seed uint64) error {
 	r := rand.New(rand.NewPCG(seed, 4))
 	target := randomTarget(r)
 	target.Spec.RuntimeClassName = nil
-	s := &v1alpha1.Session{ObjectMeta: metav1.ObjectMeta{Name: "s1", Namespace: "shop"}, Spec: v1alpha1.SessionSpec{Mode: v1alpha1.ModeCopy}}
+	s := sessiontest.Make("shop", "s1").Mode(v1alpha1.ModeCopy).Obj()
 	cp, err := sessionobjects.CopyPod(target, s, "breakglass-s1", propertyDebugImage, false, 30*time.Minute)
 	if err != nil {
 		return err
@@ -258,9 +259,11 @@ func checkTokens(t testing.TB, plane *propertyPlane, seed uint64) error {
 func checkSessionDeletes(t testing.TB, plane *propertyPlane, seed uint64) error {
 	r := rand.New(rand.NewPCG(seed, 6))
 	pick := func(n int) bool { return r.IntN(n) == 0 }
-	s := &v1alpha1.Session{TypeMeta: metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: "Session"},
-		ObjectMeta: metav1.ObjectMeta{Name: "s1", Namespace: "shop"},
-		Spec:       v1alpha1.SessionSpec{TargetPod: "web-1", Mode: v1alpha1.ModeLive, Duration: metav1.Duration{Duration: 30 * time.Minute}, Reason: "x", Requester: "alice", GlassBroken: pick(3)}}
+	w := sessiontest.Make("shop", "s1").Reason("x")
+	if pick(3) {
+		w.GlassBroken()
+	}
+	s := w.Obj()
 	st := &s.Status
 	st.Phase = []v1alpha1.SessionPhase{"", v1alpha1.PhasePending, v1alpha1.PhaseActive, v1alpha1.PhaseEnded, v1alpha1.PhaseDenied, v1alpha1.PhaseExpired}[r.IntN(6)]
 	ran := pick(2)

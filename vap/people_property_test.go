@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
+	"github.com/tower-dev/breakglass/test/harness/sessiontest"
 )
 
 // A person as the identity provider knows them: one subject, and the names
@@ -46,10 +47,7 @@ func checkDecisions(t testing.TB, plane *propertyPlane, seed uint64) error {
 	}
 	who, name, id := spelling()
 	by, byName, byID := spelling()
-	s := &v1alpha1.Session{TypeMeta: metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: "Session"},
-		ObjectMeta: metav1.ObjectMeta{Name: "s1", Namespace: "shop"},
-		Spec: v1alpha1.SessionSpec{TargetPod: "web-1", Mode: v1alpha1.ModeLive, Duration: metav1.Duration{Duration: 30 * time.Minute},
-			Reason: "x", Requester: name, RequesterID: id}}
+	s := sessiontest.Make("shop", "s1").Reason("x").Requester(name, id).Obj()
 	old := s.DeepCopy()
 	what := "approval"
 	if r.IntN(2) == 0 {

@@ -22,6 +22,7 @@ import (
 	"github.com/tower-dev/breakglass/api/v1alpha1"
 	"github.com/tower-dev/breakglass/manifests/sessionobjects"
 	"github.com/tower-dev/breakglass/policies"
+	"github.com/tower-dev/breakglass/test/harness/sessiontest"
 	"github.com/tower-dev/breakglass/vap"
 )
 
@@ -411,7 +412,7 @@ func checkCopy(t testing.TB, plane *propertyPlane, seed uint64) error {
 	r := rand.New(rand.NewPCG(seed, 1))
 	target := randomTarget(r)
 	mode := []v1alpha1.SessionMode{v1alpha1.ModeCopy, v1alpha1.ModeHeldCopy}[r.IntN(2)]
-	s := &v1alpha1.Session{ObjectMeta: metav1.ObjectMeta{Name: "s1", Namespace: "shop"}, Spec: v1alpha1.SessionSpec{Mode: mode}}
+	s := sessiontest.Make("shop", "s1").Mode(mode).Obj()
 	processAccess := r.IntN(2) == 0
 	cp, err := sessionobjects.CopyPod(target, s, "breakglass-s1", propertyDebugImage, processAccess, 30*time.Minute)
 	if target.Spec.RuntimeClassName != nil {

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	psaapi "k8s.io/pod-security-admission/api"
 	psapolicy "k8s.io/pod-security-admission/policy"
 	"k8s.io/utils/ptr"
@@ -21,6 +20,7 @@ import (
 	"github.com/tower-dev/breakglass/api/v1alpha1"
 	"github.com/tower-dev/breakglass/manifests/sessionobjects"
 	"github.com/tower-dev/breakglass/policies"
+	"github.com/tower-dev/breakglass/test/harness/sessiontest"
 	"github.com/tower-dev/breakglass/vap"
 )
 
@@ -170,7 +170,7 @@ func psaSuite(t *testing.T, plane *propertyPlane) (problems []string, counts str
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &v1alpha1.Session{ObjectMeta: metav1.ObjectMeta{Name: "s1", Namespace: "shop"}, Spec: v1alpha1.SessionSpec{Mode: v1alpha1.ModeCopy}}
+	s := sessiontest.Make("shop", "s1").Mode(v1alpha1.ModeCopy).Obj()
 	copyShape := policies.CopyPodShape().Name
 	var failing, passing, debugAdmitted, stricter int
 	for _, minor := range psaVersions {

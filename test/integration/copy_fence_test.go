@@ -14,6 +14,7 @@ import (
 	"github.com/tower-dev/breakglass/manifests/sessionobjects"
 	"github.com/tower-dev/breakglass/policies"
 	"github.com/tower-dev/breakglass/test/harness/cluster"
+	"github.com/tower-dev/breakglass/test/harness/sessiontest"
 )
 
 // appImage is an app image as a node reports it: pinned by digest.
@@ -73,8 +74,7 @@ func TestCopyBuilderAdmitted(t *testing.T) {
 		grant(t, c, ns, "s-build", v1alpha1.DebugProcessRole)
 		for _, mode := range []v1alpha1.SessionMode{v1alpha1.ModeCopy, v1alpha1.ModeHeldCopy} {
 			for _, process := range []bool{false, true} {
-				s := &v1alpha1.Session{ObjectMeta: metav1.ObjectMeta{Name: "s-build", Namespace: ns},
-					Spec: v1alpha1.SessionSpec{TargetPod: "web-1", Mode: mode, ProcessAccess: process}}
+				s := sessiontest.Make(ns, "s-build").Mode(mode).With(func(s *v1alpha1.Session) { s.Spec.ProcessAccess = process }).Obj()
 				cp, err := sessionobjects.CopyPod(richTarget(ns), s, "breakglass-s-build", cluster.DebugImage, process, 30*time.Minute)
 				if err != nil {
 					t.Fatal(err)
@@ -104,8 +104,7 @@ func TestCopyPodFence(t *testing.T) {
 		ns := namespace(t, c, "copy-fence")
 		portal := mustUser(t)(c.Portal())
 		grant(t, c, ns, "s-fence", v1alpha1.DebugRole)
-		good, err := sessionobjects.CopyPod(richTarget(ns), &v1alpha1.Session{ObjectMeta: metav1.ObjectMeta{Name: "s-fence", Namespace: ns},
-			Spec: v1alpha1.SessionSpec{Mode: v1alpha1.ModeCopy}}, "breakglass-s-fence", cluster.DebugImage, false, 30*time.Minute)
+		good, err := sessionobjects.CopyPod(richTarget(ns), sessiontest.Make(ns, "s-fence").Mode(v1alpha1.ModeCopy).Obj(), "breakglass-s-fence", cluster.DebugImage, false, 30*time.Minute)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/tower-dev/breakglass/manifests/sessionobjects"
 	"github.com/tower-dev/breakglass/policies"
 	"github.com/tower-dev/breakglass/test/harness/cluster"
+	"github.com/tower-dev/breakglass/test/harness/sessiontest"
 )
 
 // TestPlaneCredentials mints the plane's identities as a cluster admin
@@ -76,8 +77,7 @@ func TestCopyStaysAsAdmitted(t *testing.T) {
 		ns := namespace(t, c, "copy-updates")
 		portal := mustUser(t)(c.Portal())
 		grant(t, c, ns, "s-updates", v1alpha1.DebugRole)
-		cp, err := sessionobjects.CopyPod(richTarget(ns), &v1alpha1.Session{ObjectMeta: metav1.ObjectMeta{Name: "s-updates", Namespace: ns},
-			Spec: v1alpha1.SessionSpec{Mode: v1alpha1.ModeCopy}}, "breakglass-s-updates", cluster.DebugImage, false, 30*time.Minute)
+		cp, err := sessionobjects.CopyPod(richTarget(ns), sessiontest.Make(ns, "s-updates").Mode(v1alpha1.ModeCopy).Obj(), "breakglass-s-updates", cluster.DebugImage, false, 30*time.Minute)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -360,10 +360,8 @@ func TestCopies(t *testing.T) {
 	})
 	for _, mode := range []v1alpha1.SessionMode{v1alpha1.ModeCopy, v1alpha1.ModeHeldCopy} {
 		t.Run(string(mode), func(t *testing.T) {
-			s := tr.request(t, alice, ns, "web-1", `,"mode":"`+string(mode)+`"`)
-			path := sessionPath(ns, s.Name)
-			tr.must(t, http.StatusOK, token(t, bob), "POST", path+"/approve", `{}`)
-			started := tr.must(t, http.StatusOK, token(t, alice), "POST", path+"/start", "").session(t)
+			started := tr.started(t, ns, "web-1", `,"mode":"`+string(mode)+`"`)
+			path := sessionPath(ns, started.Name)
 			copyName := started.Status.DebugContainer.Pod
 			if copyName == "web-1" {
 				t.Fatal("a copy session debugs the original pod")
@@ -372,7 +370,7 @@ func TestCopies(t *testing.T) {
 			if err := cl.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: copyName}, cp); err != nil {
 				t.Fatal(err)
 			}
-			if len(cp.Labels) != 1 || cp.Labels[v1alpha1.SessionLabel] != s.Name {
+			if len(cp.Labels) != 1 || cp.Labels[v1alpha1.SessionLabel] != started.Name {
 				t.Fatalf("the copy's labels %v: only the session's, so no Service routes to it", cp.Labels)
 			}
 			app := cp.Spec.Containers[0]
@@ -413,14 +411,14 @@ func TestCopies(t *testing.T) {
 			if a := tr.must(t, http.StatusConflict, token(t, alice), "POST", path+"/extensions", `{"duration":"20m","reason":"more"}`); !strings.Contains(string(a.body), "request a new session") {
 				t.Fatalf("an extension of a %s: %s", mode, a.body)
 			}
-			tm, _, err := tr.dial(t, alice, ns, s.Name, nil)
+			tm, _, err := tr.dial(t, alice, ns, started.Name, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
 			tm.send(t, "echo in-the-copy-$((3*3))\n")
 			tm.waitFor(t, "in-the-copy-9")
 			tr.must(t, http.StatusOK, token(t, alice), "POST", path+"/end", "")
-			assertNothingLeft(t, ns, s.Name, copyName, false)
+			assertNothingLeft(t, ns, started.Name, copyName, false)
 			orig := &corev1.Pod{}
 			if err := cl.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web-1"}, orig); err != nil || orig.DeletionTimestamp != nil || len(orig.Spec.EphemeralContainers) != 0 {
 				t.Fatalf("the original pod was touched: %v", err)

@@ -44,10 +44,7 @@ func TestHardenedTarget(t *testing.T) {
 	}
 	for _, mode := range []v1alpha1.SessionMode{v1alpha1.ModeLive, v1alpha1.ModeCopy} {
 		t.Run(string(mode), func(t *testing.T) {
-			s := tr.request(t, alice, ns, "web-1", `,"mode":"`+string(mode)+`"`)
-			path := sessionPath(ns, s.Name)
-			tr.must(t, http.StatusOK, token(t, bob), "POST", path+"/approve", `{"keepPod":true}`)
-			started := tr.must(t, http.StatusOK, token(t, alice), "POST", path+"/start", "").session(t)
+			started := tr.startedApproving(t, ns, "web-1", `,"mode":"`+string(mode)+`"`, `{"keepPod":true}`)
 			debugged := &corev1.Pod{}
 			if err := cl.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: started.Status.DebugContainer.Pod}, debugged); err != nil {
 				t.Fatal(err)
@@ -60,13 +57,13 @@ func TestHardenedTarget(t *testing.T) {
 					t.Fatalf("the relay's debug container does not stand on its own in this pod: %+v", ec)
 				}
 			}
-			tm, _, err := tr.dial(t, alice, ns, s.Name, nil)
+			tm, _, err := tr.dial(t, alice, ns, started.Name, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
 			tm.send(t, "echo hardened-$((6*7))\n")
 			tm.waitFor(t, "hardened-42")
-			tr.must(t, http.StatusOK, token(t, alice), "POST", path+"/end", "")
+			tr.must(t, http.StatusOK, token(t, alice), "POST", sessionPath(ns, started.Name)+"/end", "")
 		})
 	}
 }

@@ -242,8 +242,14 @@ func (tr *testRelay) request(t testing.TB, p oidcissuer.Person, ns, pod, extra s
 // answered it.
 func (tr *testRelay) started(t testing.TB, ns, pod, extra string) wire.SessionView {
 	t.Helper()
+	return tr.startedApproving(t, ns, pod, extra, `{}`)
+}
+
+// startedApproving is started with bob's decision (approval) as its body.
+func (tr *testRelay) startedApproving(t testing.TB, ns, pod, extra, approval string) wire.SessionView {
+	t.Helper()
 	path := sessionPath(ns, tr.request(t, alice, ns, pod, extra).Name)
-	tr.must(t, http.StatusOK, token(t, bob), "POST", path+"/approve", `{}`)
+	tr.must(t, http.StatusOK, token(t, bob), "POST", path+"/approve", approval)
 	return tr.must(t, http.StatusOK, token(t, alice), "POST", path+"/start", "").session(t)
 }
 

@@ -45,9 +45,7 @@ func TestFaultReplicaKilledIsTakenUpAtOnce(t *testing.T) {
 	b := startRelayProcess(t, bin, fileB, "--replica="+nameB, peerURL)
 	ta, tb := &testRelay{url: "http://" + listenA}, &testRelay{url: "http://" + listenB}
 
-	s := ta.request(t, alice, ns, "web-1", "").Name
-	ta.must(t, http.StatusOK, token(t, bob), "POST", sessionPath(ns, s)+"/approve", `{}`)
-	ta.must(t, http.StatusOK, token(t, alice), "POST", sessionPath(ns, s)+"/start", "")
+	s := ta.started(t, ns, "web-1", "").Name
 	first := dialLoad(t, ta.url, ns, s)
 	first.send([]byte("echo before-$((40+2))\n"))
 	first.waitFor(t, "before-42", time.Minute)

@@ -159,9 +159,7 @@ func TestFaultRelayKilledMidSessionResumes(t *testing.T) {
 	tr := &testRelay{url: "http://" + listen}
 
 	first := startRelayProcess(t, bin, configFile)
-	s := tr.request(t, alice, ns, "web-1", "").Name
-	tr.must(t, http.StatusOK, token(t, bob), "POST", sessionPath(ns, s)+"/approve", `{}`)
-	tr.must(t, http.StatusOK, token(t, alice), "POST", sessionPath(ns, s)+"/start", "")
+	s := tr.started(t, ns, "web-1", "").Name
 	// alice's terminal is the CLI's attach, which reconnects.
 	tokenFile := filepath.Join(dir, "alice.token")
 	if err := os.WriteFile(tokenFile, []byte(token(t, alice)), 0o600); err != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/tower-dev/breakglass/manifests/sessionobjects"
 	"github.com/tower-dev/breakglass/sweeper"
 	"github.com/tower-dev/breakglass/test/harness/cluster"
+	"github.com/tower-dev/breakglass/test/harness/sessiontest"
 )
 
 // appImage is the copied app's image, pinned by digest as a copy requires.
@@ -31,7 +32,7 @@ func makeCopy(t testing.TB, ns, session string) *corev1.Pod {
 			Containers:      []corev1.Container{{Name: "web", Image: appImage}},
 		},
 	}
-	s := &v1alpha1.Session{ObjectMeta: metav1.ObjectMeta{Name: session, Namespace: ns}, Spec: v1alpha1.SessionSpec{Mode: v1alpha1.ModeCopy}}
+	s := sessiontest.Make(ns, session).Mode(v1alpha1.ModeCopy).Obj()
 	cp, err := sessionobjects.CopyPod(app, s, v1alpha1.DebugContainerPrefix+session, cluster.DebugImage, false, 45*time.Minute)
 	if err != nil {
 		t.Fatal(err)

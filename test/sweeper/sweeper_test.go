@@ -20,6 +20,7 @@ import (
 	"github.com/tower-dev/breakglass/notify"
 	"github.com/tower-dev/breakglass/sweeper"
 	"github.com/tower-dev/breakglass/test/harness/cluster"
+	"github.com/tower-dev/breakglass/test/harness/sessiontest"
 )
 
 // TestGrantDeletedOnTime: the sweeper requeues a grant for exactly its TTL
@@ -206,11 +207,7 @@ func TestReviewOverdue(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	s := &v1alpha1.Session{
-		ObjectMeta: metav1.ObjectMeta{Name: "s5", Namespace: ns},
-		Spec: v1alpha1.SessionSpec{TargetPod: "web-1", Mode: v1alpha1.ModeLive, Duration: metav1.Duration{Duration: 15 * time.Minute},
-			Reason: "outage", Requester: "alice", GlassBroken: true},
-	}
+	s := sessiontest.Make(ns, "s5").Duration(15 * time.Minute).Reason("outage").GlassBroken().Obj()
 	if err := portal.Client.Create(ctx, s); err != nil {
 		t.Fatal(err)
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/tower-dev/breakglass/relay/debugsession"
 	"github.com/tower-dev/breakglass/sweeper"
 	"github.com/tower-dev/breakglass/test/harness/cluster"
+	"github.com/tower-dev/breakglass/test/harness/sessiontest"
 )
 
 // TestFaultSessionAnchoredAfterRekorComesBack: a session ends while the log is
@@ -60,8 +61,7 @@ func newBed(t *testing.T, nsName string) *bed {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &v1alpha1.Session{ObjectMeta: metav1.ObjectMeta{Name: "s1", Namespace: ns},
-		Spec: v1alpha1.SessionSpec{TargetPod: "web-1", Mode: v1alpha1.ModeLive, Duration: metav1.Duration{Duration: 30 * time.Minute}, Reason: "500s", Requester: "alice"}}
+	s := sessiontest.Make(ns, "s1").Reason("500s").Obj()
 	if err := portal.Client.Create(ctx, s); err != nil {
 		t.Fatal(err)
 	}

@@ -31,6 +31,7 @@ import (
 	"github.com/tower-dev/breakglass/policies"
 	"github.com/tower-dev/breakglass/test/harness/cluster"
 	"github.com/tower-dev/breakglass/test/harness/prereq"
+	"github.com/tower-dev/breakglass/test/harness/sessiontest"
 	"github.com/tower-dev/breakglass/webhook"
 )
 
@@ -185,7 +186,7 @@ func TestSignatures(t *testing.T) {
 			Spec: corev1.PodSpec{NodeName: "node-1", SecurityContext: &corev1.PodSecurityContext{RunAsUser: ptr.To[int64](1000)},
 				Containers: []corev1.Container{{Name: "web", Image: "registry.example/shop/web@sha256:" + strings.Repeat("a", 64)}}},
 		}
-		s1 := &v1alpha1.Session{ObjectMeta: metav1.ObjectMeta{Name: "s1", Namespace: "signatures"}, Spec: v1alpha1.SessionSpec{Mode: v1alpha1.ModeCopy}}
+		s1 := sessiontest.Make("signatures", "s1").Mode(v1alpha1.ModeCopy).Obj()
 		pod, err := sessionobjects.CopyPod(app, s1, "breakglass-s1", unsigned.String(), false, 45*time.Minute)
 		if err != nil {
 			t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 	"github.com/tower-dev/breakglass/api/v1alpha1"
 	"github.com/tower-dev/breakglass/manifests/sessionobjects"
 	"github.com/tower-dev/breakglass/policies"
+	"github.com/tower-dev/breakglass/test/harness/sessiontest"
 )
 
 // TestRealNodeDebugContainer runs the debug image, pulled from the registry
@@ -82,8 +83,7 @@ func TestRealNodeHeldCopy(t *testing.T) {
 	// The app serves on 8080: its copy, held, must not.
 	target := c.ServingPod(t, ns, "web-1", ref.String())
 	portal := c.GrantedPortal(t, ns, "s1", "30m")
-	s := &v1alpha1.Session{ObjectMeta: metav1.ObjectMeta{Name: "s1", Namespace: ns},
-		Spec: v1alpha1.SessionSpec{Mode: v1alpha1.ModeHeldCopy, TargetPod: target.Name}}
+	s := sessiontest.Make(ns, "s1").Mode(v1alpha1.ModeHeldCopy).Pod(target.Name).Obj()
 	cp, err := sessionobjects.CopyPod(target, s, "breakglass-s1", ref.String(), false, 30*time.Minute)
 	if err != nil {
 		t.Fatal(err)
