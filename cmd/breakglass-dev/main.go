@@ -12,7 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/tower-dev/breakglass/internal/dev"
+	"github.com/tower-dev/breakglass/localplane"
 	"github.com/tower-dev/breakglass/policies"
 )
 
@@ -54,7 +54,7 @@ Everything runs on loopback and stops, leaving nothing behind, on Ctrl-C.`,
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			out := cmd.OutOrStdout()
-			return dev.Up(ctx, dev.Options{Profile: p, RelayAddr: addr, Dir: dir, Rekor: withRekor, RealNode: realNode, Both: both, Backstage: backstage, ReviewWithin: reviewWithin, Ready: func(i dev.Info) { printWelcome(out, i) }}, cmd.ErrOrStderr())
+			return localplane.Up(ctx, localplane.Options{Profile: p, RelayAddr: addr, Dir: dir, Rekor: withRekor, RealNode: realNode, Both: both, Backstage: backstage, ReviewWithin: reviewWithin, Ready: func(i localplane.Info) { printWelcome(out, i) }}, cmd.ErrOrStderr())
 		},
 	}
 	up.Flags().StringVar(&profile, "profile", "flight", "flight (production rules) or ground: the first cluster's, and its name")
@@ -68,8 +68,8 @@ Everything runs on loopback and stops, leaving nothing behind, on Ctrl-C.`,
 	return up
 }
 
-func printWelcome(w io.Writer, i dev.Info) {
-	alice, bob := i.Tokens[dev.Alice.Email], i.Tokens[dev.Bob.Email]
+func printWelcome(w io.Writer, i localplane.Info) {
+	alice, bob := i.Tokens[localplane.Alice.Email], i.Tokens[localplane.Bob.Email]
 	dir := filepath.Dir(i.Notifications)
 	fmt.Fprintf(w, "\nThe break-glass plane is up (%.1fs).\n\n", i.Started.Seconds())
 	fmt.Fprintf(w, "  console      %s   (sign in as one of the people below)\n", i.ConsoleURL)
@@ -86,7 +86,7 @@ func printWelcome(w io.Writer, i dev.Info) {
 	fmt.Fprintf(w, "  recordings   %s/recordings   (write-once; kubectl breakglass recording verify DIR --integrity-only)%s\n", dir, rekorLine(i))
 	fmt.Fprintf(w, "  notifications %s   (also printed below, with their deep links into %s)\n\n", i.Notifications, portal(i))
 	fmt.Fprintln(w, "People (the demo issuer's sign-in page lists them; no password, it is a demo):")
-	for _, p := range dev.People {
+	for _, p := range localplane.People {
 		fmt.Fprintf(w, "  %-6s %-68s token in %s\n", p.Username, p.Role, i.Tokens[p.Person.Email])
 	}
 	fmt.Fprintf(w, `
@@ -114,14 +114,14 @@ Ctrl-C stops everything.
 
 // portal is where notifications link: Tower's pages in Backstage when it
 // runs, else the console.
-func portal(i dev.Info) string {
+func portal(i localplane.Info) string {
 	if i.BackstageURL != "" {
 		return "Tower's pages in Backstage"
 	}
 	return "the console"
 }
 
-func rekorLine(i dev.Info) string {
+func rekorLine(i localplane.Info) string {
 	if i.RekorURL == "" {
 		return ""
 	}

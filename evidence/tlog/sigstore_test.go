@@ -13,7 +13,7 @@ import (
 )
 
 // fixture is a real anchor: a manifest signed with a key made for it and
-// logged in a real Rekor (test/harness/rekor), kept with the log's key.
+// logged in a real Rekor (localplane/rekor), kept with the log's key.
 func fixture(t testing.TB) (*Bundle, []byte) {
 	t.Helper()
 	raw, err := os.ReadFile("testdata/" + BundleFile)

@@ -15,7 +15,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
-	"github.com/tower-dev/breakglass/internal/dev"
+	"github.com/tower-dev/breakglass/localplane"
 	"github.com/tower-dev/breakglass/policies"
 	"github.com/tower-dev/breakglass/relay/client"
 	"github.com/tower-dev/breakglass/relay/wire"
@@ -29,7 +29,7 @@ const shop = "component:default/shop"
 // plane is the local plane of o with Backstage's backend (a real one,
 // started with @backstage/backend-defaults, on PostgreSQL) in front of its
 // relay, the demo people signed in to it, and the plane's log so far.
-func plane(t testing.TB, o dev.Options) (dev.Info, map[string]backstageuser.Person, func() string) {
+func plane(t testing.TB, o localplane.Options) (localplane.Info, map[string]backstageuser.Person, func() string) {
 	t.Helper()
 	prereq.Need(t, append(append(prereq.ControlPlane, prereq.Postgres), prereq.Backstage...)...)
 	var logs cluster.SyncBuffer
@@ -37,7 +37,7 @@ func plane(t testing.TB, o dev.Options) (dev.Info, map[string]backstageuser.Pers
 	if o.Dir == "" {
 		o.Dir = t.TempDir()
 	}
-	r, err := dev.Background(context.Background(), o, &logs)
+	r, err := localplane.Background(context.Background(), o, &logs)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, logs.String())
 	}
@@ -96,7 +96,7 @@ func refused(t *testing.T, what string, err error, status int, message string) {
 // to the approval page.
 func TestBackstageDrivesASession(t *testing.T) {
 	ctx := context.Background()
-	info, people, logs := plane(t, dev.Options{Profile: policies.Flight})
+	info, people, logs := plane(t, localplane.Options{Profile: policies.Flight})
 	bs := info.BackstageURL
 	// make dev's terminal shows the plane's log: Backstage's own (its
 	// access log alone is thousands of lines) goes to a file of its own.
@@ -233,7 +233,7 @@ func TestBackstageDrivesASession(t *testing.T) {
 // someone the relay does not let ask, and an approval of one's own.
 func TestBackstageMisconfiguredStillMeetsTheRelay(t *testing.T) {
 	ctx := context.Background()
-	info, people, _ := plane(t, dev.Options{Profile: policies.Flight, BackstageAllowAll: true})
+	info, people, _ := plane(t, localplane.Options{Profile: policies.Flight, BackstageAllowAll: true})
 	bs := info.BackstageURL
 	target := client.Target{Cluster: info.Cluster, Namespace: info.Namespace}
 	ask := wire.Request{Pod: info.Pod, Mode: v1alpha1.ModeLive, Duration: "20m", Reason: "checkout returns 500s"}

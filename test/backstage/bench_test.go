@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tower-dev/breakglass/internal/dev"
+	"github.com/tower-dev/breakglass/localplane"
 	"github.com/tower-dev/breakglass/policies"
 	"github.com/tower-dev/breakglass/test/harness/measure"
 	"github.com/tower-dev/breakglass/test/harness/prereq"
@@ -26,7 +26,7 @@ const approveRounds = 5
 // front end, and Tower's over the console's (docs/benchmarks.md).
 func BenchmarkApproveToPrompt(b *testing.B) {
 	prereq.Need(b, prereq.Browser...)
-	info, _, logs := plane(b, dev.Options{Profile: policies.Flight, Both: true})
+	info, _, logs := plane(b, localplane.Options{Profile: policies.Flight, Both: true})
 	pods := map[string]string{}
 	for _, c := range info.Clusters {
 		pods[c.Name] = c.Pod

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tower-dev/breakglass/internal/dev"
+	"github.com/tower-dev/breakglass/localplane"
 	"github.com/tower-dev/breakglass/policies"
 	"github.com/tower-dev/breakglass/test/harness/prereq"
 	"github.com/tower-dev/breakglass/test/harness/walkplan"
@@ -49,7 +49,7 @@ func TestBackstageWalk(t *testing.T) {
 	if err := os.Mkdir(state, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	info, _, logs := plane(t, dev.Options{Profile: policies.Flight, Both: true, Rekor: true, ReviewWithin: 20 * time.Second, ApprovedFor: walkplan.ApprovedFor,
+	info, _, logs := plane(t, localplane.Options{Profile: policies.Flight, Both: true, Rekor: true, ReviewWithin: 20 * time.Second, ApprovedFor: walkplan.ApprovedFor,
 		Moderated: []string{"shop"}, Dir: state})
 	pods := map[string]string{}
 	for _, c := range info.Clusters {

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tower-dev/breakglass/localplane/tools"
+
 	"github.com/go-logr/logr"
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chart/loader"
@@ -26,10 +28,10 @@ import (
 	"github.com/tower-dev/breakglass/internal/image"
 	"github.com/tower-dev/breakglass/internal/oidcissuer"
 	"github.com/tower-dev/breakglass/internal/pki"
+	"github.com/tower-dev/breakglass/localplane/registry"
 	relayclient "github.com/tower-dev/breakglass/relay/client"
 	"github.com/tower-dev/breakglass/test/harness/cluster"
 	"github.com/tower-dev/breakglass/test/harness/prereq"
-	"github.com/tower-dev/breakglass/test/harness/registry"
 	"github.com/tower-dev/breakglass/test/harness/s3server"
 )
 
@@ -308,7 +310,7 @@ func relayCertificate(t *testing.T) (*corev1.Secret, *tls.Config) {
 // the chart's values pin and the node resolves to its own platform.
 func pushServerImage(t *testing.T, reg *registry.Registry) string {
 	t.Helper()
-	idx, _, err := image.FromLayout(filepath.Join(prereq.BinDir(), "images"), "breakglass")
+	idx, _, err := image.FromLayout(filepath.Join(tools.BinDir(), "images"), "breakglass")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -324,7 +326,7 @@ func pushServerImage(t *testing.T, reg *registry.Registry) string {
 // another digest, unsigned; the public key's file.
 func pushDebugImages(t *testing.T, reg *registry.Registry) (signed, unsigned, keyFile string) {
 	t.Helper()
-	idx, _, err := image.FromLayout(filepath.Join(prereq.BinDir(), "images"), "breakglass-debug")
+	idx, _, err := image.FromLayout(filepath.Join(tools.BinDir(), "images"), "breakglass-debug")
 	if err != nil {
 		t.Fatal(err)
 	}

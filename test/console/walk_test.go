@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tower-dev/breakglass/internal/dev"
+	"github.com/tower-dev/breakglass/localplane"
 	"github.com/tower-dev/breakglass/policies"
 	"github.com/tower-dev/breakglass/test/harness/cluster"
 	"github.com/tower-dev/breakglass/test/harness/prereq"
@@ -51,7 +51,7 @@ func TestConsoleWalk(t *testing.T) {
 	// Tokens that run out in 40 s: each page must renew its sign-in (at
 	// least once, during the walk) before its calls and event stream meet
 	// a 401.
-	running, err := dev.Background(context.Background(), dev.Options{Profile: policies.Flight, Both: true, Rekor: true, ReviewWithin: 20 * time.Second, ApprovedFor: walkplan.ApprovedFor,
+	running, err := localplane.Background(context.Background(), localplane.Options{Profile: policies.Flight, Both: true, Rekor: true, ReviewWithin: 20 * time.Second, ApprovedFor: walkplan.ApprovedFor,
 		Moderated: []string{"shop"}, TokenTTL: 40 * time.Second,
 		RelayAddr: "127.0.0.1:0", Dir: state}, &logs)
 	if err != nil {
@@ -98,7 +98,7 @@ func TestConsoleWalk(t *testing.T) {
 // crossOrigin: the console's cookie is good from the console's own page
 // only: the same call with another site's Origin, or with no sign that a
 // browser made it on the relay's origin, is refused.
-func crossOrigin(t *testing.T, info dev.Info) {
+func crossOrigin(t *testing.T, info localplane.Info) {
 	hc := signedIn(t, info.RelayURL, "alice")
 	call := func(origin, fetchSite string) int {
 		req, _ := http.NewRequest("POST", info.RelayURL+"/api/v1/clusters/flight/namespaces/shop/sessions", strings.NewReader(

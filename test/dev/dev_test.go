@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
-	"github.com/tower-dev/breakglass/internal/dev"
+	"github.com/tower-dev/breakglass/localplane"
 	"github.com/tower-dev/breakglass/policies"
 	"github.com/tower-dev/breakglass/relay/client"
 	"github.com/tower-dev/breakglass/relay/wire"
@@ -28,17 +28,17 @@ import (
 // TestDevWalkthrough: make dev, with Rekor, on the virtual node.
 func TestDevWalkthrough(t *testing.T) {
 	prereq.Need(t, append(append(prereq.ControlPlane, prereq.Console), prereq.Rekor...)...)
-	walkthrough(t, dev.Options{Profile: policies.Flight, Rekor: true})
+	walkthrough(t, localplane.Options{Profile: policies.Flight, Rekor: true})
 }
 
 // TestDevRealNode: make dev DEV_FLAGS=--real-node, the signed debug image
 // really run by containerd and runc.
 func TestDevRealNode(t *testing.T) {
 	prereq.Need(t, append(append(prereq.ControlPlane, prereq.Console), prereq.RealNode...)...)
-	walkthrough(t, dev.Options{Profile: policies.Flight, RealNode: true})
+	walkthrough(t, localplane.Options{Profile: policies.Flight, RealNode: true})
 }
 
-func walkthrough(t *testing.T, o dev.Options) {
+func walkthrough(t *testing.T, o localplane.Options) {
 	o.Moderated = []string{"shop"}
 	dir := t.TempDir()
 	state := filepath.Join(dir, "state")
@@ -58,7 +58,7 @@ func walkthrough(t *testing.T, o dev.Options) {
 		}
 		return &client.Client{BaseURL: info.RelayURL, Token: strings.TrimSpace(string(tok))}
 	}
-	alice, bob := as(dev.Alice.Email), as(dev.Bob.Email)
+	alice, bob := as(localplane.Alice.Email), as(localplane.Bob.Email)
 	target := client.Target{Cluster: info.Cluster, Namespace: info.Namespace}
 	s, err := alice.Request(ctx, target, wire.Request{Pod: info.Pod, Mode: v1alpha1.ModeLive, Duration: "20m", Reason: "trying the demo"})
 	if err != nil {
@@ -156,9 +156,9 @@ func walkthrough(t *testing.T, o dev.Options) {
 }
 
 // up brings the plane up for the test, saying how long each step took.
-func up(ctx context.Context, t *testing.T, o dev.Options, logs *cluster.SyncBuffer) *dev.Running {
+func up(ctx context.Context, t *testing.T, o localplane.Options, logs *cluster.SyncBuffer) *localplane.Running {
 	t.Helper()
-	r, err := dev.Background(ctx, o, logs)
+	r, err := localplane.Background(ctx, o, logs)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, logs.String())
 	}
@@ -171,7 +171,7 @@ func up(ctx context.Context, t *testing.T, o dev.Options, logs *cluster.SyncBuff
 
 // requireAnchored: with --rekor, the recording is anchored a moment after
 // the end, and the key a reviewer pins is published.
-func requireAnchored(ctx context.Context, t *testing.T, bob *client.Client, target client.Target, info dev.Info) {
+func requireAnchored(ctx context.Context, t *testing.T, bob *client.Client, target client.Target, info localplane.Info) {
 	t.Helper()
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
 		got, err := bob.Get(ctx, target)

@@ -9,6 +9,8 @@ import (
 	"sort"
 	"testing"
 
+	"github.com/tower-dev/breakglass/localplane/tools"
+
 	"github.com/tower-dev/breakglass/policies"
 	"github.com/tower-dev/breakglass/test/harness/prereq"
 )
@@ -60,7 +62,7 @@ func servedFields(t *testing.T, versions []string) map[string]map[string]string 
 	t.Helper()
 	served := map[string]map[string]string{}
 	for _, v := range versions {
-		data, err := os.ReadFile(filepath.Join(prereq.OpenAPIDir(), v, "api__v1_openapi.json"))
+		data, err := os.ReadFile(filepath.Join(tools.OpenAPIDir(), v, "api__v1_openapi.json"))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tower-dev/breakglass/localplane/tools"
+
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/util/version"
 	"k8s.io/client-go/discovery"
@@ -37,7 +39,7 @@ func TestTypeCheckedOnEveryVersion(t *testing.T) {
 		}
 		for _, v := range specs {
 			t.Run(fmt.Sprintf("%s/%s", p, v), func(t *testing.T) {
-				typeCheckAll(t, typeChecker(versionDiscovery{live, filepath.Join(prereq.OpenAPIDir(), v)}), p)
+				typeCheckAll(t, typeChecker(versionDiscovery{live, filepath.Join(tools.OpenAPIDir(), v)}), p)
 			})
 		}
 	}
@@ -58,7 +60,7 @@ func TestTypeCheckedOnEveryVersion(t *testing.T) {
 	policy := probe[i].DeepCopy()
 	policy.Spec.Validations = []admissionregistrationv1.Validation{{Expression: "object.spec.volumes.all(v, !has(v.image))"}}
 	for _, v := range specs {
-		warned := len(typeChecker(versionDiscovery{live, filepath.Join(prereq.OpenAPIDir(), v)}).Check(policy)) > 0
+		warned := len(typeChecker(versionDiscovery{live, filepath.Join(tools.OpenAPIDir(), v)}).Check(policy)) > 0
 		if want := minor(v) < 31; warned != want {
 			t.Errorf("Kubernetes %s: a rule reaching a volume's image warned: %t, want %t", v, warned, want)
 		}
@@ -70,7 +72,7 @@ func TestTypeCheckedOnEveryVersion(t *testing.T) {
 // with no gap, up to the newest.
 func claimedSpecs(t *testing.T) []string {
 	t.Helper()
-	entries, err := os.ReadDir(prereq.OpenAPIDir())
+	entries, err := os.ReadDir(tools.OpenAPIDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,11 +84,11 @@ func claimedSpecs(t *testing.T) []string {
 	}
 	slices.SortFunc(versions, func(a, b string) int { return cmp.Compare(minor(a), minor(b)) })
 	if len(versions) == 0 || minor(versions[0]) != 30 {
-		t.Fatalf("the OpenAPI documents in %s do not start at v1.30, the oldest the chart claims: %v", prereq.OpenAPIDir(), versions)
+		t.Fatalf("the OpenAPI documents in %s do not start at v1.30, the oldest the chart claims: %v", tools.OpenAPIDir(), versions)
 	}
 	for i := 1; i < len(versions); i++ {
 		if minor(versions[i]) != minor(versions[i-1])+1 {
-			t.Fatalf("the OpenAPI documents in %s skip a version between %s and %s", prereq.OpenAPIDir(), versions[i-1], versions[i])
+			t.Fatalf("the OpenAPI documents in %s skip a version between %s and %s", tools.OpenAPIDir(), versions[i-1], versions[i])
 		}
 	}
 	return versions

@@ -16,10 +16,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tower-dev/breakglass/localplane/tools"
+
 	"github.com/google/go-containerregistry/pkg/name"
 
+	"github.com/tower-dev/breakglass/localplane/registry"
 	"github.com/tower-dev/breakglass/test/harness/prereq"
-	"github.com/tower-dev/breakglass/test/harness/registry"
 )
 
 // podWith is a copy pod, as the relay makes one, whose breakglass-
@@ -47,7 +49,7 @@ spec:
 // hold volume; it never looks at the app's containers.
 func TestKyvernoRenderWithKyvernosCLI(t *testing.T) {
 	prereq.Need(t, prereq.Kyverno, prereq.Cosign)
-	kyverno := filepath.Join(prereq.BinDir(), "kubectl-kyverno")
+	kyverno := filepath.Join(tools.BinDir(), "kubectl-kyverno")
 	ctx := context.Background()
 	reg := registry.Start()
 	t.Cleanup(reg.Close)

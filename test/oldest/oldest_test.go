@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tower-dev/breakglass/localplane/tools"
+
 	"github.com/go-logr/logr"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -40,7 +42,7 @@ func run(m *testing.M) int {
 	var managers []*statusController
 	started, err := cluster.StartEach(context.Background(), func(p policies.Profile) cluster.Options {
 		return cluster.Options{Profile: p, DebugImages: []string{cluster.DebugImage},
-			APIServer: filepath.Join(prereq.BinDir(), "kube-apiserver-1.30")}
+			APIServer: filepath.Join(tools.BinDir(), "kube-apiserver-1.30")}
 	}, func(_ policies.Profile, c *cluster.Cluster) error {
 		kcm, err := startStatusController(c)
 		if err == nil {
@@ -87,7 +89,7 @@ func startStatusController(c *cluster.Cluster) (*statusController, error) {
 		s.stop()
 		return nil, err
 	}
-	s.cmd = exec.Command(filepath.Join(prereq.BinDir(), "kube-controller-manager-1.30"), "--kubeconfig="+kubeconfig,
+	s.cmd = exec.Command(filepath.Join(tools.BinDir(), "kube-controller-manager-1.30"), "--kubeconfig="+kubeconfig,
 		"--controllers=validatingadmissionpolicy-status-controller", "--leader-elect=false", "--secure-port=0")
 	var logs cluster.SyncBuffer
 	s.cmd.Stdout, s.cmd.Stderr = &logs, &logs

@@ -10,7 +10,7 @@ import (
 	"github.com/sigstore/sigstore/pkg/signature"
 
 	"github.com/tower-dev/breakglass/evidence/tlog"
-	"github.com/tower-dev/breakglass/test/harness/registry"
+	"github.com/tower-dev/breakglass/localplane/registry"
 )
 
 const (

@@ -10,10 +10,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tower-dev/breakglass/localplane/tools"
+
 	"github.com/tower-dev/breakglass/api/v1alpha1"
 	"github.com/tower-dev/breakglass/evidence/recording"
 	"github.com/tower-dev/breakglass/evidence/tlog"
-	"github.com/tower-dev/breakglass/test/harness/prereq"
 )
 
 // stockToolsBlock is the shell block of docs/evidence.md that checks a
@@ -69,7 +70,7 @@ func stockTools(t testing.TB, dir string, s *v1alpha1.Session, relayPub string) 
 	}
 	cmd := exec.Command("bash", "-euo", "pipefail", "-c", stockToolsBlock(t))
 	cmd.Dir = work
-	cmd.Env = append(os.Environ(), "PATH="+prereq.BinDir()+":"+os.Getenv("PATH"), "REKOR_URL="+log.URL, "HOME="+work)
+	cmd.Env = append(os.Environ(), "PATH="+tools.BinDir()+":"+os.Getenv("PATH"), "REKOR_URL="+log.URL, "HOME="+work)
 	out, err := cmd.CombinedOutput()
 	return string(out), err
 }
@@ -98,7 +99,7 @@ func v1Log(t testing.TB) trustedLog {
 // relay's certificate authority; args pin the key or the identity.
 func cosignVerifyBlob(t testing.TB, tl trustedLog, manifest, sigstoreBundle, caPEM []byte, args ...string) (string, error) {
 	t.Helper()
-	cosign := filepath.Join(prereq.BinDir(), "cosign")
+	cosign := filepath.Join(tools.BinDir(), "cosign")
 	work := t.TempDir()
 	files := map[string][]byte{"manifest.json": manifest, tlog.SigstoreBundleFile: sigstoreBundle, "rekor.pub": tl.key}
 	spec := "url=" + tl.url + ",public-key=rekor.pub,start-time=2020-01-01T00:00:00Z"

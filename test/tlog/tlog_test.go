@@ -19,9 +19,9 @@ import (
 	"github.com/sigstore/sigstore/pkg/signature"
 
 	"github.com/tower-dev/breakglass/evidence/tlog"
+	"github.com/tower-dev/breakglass/localplane/rekor"
 	"github.com/tower-dev/breakglass/test/harness/cluster"
 	"github.com/tower-dev/breakglass/test/harness/prereq"
-	"github.com/tower-dev/breakglass/test/harness/rekor"
 )
 
 var log *rekor.Log

@@ -14,7 +14,7 @@ import (
 	"github.com/tower-dev/breakglass/api/v1alpha1"
 	"github.com/tower-dev/breakglass/evidence/recording"
 	"github.com/tower-dev/breakglass/evidence/tlog"
-	"github.com/tower-dev/breakglass/test/harness/rekor"
+	"github.com/tower-dev/breakglass/localplane/rekor"
 )
 
 // TestAnchorRekorV2: a manifest anchored in a real Rekor v2 (rekor-tiles)

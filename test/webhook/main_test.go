@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tower-dev/breakglass/localplane/tools"
+
 	"github.com/go-logr/logr"
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
@@ -23,12 +25,12 @@ import (
 
 	"github.com/tower-dev/breakglass/evidence/tlog"
 	"github.com/tower-dev/breakglass/internal/image"
+	"github.com/tower-dev/breakglass/localplane/registry"
+	"github.com/tower-dev/breakglass/localplane/rekor"
 	"github.com/tower-dev/breakglass/manifests"
 	"github.com/tower-dev/breakglass/policies"
 	"github.com/tower-dev/breakglass/test/harness/cluster"
 	"github.com/tower-dev/breakglass/test/harness/prereq"
-	"github.com/tower-dev/breakglass/test/harness/registry"
-	"github.com/tower-dev/breakglass/test/harness/rekor"
 	"github.com/tower-dev/breakglass/webhook"
 )
 
@@ -292,7 +294,7 @@ func bundleImages(dir string, good, bad *registry.Signer) ([]string, error) {
 	if err := os.Mkdir(cliDir, 0o700); err != nil {
 		return nil, err
 	}
-	if cli, err = registry.NewCLI(ctx, filepath.Join(prereq.BinDir(), "cosign"), cliDir); err != nil {
+	if cli, err = registry.NewCLI(ctx, filepath.Join(tools.BinDir(), "cosign"), cliDir); err != nil {
 		return nil, err
 	}
 	logged := registry.BundleOptions{RekorURL: rk.URL}
@@ -406,7 +408,7 @@ func indexImages(ctx context.Context) ([]string, error) {
 	if prereq.Missing(prereq.Images) != nil {
 		return nil, nil
 	}
-	idx, sbom, err := image.FromLayout(filepath.Join(prereq.BinDir(), "images"), "breakglass-debug")
+	idx, sbom, err := image.FromLayout(filepath.Join(tools.BinDir(), "images"), "breakglass-debug")
 	if err != nil {
 		return nil, err
 	}

@@ -1,39 +1,13 @@
 package cluster
 
 import (
-	"fmt"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 )
 
-// pollEvery is how often the waits below ask again: often enough that a
-// test waits little past the moment, rarely enough to leave the API server
-// alone.
-const pollEvery = 20 * time.Millisecond
-
-// Within asks cond until it holds, for at most the given time. The error
-// says how long it waited and what cond last said: a wait that fails
-// explains itself.
-func Within(within time.Duration, cond func() (bool, error)) error {
-	deadline := time.Now().Add(within)
-	for {
-		ok, err := cond()
-		if ok {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			if err != nil {
-				return fmt.Errorf("not within %s: %w", within, err)
-			}
-			return fmt.Errorf("not within %s", within)
-		}
-		time.Sleep(pollEvery)
-	}
-}
-
-// Eventually is Within for a test: it fails t, naming what it waited for.
+// Eventually is cluster.Within for a test: it fails t, naming what it waited for.
 func Eventually(t testing.TB, within time.Duration, what string, cond func() (bool, error)) {
 	t.Helper()
 	if err := Within(within, cond); err != nil {

@@ -2,13 +2,10 @@ package cluster
 
 import (
 	"context"
-	"encoding/json"
-	"net"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/tower-dev/breakglass/manifests/sessionobjects"
 )
@@ -68,27 +65,6 @@ func DebugSecurityContext() *corev1.SecurityContext { return sessionobjects.Debu
 // DebugContainer is a debug container in the shape the policies allow.
 func DebugContainer(name, image string) corev1.EphemeralContainer {
 	return sessionobjects.DebugContainer(name, image)
-}
-
-// FreePort is a loopback port nobody listens on right now.
-func FreePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
-// AddDebugContainer adds ec to a pod as u, by the strategic-merge PATCH of
-// pods/ephemeralcontainers that kubectl debug sends.
-func (u *User) AddDebugContainer(ctx context.Context, ns, pod string, ec corev1.EphemeralContainer) error {
-	patch, err := json.Marshal(map[string]any{"spec": map[string]any{"ephemeralContainers": []corev1.EphemeralContainer{ec}}})
-	if err != nil {
-		return err
-	}
-	_, err = u.Kube.CoreV1().Pods(ns).Patch(ctx, pod, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "ephemeralcontainers")
-	return err
 }
 
 // GrantedPortal grants the portal a session's debug role in ns, as the

@@ -31,7 +31,7 @@ func TestVirtualNodeAttach(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	nodeDir := c.node.dir
+	nodeDir := c.NodeDir()
 	t.Cleanup(func() {
 		if err := c.Stop(); err != nil {
 			t.Error(err)

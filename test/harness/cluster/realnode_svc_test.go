@@ -71,7 +71,7 @@ func TestRealNodeServices(t *testing.T) {
 	if phase != corev1.PodSucceeded {
 		t.Fatalf("the client pod %s:\n%s", phase, got)
 	}
-	for _, want := range []string{"short-name-reached", "full-name-reached", "Address: " + kubernetesServiceIP, "outside-unanswered", "done"} {
+	for _, want := range []string{"short-name-reached", "full-name-reached", "Address: " + KubernetesServiceIP, "outside-unanswered", "done"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("the client's output lacks %q:\n%s", want, got)
 		}

@@ -15,9 +15,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/tower-dev/breakglass/localplane/tools"
 )
 
 // RequireEnv names the variable that, set to anything, makes a missing
@@ -33,37 +34,19 @@ type Program struct {
 	found func() bool
 }
 
-// root is the repository's root, from this file's place in it.
-var root = func() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..", "..")
-}()
-
-// BinDir is where make tools puts the programs it builds:
-// $KUBEBUILDER_ASSETS, or bin/ at the repository's root.
-func BinDir() string {
-	if d := os.Getenv("KUBEBUILDER_ASSETS"); d != "" {
-		return d
-	}
-	return filepath.Join(root, "bin")
-}
-
-// OpenAPIDir is where make openapi-specs puts each version's documents.
-func OpenAPIDir() string { return filepath.Join(BinDir(), "openapi") }
-
 func exists(path string) bool {
 	_, err := os.Stat(path)
 	return err == nil
 }
 
-// inBin is a program make builds into BinDir.
+// inBin is a program make builds into tools.BinDir.
 func inBin(name, target string) Program {
-	return Program{Name: name, Target: target, found: func() bool { return exists(filepath.Join(BinDir(), name)) }}
+	return Program{Name: name, Target: target, found: func() bool { return exists(filepath.Join(tools.BinDir(), name)) }}
 }
 
 // inRepo is a file a make target writes into the repository.
 func inRepo(name, target string, path ...string) Program {
-	return Program{Name: name, Target: target, found: func() bool { return exists(filepath.Join(append([]string{root}, path...)...)) }}
+	return Program{Name: name, Target: target, found: func() bool { return exists(filepath.Join(append([]string{tools.Root}, path...)...)) }}
 }
 
 // onPath is a command from Debian's packages.
@@ -102,7 +85,7 @@ var (
 		return len(found) > 0
 	}}
 	// OpenAPISpecs are the OpenAPI documents of every Kubernetes version
-	// the chart claims, each in its own folder of OpenAPIDir.
+	// the chart claims, each in its own folder of tools.OpenAPIDir.
 	OpenAPISpecs = inBin("openapi", "openapi-specs")
 	// Images are the server and debug images make image builds, each an
 	// index for linux/amd64 and linux/arm64 with its SBOM, in an OCI layout.

@@ -2,13 +2,15 @@ package prereq
 
 import (
 	"testing"
+
+	"github.com/tower-dev/breakglass/localplane/tools"
 )
 
 func TestMissingNamesEachProgramAndItsTarget(t *testing.T) {
 	dir := t.TempDir()
 	t.Setenv("KUBEBUILDER_ASSETS", dir)
-	if BinDir() != dir {
-		t.Fatalf("BinDir is %s, want $KUBEBUILDER_ASSETS %s", BinDir(), dir)
+	if tools.BinDir() != dir {
+		t.Fatalf("tools.BinDir is %s, want $KUBEBUILDER_ASSETS %s", tools.BinDir(), dir)
 	}
 	here := Program{Name: "here", Target: "x", found: func() bool { return true }}
 	if err := Missing(here); err != nil {

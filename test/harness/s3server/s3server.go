@@ -13,12 +13,13 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/tower-dev/breakglass/localplane/tools"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/tower-dev/breakglass/evidence/recording"
 	"github.com/tower-dev/breakglass/test/harness/cluster"
-	"github.com/tower-dev/breakglass/test/harness/prereq"
 )
 
 // The root credentials every test server has.
@@ -38,7 +39,7 @@ type Server struct {
 // Start runs versitygw on host (127.0.0.1, or an address pods reach) at a
 // free port, storing in a folder of its own.
 func Start(host string) (*Server, error) {
-	bin := filepath.Join(prereq.BinDir(), "versitygw")
+	bin := filepath.Join(tools.BinDir(), "versitygw")
 	if _, err := os.Stat(bin); err != nil {
 		return nil, errors.New("versitygw not found: run `make tools` first (it builds it from module sources)")
 	}

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tower-dev/breakglass/internal/dev"
+	"github.com/tower-dev/breakglass/localplane"
 )
 
 // FrontEnd is what differs, by design, between the two front ends' walks.
@@ -29,7 +29,7 @@ type FrontEnd struct {
 // Check holds what the walk saw to the spec's test plan. state is the
 // local plane's folder (its recordings); info says where Rekor and the
 // clusters are.
-func Check(t *testing.T, fe FrontEnd, r Result, info dev.Info, state string) {
+func Check(t *testing.T, fe FrontEnd, r Result, info localplane.Info, state string) {
 	t.Helper()
 	for who, errs := range r.PageErrors {
 		if len(errs) > 0 {
@@ -76,7 +76,7 @@ func Check(t *testing.T, fe FrontEnd, r Result, info dev.Info, state string) {
 			t.Errorf("bob was told of the broken glass with the link %q", g.ReviewLink)
 		}
 		o := f.Overdue
-		if o.To != dev.FallbackReviewer || !strings.HasSuffix(o.Link, fe.SessionPage("flight", "shop", o.Session, "")+"/review") ||
+		if o.To != localplane.FallbackReviewer || !strings.HasSuffix(o.Link, fe.SessionPage("flight", "shop", o.Session, "")+"/review") ||
 			!strings.HasPrefix(o.Reviewed, "Reviewed by carol@example.com") {
 			t.Errorf("the overdue review: %+v", o)
 		}
@@ -140,7 +140,7 @@ func Check(t *testing.T, fe FrontEnd, r Result, info dev.Info, state string) {
 	})
 }
 
-func flight(t *testing.T, fe FrontEnd, f Facts, info dev.Info) {
+func flight(t *testing.T, fe FrontEnd, f Facts, info localplane.Info) {
 	switch {
 	case !f.Flight.WatcherSaw:
 		t.Error("bob, watching, did not see alice's output")
@@ -202,7 +202,7 @@ func hardStop(t *testing.T, f Facts) {
 	}
 }
 
-func ground(t *testing.T, f Facts, info dev.Info, state string) {
+func ground(t *testing.T, f Facts, info localplane.Info, state string) {
 	if len(f.Ground) != 3 {
 		t.Fatalf("%d ground sessions", len(f.Ground))
 	}

@@ -22,7 +22,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/remotecommand"
 
-	"github.com/tower-dev/breakglass/internal/dev"
+	"github.com/tower-dev/breakglass/localplane"
 	"github.com/tower-dev/breakglass/policies"
 )
 
@@ -87,9 +87,9 @@ func InRekor(t *testing.T, rekorURL, shown, sha string) {
 
 // ExecRefused checks that exec through the Flight API server is refused, to a
 // cluster admin too.
-func ExecRefused(t *testing.T, info dev.Info) {
+func ExecRefused(t *testing.T, info localplane.Info) {
 	t.Helper()
-	var flight dev.ClusterInfo
+	var flight localplane.ClusterInfo
 	for _, c := range info.Clusters {
 		if c.Profile == policies.Flight {
 			flight = c

@@ -9,9 +9,9 @@ import (
 	"syscall"
 	"time"
 
-	"k8s.io/apimachinery/pkg/util/wait"
+	"github.com/tower-dev/breakglass/localplane/tools"
 
-	"github.com/tower-dev/breakglass/test/harness/prereq"
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // startKubelet runs the kubelet with the settings RECIPES.md found each
@@ -108,14 +108,14 @@ state = "%[1]s/containerd/state"
 // node's directory. bin/ comes first on their PATH, so containerd starts
 // its own runc shim, not a packaged one of another version.
 func (n *realNode) run(name string, args ...string) error {
-	bin := filepath.Join(prereq.BinDir(), name)
+	bin := filepath.Join(tools.BinDir(), name)
 	log, err := os.Create(n.path(name + ".log"))
 	if err != nil {
 		return err
 	}
 	defer func() { _ = log.Close() }()
 	cmd := exec.Command(bin, args...)
-	cmd.Env = append(os.Environ(), "PATH="+prereq.BinDir()+string(os.PathListSeparator)+os.Getenv("PATH"))
+	cmd.Env = append(os.Environ(), "PATH="+tools.BinDir()+string(os.PathListSeparator)+os.Getenv("PATH"))
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {

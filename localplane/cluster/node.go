@@ -55,6 +55,15 @@ type node struct {
 	dir string
 }
 
+// NodeDir is where the virtual node keeps its certificates and the API
+// server's client key for it; "" without a virtual node. Stop removes it.
+func (c *Cluster) NodeDir() string {
+	if c.node == nil {
+		return ""
+	}
+	return c.node.dir
+}
+
 // newNode prepares the node's certificates and listener before the API
 // server starts, so the API server can be told how to reach it.
 func newNode(dir string) (*node, error) {

@@ -1,4 +1,4 @@
-package dev
+package localplane
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
-	"github.com/tower-dev/breakglass/test/harness/cluster"
+	"github.com/tower-dev/breakglass/localplane/cluster"
 )
 
 // backstageReader is the account Backstage's Kubernetes plugin lists pods

@@ -27,10 +27,10 @@ const (
 	BridgeIP   = "10.244.7.1"
 	podSubnet  = "10.244.7.0/24"
 	bridgeName = "breakglass0"
-	// kubernetesServiceIP is the `kubernetes` Service's cluster IP (the
+	// KubernetesServiceIP is the `kubernetes` Service's cluster IP (the
 	// first of envtest's 10.0.0.0/24), which pods' in-cluster
 	// configuration dials; the API server's certificate names it.
-	kubernetesServiceIP = "10.0.0.1"
+	KubernetesServiceIP = "10.0.0.1"
 	// ruleComment marked the DNAT rule earlier versions of this test bed
 	// added in kube-proxy's stead.
 	ruleComment = "breakglass-real-node"

@@ -2,10 +2,16 @@ package cluster
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"net"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	authorizationv1 "k8s.io/api/authorization/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -95,4 +101,25 @@ func (c *Cluster) KubeConfig(name, namespace string) clientcmdapi.Config {
 	k.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: "admin", Namespace: namespace}
 	k.CurrentContext = name
 	return *k
+}
+
+// FreePort is a loopback port nobody listens on right now.
+func FreePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// AddDebugContainer adds ec to a pod as u, by the strategic-merge PATCH of
+// pods/ephemeralcontainers that kubectl debug sends.
+func (u *User) AddDebugContainer(ctx context.Context, ns, pod string, ec corev1.EphemeralContainer) error {
+	patch, err := json.Marshal(map[string]any{"spec": map[string]any{"ephemeralContainers": []corev1.EphemeralContainer{ec}}})
+	if err != nil {
+		return err
+	}
+	_, err = u.Kube.CoreV1().Pods(ns).Patch(ctx, pod, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "ephemeralcontainers")
+	return err
 }

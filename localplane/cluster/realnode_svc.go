@@ -12,11 +12,11 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/tower-dev/breakglass/localplane/tools"
+
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
-
-	"github.com/tower-dev/breakglass/test/harness/prereq"
 )
 
 // The node's Services and their names: kube-proxy (iptables mode) turns a
@@ -140,7 +140,7 @@ func (n *realNode) servicesReady(ctx context.Context) string {
 // cleanUpProxyRules removes the chains and rules kube-proxy wrote, as its
 // own --cleanup does, once it is stopped.
 func cleanUpProxyRules() error {
-	out, err := exec.Command(filepath.Join(prereq.BinDir(), "kube-proxy"), "--cleanup").CombinedOutput()
+	out, err := exec.Command(filepath.Join(tools.BinDir(), "kube-proxy"), "--cleanup").CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("kube-proxy --cleanup: %w: %s", err, out)
 	}

@@ -10,19 +10,15 @@ import (
 	"runtime"
 	"strings"
 	"syscall"
-	"testing"
 	"time"
 
-	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/tower-dev/breakglass/internal/image"
-	"github.com/tower-dev/breakglass/policies"
-	"github.com/tower-dev/breakglass/test/harness/prereq"
-	"github.com/tower-dev/breakglass/test/harness/registry"
+	"github.com/tower-dev/breakglass/localplane/registry"
 )
 
 // removeSandboxes stops and removes every pod sandbox through the
@@ -88,32 +84,6 @@ func (n *realNode) removeLeftovers() error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// StartRealNode starts a Flight control plane with the real node, stopped
-// when the test ends, and pushes the debug image (busybox, for this
-// machine's architecture) to its registry.
-func StartRealNode(tb testing.TB) (*Cluster, name.Digest) {
-	tb.Helper()
-	prereq.Need(tb, append(prereq.ControlPlane, prereq.RealNode...)...)
-	c, err := Start(context.Background(), Options{Profile: policies.Flight, RealNode: true})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() {
-		if err := c.Stop(); err != nil {
-			tb.Error(err)
-		}
-	})
-	img, err := image.BuildDebug("/bin/busybox", runtime.GOARCH, time.Unix(0, 0))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	ref, err := c.Registry.PushImage("breakglass/debug", "1", img)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return c, ref
 }
 
 // pushPause pushes the node's sandbox ("pause") image, the debug image's

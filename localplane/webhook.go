@@ -1,4 +1,4 @@
-package dev
+package localplane
 
 import (
 	"context"
@@ -18,8 +18,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
+	"github.com/tower-dev/breakglass/localplane/cluster"
 	"github.com/tower-dev/breakglass/manifests"
-	"github.com/tower-dev/breakglass/test/harness/cluster"
 	"github.com/tower-dev/breakglass/webhook"
 )
 

@@ -15,10 +15,11 @@ import (
 	"strconv"
 	"syscall"
 
+	"github.com/tower-dev/breakglass/localplane/tools"
+
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
 
-	"github.com/tower-dev/breakglass/test/harness/cluster"
-	"github.com/tower-dev/breakglass/test/harness/prereq"
+	"github.com/tower-dev/breakglass/localplane/cluster"
 )
 
 // V2Binary is Rekor v2's server (rekor-tiles on Tessera's POSIX storage),
@@ -38,9 +39,9 @@ type V2 struct {
 
 // StartV2 starts a Rekor v2 with a key made for it.
 func StartV2(ctx context.Context) (_ *V2, err error) {
-	bin := filepath.Join(prereq.BinDir(), V2Binary)
+	bin := filepath.Join(tools.BinDir(), V2Binary)
 	if _, err := os.Stat(bin); err != nil {
-		return nil, fmt.Errorf("%s not in %s: run make %s", V2Binary, prereq.BinDir(), filepath.Join("bin", V2Binary))
+		return nil, fmt.Errorf("%s not in %s: run make %s", V2Binary, tools.BinDir(), filepath.Join("bin", V2Binary))
 	}
 	l := &V2{Origin: "rekor-v2.breakglass.test"}
 	if l.dir, err = os.MkdirTemp("", "breakglass-rekor-v2"); err != nil {

@@ -17,9 +17,10 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/tower-dev/breakglass/test/harness/cluster"
-	"github.com/tower-dev/breakglass/test/harness/postgres"
-	"github.com/tower-dev/breakglass/test/harness/prereq"
+	"github.com/tower-dev/breakglass/localplane/tools"
+
+	"github.com/tower-dev/breakglass/localplane/cluster"
+	"github.com/tower-dev/breakglass/localplane/postgres"
 )
 
 // Log is a running Rekor.
@@ -38,8 +39,8 @@ var Binaries = []string{"rekor-server", "trillian_log_server", "trillian_log_sig
 // Available says why a Rekor cannot be started here, or nil.
 func Available() error {
 	for _, b := range Binaries {
-		if _, err := os.Stat(filepath.Join(prereq.BinDir(), b)); err != nil {
-			return fmt.Errorf("%s not in %s: run make rekor", b, prereq.BinDir())
+		if _, err := os.Stat(filepath.Join(tools.BinDir(), b)); err != nil {
+			return fmt.Errorf("%s not in %s: run make rekor", b, tools.BinDir())
 		}
 	}
 	return postgres.Available()
@@ -73,7 +74,7 @@ func Start(ctx context.Context) (_ *Log, err error) {
 	if _, err := l.startTrillian(ctx, "trillian_log_signer", append(storage, "--force_master", "--election_system=noop", "--sequencer_interval=50ms")); err != nil {
 		return nil, err
 	}
-	out, err := exec.CommandContext(ctx, filepath.Join(prereq.BinDir(), "createtree"), "--admin_server="+rpc).Output()
+	out, err := exec.CommandContext(ctx, filepath.Join(tools.BinDir(), "createtree"), "--admin_server="+rpc).Output()
 	if err != nil {
 		return nil, fmt.Errorf("creating the Trillian tree: %w", err)
 	}
@@ -96,7 +97,7 @@ func Start(ctx context.Context) (_ *Log, err error) {
 }
 
 func (l *Log) start(ctx context.Context, bin string, args ...string) error {
-	cmd := exec.Command(filepath.Join(prereq.BinDir(), bin), args...)
+	cmd := exec.Command(filepath.Join(tools.BinDir(), bin), args...)
 	logFile, err := os.Create(filepath.Join(l.dir, bin+".log"))
 	if err != nil {
 		return err
@@ -156,7 +157,7 @@ func (l *Log) startPostgres(ctx context.Context) (int, error) {
 // tools/rekor builds (downloaded with it).
 func trillianSchema() (string, error) {
 	cmd := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/google/trillian")
-	cmd.Dir = filepath.Join(filepath.Dir(prereq.BinDir()), "tools", "rekor")
+	cmd.Dir = filepath.Join(filepath.Dir(tools.BinDir()), "tools", "rekor")
 	out, err := cmd.Output()
 	if err != nil {
 		return "", fmt.Errorf("finding Trillian's module: %w", err)

@@ -1,4 +1,4 @@
-// Package dev runs the whole plane on this machine for a newcomer to walk
+// Package localplane runs the whole plane on this machine for a newcomer to walk
 // through (make dev, bin/breakglass-dev): the real kube-apiserver and
 // etcd with the chart's manifests, the virtual node, the signature webhook
 // with a signed debug image in a local registry, the sweeper, the relay
@@ -6,7 +6,7 @@
 // issuer with a demo person for every role, and a demo app whose pod is
 // running; with Both, a second cluster of the other profile, served by the
 // same relay as in production.
-package dev
+package localplane
 
 import (
 	"context"
@@ -33,10 +33,10 @@ import (
 	"github.com/tower-dev/breakglass/evidence/tlog"
 	devimage "github.com/tower-dev/breakglass/internal/image"
 	"github.com/tower-dev/breakglass/internal/oidcissuer"
+	"github.com/tower-dev/breakglass/localplane/cluster"
+	"github.com/tower-dev/breakglass/localplane/registry"
+	"github.com/tower-dev/breakglass/localplane/rekor"
 	"github.com/tower-dev/breakglass/policies"
-	"github.com/tower-dev/breakglass/test/harness/cluster"
-	"github.com/tower-dev/breakglass/test/harness/registry"
-	"github.com/tower-dev/breakglass/test/harness/rekor"
 )
 
 // Options shape the local plane.

@@ -1,4 +1,4 @@
-package dev
+package localplane
 
 import (
 	"context"
@@ -15,9 +15,10 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/tower-dev/breakglass/localplane/tools"
+
 	"github.com/tower-dev/breakglass/internal/oidcissuer"
-	"github.com/tower-dev/breakglass/test/harness/postgres"
-	"github.com/tower-dev/breakglass/test/harness/prereq"
+	"github.com/tower-dev/breakglass/localplane/postgres"
 )
 
 // backstageAudience is Backstage's OIDC client at the local issuer: the ID
@@ -50,7 +51,7 @@ func BackstageAvailable() error {
 
 // backstageNode is the Node.js Backstage runs on (22: Debian's 20 is older
 // than Backstage supports); make backstage unpacks it from the npm registry.
-func backstageNode() string { return filepath.Join(prereq.BinDir(), "node22", "bin", "node") }
+func backstageNode() string { return filepath.Join(tools.BinDir(), "node22", "bin", "node") }
 
 // startBackstage runs Backstage's backend on PostgreSQL at ln's address, signing
 // people in at the issuer and forwarding break-glass calls to the relay,

@@ -1,4 +1,4 @@
-package dev
+package localplane
 
 import (
 	"context"
@@ -13,12 +13,12 @@ import (
 
 	"github.com/tower-dev/breakglass/evidence/recording"
 	"github.com/tower-dev/breakglass/evidence/tlog"
+	"github.com/tower-dev/breakglass/localplane/cluster"
 	"github.com/tower-dev/breakglass/notify"
 	"github.com/tower-dev/breakglass/policies"
 	"github.com/tower-dev/breakglass/relay"
 	"github.com/tower-dev/breakglass/relay/client"
 	"github.com/tower-dev/breakglass/sweeper"
-	"github.com/tower-dev/breakglass/test/harness/cluster"
 )
 
 // demoNamespace is where the demo app runs, on every cluster.

@@ -13,7 +13,7 @@ import (
 	"path/filepath"
 	"strconv"
 
-	"github.com/tower-dev/breakglass/test/harness/cluster"
+	"github.com/tower-dev/breakglass/localplane/cluster"
 )
 
 // Server is a running PostgreSQL that trusts every local connection as

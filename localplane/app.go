@@ -1,4 +1,4 @@
-package dev
+package localplane
 
 import (
 	"context"
@@ -11,8 +11,8 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/tower-dev/breakglass/localplane/cluster"
 	"github.com/tower-dev/breakglass/manifests/sessionobjects"
-	"github.com/tower-dev/breakglass/test/harness/cluster"
 )
 
 // demoAppUserID is the user the demo app runs as on the real node: not
