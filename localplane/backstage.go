@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"syscall"
 	"time"
 
@@ -27,8 +26,7 @@ const backstageAudience = "backstage"
 
 // BackstageDir is the Backstage workspace (make backstage installs it).
 func BackstageDir() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..", "backstage")
+	return filepath.Join(tools.Root, "backstage")
 }
 
 // randomSecret signs Backstage's session cookies for one run.
