@@ -33,7 +33,7 @@ const (
 // (sessionFeed); the page reads the list when its stream opens.
 func (s *Server) events(w http.ResponseWriter, r *http.Request, c api.Caller) error {
 	rc := http.NewResponseController(w)
-	if !s.cfg.Permissions.SeesAny(c) {
+	if !s.sessions.Permissions.SeesAny(c) {
 		return api.Forbidden("%s may see no sessions anywhere: there is nothing to stream", c.Name)
 	}
 	if err := s.streams.take(c.ID); err != nil {
@@ -42,7 +42,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request, c api.Caller) er
 	defer s.streams.give(c.ID)
 	sub := newStreamSub()
 	for name, feed := range s.feeds {
-		stop := feed.subscribe(sub, func(ns string) bool { return s.cfg.Permissions.Sees(c, name, ns) })
+		stop := feed.subscribe(sub, func(ns string) bool { return s.sessions.Permissions.Sees(c, name, ns) })
 		defer stop()
 	}
 	until := time.Now().Add(eventStreamFor)

@@ -49,7 +49,7 @@ func (s *Server) me(w http.ResponseWriter, _ *http.Request, c api.Caller) error 
 	}
 	for _, cl := range s.cfg.Clusters {
 		v := ClusterView{Name: cl.Name, Tier: cl.Tier, NeedsApproval: cl.NeedsApproval(), Allowed: []Allowed{}}
-		for _, p := range s.cfg.Permissions {
+		for _, p := range s.sessions.Permissions {
 			if p.In(cl.Name) && p.Holds(c) {
 				v.Allowed = append(v.Allowed, Allowed{Namespaces: p.Namespaces, Actions: p.Actions})
 			}

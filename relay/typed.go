@@ -163,7 +163,7 @@ func (s *Server) searchRecordings(w http.ResponseWriter, r *http.Request, c api.
 	if err != nil {
 		return err
 	}
-	if !s.cfg.Permissions.Can(c, api.ActionReview, t.Name, ns) && !s.cfg.Permissions.Can(c, api.ActionApprove, t.Name, ns) {
+	if !s.sessions.Permissions.Can(c, api.ActionReview, t.Name, ns) && !s.sessions.Permissions.Can(c, api.ActionApprove, t.Name, ns) {
 		return api.Forbidden("%s may neither review nor approve sessions in %s/%s: only they search its recordings", c.Name, t.Name, ns)
 	}
 	q, err := parseQuery(r.URL.Query(), true)
