@@ -10,7 +10,7 @@ import (
 	"github.com/tower-dev/breakglass/relay/wire"
 )
 
-// liveSession is a session whose terminal this relay holds, or is starting
+// liveSession is a session whose terminal this replica runs, or is starting
 // or taking up.
 type liveSession struct {
 	// live is nil while the session is starting; read it under Sessions.mu,

@@ -1,4 +1,4 @@
-// Package live runs the sessions this replica holds: each one's stream,
+// Package live runs the sessions of this replica: each one's stream,
 // its viewers and moderation, its limits and extensions, and its start,
 // terminal and end. As its replication layer it keeps this replica's
 // presence, takes up the sessions a gone replica ran, and passes a request
