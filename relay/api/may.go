@@ -25,7 +25,13 @@ type Standing struct {
 
 // MayNot is the refusal of a caller without permission a in sess's namespace.
 func (p Standing) MayNot(a Action, sess *v1alpha1.Session) error {
-	return Forbidden("%s may not %s sessions in %s/%s", p.Caller.Name, a, p.Cluster, sess.Namespace)
+	return notPermitted(p.Caller, a, p.Cluster, sess.Namespace)
+}
+
+// notPermitted is the one refusal of c, who holds no permission a in
+// namespace ns of cluster.
+func notPermitted(c Caller, a Action, cluster, ns string) error {
+	return Forbidden("%s may not %s sessions in %s/%s", c.Name, a, cluster, ns)
 }
 
 // AskedWith is the permission a session is asked for with: to break the
@@ -91,7 +97,7 @@ func (p Standing) MayEnd(sess *v1alpha1.Session) (v1alpha1.EndReason, error) {
 		mayCancel := notStarted && decided && p.Can(ActionApprove)
 		mayModerate := st.Phase == v1alpha1.PhaseActive && p.Moderated && p.Can(ActionApprove) && p.Watching
 		if !mayCancel && !mayModerate && !p.Can(ActionEnd) {
-			return "", Forbidden("%s may not end sessions in %s/%s", p.Caller.Name, p.Cluster, sess.Namespace)
+			return "", p.MayNot(ActionEnd, sess)
 		}
 		reason = v1alpha1.EndApprover
 	}

@@ -94,7 +94,7 @@ func (s *Sessions) ClusterOf(r *http.Request, c Caller, a Action) (*Cluster, str
 		return nil, "", BadRequest("%q is not a namespace name", ns)
 	}
 	if a != "" && !s.Permissions.Can(c, a, cl.Name, ns) {
-		return nil, "", Forbidden("%s may not %s sessions in %s/%s", c.Name, a, cl.Name, ns)
+		return nil, "", notPermitted(c, a, cl.Name, ns)
 	}
 	if a == "" && !s.Permissions.Sees(c, cl.Name, ns) {
 		return nil, "", Forbidden("%s has no permission in %s/%s", c.Name, cl.Name, ns)
@@ -149,7 +149,7 @@ func (s *Sessions) Request(w http.ResponseWriter, r *http.Request, c Caller) err
 		return err
 	}
 	if need := AskedWith(q.GlassBroken); !s.Permissions.Can(c, need, cl.Name, ns) {
-		return Forbidden("%s may not %s sessions in %s/%s", c.Name, need, cl.Name, ns)
+		return notPermitted(c, need, cl.Name, ns)
 	}
 	if q.Mode == v1alpha1.ModeHeldCopy {
 		// Said now, not after someone approved what cannot start.
