@@ -131,7 +131,7 @@ func (s *Sessions) adoptOnce(ctx context.Context, stale time.Duration) {
 			if sess.Status.Phase != v1alpha1.PhaseActive {
 				continue
 			}
-			key := sessionKey{name, sess.Namespace, sess.Name}
+			key := keyOf(name, sess)
 			gone := presence != nil && holderGone(sess.Status.Relay, s.peers.Self, presence.present(), presence.isGone, leaseThere)
 			s.mu.Lock()
 			_, runs := s.live[key]

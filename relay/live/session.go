@@ -43,7 +43,7 @@ func (s *Sessions) settle(key sessionKey, run *liveSession, live *debugsession.L
 // it Active connects at once. A session another replica runs is passed on
 // to it (passed); one nobody here runs is NotRunHere.
 func (s *Sessions) running(w http.ResponseWriter, r *http.Request, t *Cluster, sess *v1alpha1.Session) (live *debugsession.Live, run *liveSession, passed bool, err error) {
-	key := sessionKey{t.Name, sess.Namespace, sess.Name}
+	key := keyOf(t.Name, sess)
 	s.mu.Lock()
 	run = s.live[key]
 	s.mu.Unlock()
@@ -82,11 +82,10 @@ func (s *Sessions) Start(w http.ResponseWriter, r *http.Request, c api.Caller) e
 	if err != nil {
 		return err
 	}
-	ns := sess.Namespace
 	if err := s.api.StandingOf(c, t.Cluster, sess).MayStart(sess); err != nil {
 		return err
 	}
-	key := sessionKey{t.Name, ns, sess.Name}
+	key := keyOf(t.Name, sess)
 	s.mu.Lock()
 	if _, ok := s.live[key]; ok {
 		s.mu.Unlock()

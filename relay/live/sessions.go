@@ -107,22 +107,19 @@ func (s *Sessions) Watching(cluster string, sess *v1alpha1.Session, name string)
 // Live is Active sess's countdowns and people, counted where it runs: a
 // request for one another replica runs is passed on to it (api.Running).
 func (s *Sessions) Live(w http.ResponseWriter, r *http.Request, cluster string, sess *v1alpha1.Session) (*wire.LiveView, bool) {
-	key := keyOf(cluster, sess)
-	if s.runs(key) == nil && s.passOn(w, r, sess) {
-		return nil, true
+	run := s.runs(keyOf(cluster, sess))
+	if run == nil {
+		return nil, s.passOn(w, r, sess)
 	}
-	return s.liveView(key), false
+	return s.liveView(s.clusters[cluster], sess.Namespace, run), false
 }
 
-// liveView is nil for a session this replica does not run.
-func (s *Sessions) liveView(key sessionKey) *wire.LiveView {
-	run := s.runs(key)
-	if run == nil {
-		return nil
-	}
+// liveView is the countdowns and people of run, a session in namespace ns
+// of t.
+func (s *Sessions) liveView(t *Cluster, ns string, run *liveSession) *wire.LiveView {
 	lastInput, viewers, alone := run.live.Activity()
 	v := &wire.LiveView{Viewers: viewers, Attached: run.people(), IdleEndsAt: metav1.NewTime(lastInput.Add(s.limits.Idle))}
-	if t := s.clusters[key.cluster]; t != nil && t.Moderates(key.namespace) {
+	if t != nil && t.Moderates(ns) {
 		v.Moderated, v.InputHeld = true, run.moderators() == 0
 	}
 	if viewers == 0 {

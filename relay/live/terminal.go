@@ -49,7 +49,7 @@ func (s *Sessions) Terminal(w http.ResponseWriter, r *http.Request, c api.Caller
 	if sess.Status.Phase != v1alpha1.PhaseActive {
 		return api.Conflict("the session is %s, not Active", sess.Status.Phase)
 	}
-	key := sessionKey{t.Name, ns, sess.Name}
+	key := keyOf(t.Name, sess)
 	live, run, passed, err := s.running(w, r, t, sess)
 	if passed {
 		return nil
