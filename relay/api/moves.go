@@ -8,6 +8,7 @@ import (
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
 	"github.com/tower-dev/breakglass/lifecycle"
+	"github.com/tower-dev/breakglass/relay/debugsession"
 	"github.com/tower-dev/breakglass/relay/wire"
 )
 
@@ -68,6 +69,14 @@ func Denied(c Caller, d *wire.Decision, now time.Time) lifecycle.Move {
 	denial := &v1alpha1.Denial{By: c.Name, ByID: c.ID, At: metav1.NewTime(now), Reason: d.Reason}
 	return lifecycle.Move{Step: v1alpha1.StepDeny, To: v1alpha1.PhaseDenied, Actor: c.Name, Reason: d.Reason,
 		Status: func(st *v1alpha1.SessionStatus) { st.Denial = denial }}
+}
+
+// EndedUnstarted is c's end, for reason and with c's words (note), of a
+// session that never started: nothing to take back but the request.
+func EndedUnstarted(c Caller, reason v1alpha1.EndReason, note string, now time.Time) lifecycle.Move {
+	end := &v1alpha1.End{By: c.Name, Reason: reason, Note: note, At: metav1.NewTime(now)}
+	return lifecycle.Move{Step: v1alpha1.StepEnd, To: v1alpha1.PhaseEnded, Actor: c.Name,
+		Reason: "before it started: " + debugsession.EndReasonText(reason, note), Status: func(st *v1alpha1.SessionStatus) { st.End = end }}
 }
 
 // Reviewed is c's review: it keeps the due date a broken glass set.

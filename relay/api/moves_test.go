@@ -1,6 +1,7 @@
 package api
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -105,12 +106,18 @@ func TestApproved(t *testing.T) {
 	}
 }
 
-// TestDeniedAndReviewed: who decided is written by identity, and a review
-// keeps the due date a broken glass set.
+// TestDeniedAndReviewed: who decided is written by identity, an end before
+// the start is the person's, and a review keeps the due date a broken
+// glass set.
 func TestDeniedAndReviewed(t *testing.T) {
 	m := Denied(moveBob, &wire.Decision{Reason: "not now"}, moveNow)
 	if d := statusAfter(m.Status).Denial; m.To != v1alpha1.PhaseDenied || d == nil || d.ByID != "iss#bob" || d.Reason != "not now" {
 		t.Errorf("deny: to %s, denial %+v", m.To, d)
+	}
+	e := EndedUnstarted(moveBob, v1alpha1.EndApprover, "not needed", moveNow)
+	if end := statusAfter(e.Status).End; e.To != v1alpha1.PhaseEnded || e.Actor != "bob@example.com" || end == nil ||
+		end.Reason != v1alpha1.EndApprover || end.Note != "not needed" || end.By != "bob@example.com" || !strings.HasPrefix(e.Reason, "before it started: ") {
+		t.Errorf("end before the start: to %s by %s (%q), end %+v", e.To, e.Actor, e.Reason, end)
 	}
 	due := metav1.NewTime(moveNow.Add(-time.Hour))
 	st := v1alpha1.SessionStatus{Review: &v1alpha1.Review{DueAt: &due}}

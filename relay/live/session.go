@@ -9,11 +9,9 @@ import (
 	"unicode/utf8"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
-	"github.com/tower-dev/breakglass/lifecycle"
 	"github.com/tower-dev/breakglass/relay/api"
 	"github.com/tower-dev/breakglass/relay/debugsession"
 	"github.com/tower-dev/breakglass/relay/wire"
@@ -186,9 +184,7 @@ func (s *Sessions) End(w http.ResponseWriter, r *http.Request, c api.Caller) err
 	switch sess.Status.Phase {
 	case v1alpha1.PhasePending, v1alpha1.PhaseApproved:
 		// Never started: nothing to take back but the request itself.
-		end := &v1alpha1.End{By: c.Name, Reason: reason, Note: q.Reason, At: metav1.NewTime(s.clock.Now())}
-		if err := t.Lifecycle.Make(ctx, sess, lifecycle.Move{Step: v1alpha1.StepEnd, To: v1alpha1.PhaseEnded, Actor: c.Name,
-			Reason: "before it started: " + debugsession.EndReasonText(reason, q.Reason), Status: func(st *v1alpha1.SessionStatus) { st.End = end }}); err != nil {
+		if err := t.Lifecycle.Make(ctx, sess, api.EndedUnstarted(c, reason, q.Reason, s.clock.Now())); err != nil {
 			return api.ClusterError(err)
 		}
 		api.WriteJSON(w, http.StatusOK, s.api.View(c, t.Cluster, sess))
