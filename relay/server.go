@@ -182,7 +182,7 @@ func (s *Server) signingKey(w http.ResponseWriter, _ *http.Request) {
 	}
 	pemBytes, err := s.anchorer.PublicKey()
 	if err != nil {
-		api.WriteError(w, &api.Error{Status: http.StatusInternalServerError, Reason: "Internal", Message: err.Error()})
+		api.WriteError(w, api.Internal(err))
 		return
 	}
 	w.Header().Set("Content-Type", "application/x-pem-file")
@@ -306,7 +306,7 @@ func (s *Server) authed(h api.Handler) http.HandlerFunc {
 		var ae *api.Error
 		if !errors.As(err, &ae) {
 			s.log.Error(err, "request failed", "caller", c.Name, "path", r.URL.Path)
-			ae = &api.Error{Status: http.StatusInternalServerError, Reason: "Internal", Message: err.Error()}
+			ae = api.Internal(err)
 		}
 		s.metrics.requests.WithLabelValues(action, ae.Reason).Inc()
 		s.refused(r, c.Name, ae)

@@ -41,6 +41,11 @@ func NotFound(format string, a ...any) error {
 	return &Error{http.StatusNotFound, "NotFound", fmt.Sprintf(format, a...)}
 }
 
+// Internal is a failure of the relay's own, said as it is.
+func Internal(err error) *Error {
+	return &Error{http.StatusInternalServerError, "Internal", err.Error()}
+}
+
 // ClusterError turns the API server's refusal (an admission policy, a
 // conflict) into the API's; its message names the policy that refused.
 func ClusterError(err error) error {

@@ -96,7 +96,7 @@ func (s *Sessions) passOn(w http.ResponseWriter, r *http.Request, sess *v1alpha1
 	if r.GetBody != nil { // read here already (keepBody): the replica reads it again
 		body, err := r.GetBody()
 		if err != nil {
-			api.WriteError(w, &api.Error{Status: http.StatusInternalServerError, Reason: "Internal", Message: err.Error()})
+			api.WriteError(w, api.Internal(err))
 			return true
 		}
 		r.Body = body
