@@ -10,10 +10,10 @@ import (
 	"github.com/tower-dev/breakglass/lifecycle"
 )
 
-// anchor puts the manifest in the transparency log, retrying while the log
+// Anchor puts the manifest in the transparency log, retrying while the log
 // is down (the Session says "anchor pending" meanwhile), then keeps the
 // bundle beside the recording and names the entry in the Session.
-func (r *Runner) anchor(s *v1alpha1.Session, manifest []byte) {
+func (r *Runner) Anchor(s *v1alpha1.Session, manifest []byte) {
 	ctx := context.Background()
 	b, err := r.Anchorer.AnchorWithRetry(ctx, manifest, func(err error) {
 		r.Log.Info("the recording's anchor is pending", "session", s.Namespace+"/"+s.Name, "error", err.Error())

@@ -32,8 +32,10 @@ var ErrNotResumable = errors.New("not resumable here")
 // read, before anything else is done, and only one writer wins.
 //
 // relayGone says the caller saw the session's relay go (its presence Lease
-// lapsed or was deleted): the heartbeat is then not waited for.
-func (r *Runner) Resume(ctx context.Context, s *v1alpha1.Session, stale time.Duration, relayGone bool) (*Live, error) {
+// lapsed or was deleted): the heartbeat is then not waited for. The
+// terminal is handed back attached, its output shown on screen; the caller
+// audits the attach and runs the session from there (relay/live).
+func (r *Runner) Resume(ctx context.Context, s *v1alpha1.Session, stale time.Duration, relayGone bool, screen Screen) (*Stream, error) {
 	st := s.Status
 	now := r.Clock.Now()
 	if err := Resumable(s, now, stale, relayGone); err != nil {
@@ -103,16 +105,7 @@ func (r *Runner) Resume(ctx context.Context, s *v1alpha1.Session, stale time.Dur
 	if late := r.Clock.Now().Sub(beat.Time); MustLetGo(beat.Time, r.Clock.Now(), stale/staleBeats) {
 		return nil, fmt.Errorf("session %s: its debug container %s ran %s after this relay's claim, too late to run it: it is left to be taken up again", s.Name, container, late.Round(time.Second))
 	}
-	live, err := r.attach(s, pod, container, rec)
-	if err != nil {
-		return nil, err
-	}
-	live.endAtGrantExpiry(st.Grant.ExpiresAt.Time)
-	if err := r.note(ctx, v1alpha1.StepAttach, s, container); err != nil {
-		detail := fmt.Sprintf("the resume failed: the attach could not be audited: %v", err)
-		return nil, errors.Join(fmt.Errorf("auditing the attach: %w", err), live.finish(context.Background(), relayEnding(v1alpha1.EndDisconnect, detail, true)))
-	}
-	return live, nil
+	return r.attach(s, pod, container, rec, screen)
 }
 
 // Resumable says whether a relay may take s up now: Active with a running
@@ -143,79 +136,4 @@ func heartbeatOf(st v1alpha1.SessionStatus) string {
 		return "never"
 	}
 	return st.Heartbeat.UTC().Format(time.RFC3339)
-}
-
-// Release hands the session over, as a replica shutting down among others
-// does instead of ending it: the attach is closed (so the shell ends, as it
-// would with a killed relay), everything read from it is written out to
-// the recording, and the Session is marked released, so another replica
-// resumes it at once (Resume), without waiting for the heartbeat to go
-// stale. Nothing is ended, recycled or revoked; the terminals are sent to
-// reconnect. A release that cannot be written leaves the session to be
-// taken up once its heartbeat is stale, with its recording written out
-// all the same.
-func (l *Live) Release(ctx context.Context) error {
-	_, err := l.leave(releasing, func() error {
-		l.mu.Lock() // the heartbeat writes l.Session under it
-		name := orNone(l.Session.Status.Relay)
-		l.mu.Unlock()
-		return l.release(ctx, "relay "+name+" is shutting down: another replica takes the session up", ErrMoved)
-	})
-	return err
-}
-
-// ErrReattaching ends the terminals of a session whose stream to the pod
-// broke: they reconnect to it in its new shell.
-var ErrReattaching = errors.New("the terminal stream to the pod broke: the session goes on in a new shell; reconnect")
-
-// releaseWrite is how long a release keeps trying to write itself while
-// the API server does not answer (it restarts, say).
-const releaseWrite = time.Minute
-
-func (l *Live) release(ctx context.Context, why string, tell error) error {
-	// The terminals first: told to reconnect, not that the session ended
-	// (which the stream's end would tell them). What the shell writes from
-	// here is still recorded.
-	l.out.closeWith(tell)
-	l.detach()
-	// A release says everything read is written out: a store that does not
-	// take it within half a minute gets no release, and the relay taking
-	// the session up (once its heartbeat is stale) marks what is missing.
-	if err := l.rec.FlushWithin(ctx, 30*time.Second); err != nil {
-		l.rec.Abandon()
-		l.cancel()
-		return fmt.Errorf("the recording could not be written out, so the session is not released (another relay takes it up once its heartbeat is stale, marking what is missing): %w", err)
-	}
-	l.rec.Abandon()
-	var errs []error
-	l.mu.Lock()
-	s := l.Session
-	// At the version this relay last wrote: if another relay took the
-	// session up meanwhile, there is nothing left to release.
-	var err error
-	wait := time.Second
-	for tried := time.Now(); ; {
-		now := metav1.NewTime(l.r.Clock.Now())
-		// Each try bounded: a connection to an API server that died may
-		// hang until client-go's health check gives up on it (30 s).
-		try, cancel := context.WithTimeout(ctx, 5*time.Second)
-		err = l.r.Lifecycle().Make(try, s, lifecycle.Move{Step: v1alpha1.StepRelease, Actor: v1alpha1.PortalUsername, Reason: why,
-			Status: func(st *v1alpha1.SessionStatus) { st.Relay, st.Released, st.Heartbeat = "", &now, &now }})
-		cancel()
-		// A refusal is tried again too: an API server just restarted
-		// may refuse Session writes (its policies fail closed) until it
-		// has loaded them.
-		// Each try is audited, so they come less and less often.
-		if err == nil || apierrors.IsConflict(err) || time.Since(tried) > releaseWrite || ctx.Err() != nil {
-			break
-		}
-		time.Sleep(wait)
-		wait = min(2*wait, 8*time.Second)
-	}
-	l.mu.Unlock()
-	if err != nil && !apierrors.IsConflict(err) {
-		errs = append(errs, fmt.Errorf("marking the session released (another replica takes it up once its heartbeat is stale): %w", err))
-	}
-	l.cancel()
-	return errors.Join(errs...)
 }

@@ -183,7 +183,7 @@ func (s *Sessions) adopt(ctx context.Context, name string, t *Cluster, key sessi
 	// claimed by nobody until its heartbeat goes stale.
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
 	defer cancel()
-	live, err := t.Runner.Resume(rctx, sess, stale, gone)
+	live, err := Resume(rctx, t.Runner, sess, stale, gone)
 	if err != nil {
 		s.settle(key, claim, nil)
 		s.mu.Lock()

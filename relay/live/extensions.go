@@ -33,7 +33,7 @@ func (s *Sessions) AskExtension(w http.ResponseWriter, r *http.Request, c api.Ca
 	if err := s.api.StandingOf(c, t.Cluster, sess).MayAskExtension(sess); err != nil {
 		return err
 	}
-	return s.onRunning(w, r, c, t, sess, func(ctx context.Context, live *debugsession.Live) error {
+	return s.onRunning(w, r, c, t, sess, func(ctx context.Context, live *Session) error {
 		if err := live.AskExtension(ctx, c.Name, c.ID, d, q.Reason); err != nil {
 			return err
 		}
@@ -77,7 +77,7 @@ func (s *Sessions) decideExtension(w http.ResponseWriter, r *http.Request, c api
 	if !approve && d.Reason != "" {
 		words = d.Reason
 	}
-	return s.onRunning(w, r, c, t, sess, func(ctx context.Context, live *debugsession.Live) error {
+	return s.onRunning(w, r, c, t, sess, func(ctx context.Context, live *Session) error {
 		if err := live.DecideExtension(ctx, c.Name, c.ID, approve, words); err != nil {
 			return err
 		}
@@ -89,10 +89,10 @@ func (s *Sessions) decideExtension(w http.ResponseWriter, r *http.Request, c api
 
 // onRunning runs do on the live session sess, here or, through passOn, on
 // the replica that runs it, and answers with the Session as do left it.
-// do runs under the session's own lock (Live's), so it sees and writes the
+// do runs under the session's own lock (Session's), so it sees and writes the
 // Session the heartbeat writes too.
 func (s *Sessions) onRunning(w http.ResponseWriter, r *http.Request, c api.Caller, t *Cluster, sess *v1alpha1.Session,
-	do func(context.Context, *debugsession.Live) error) error {
+	do func(context.Context, *Session) error) error {
 	if sess.Status.Phase != v1alpha1.PhaseActive {
 		return api.Conflict("the session is %s, not Active", sess.Status.Phase)
 	}

@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
-	"github.com/tower-dev/breakglass/relay/debugsession"
 	"github.com/tower-dev/breakglass/relay/terminal"
 )
 
@@ -22,7 +21,7 @@ import (
 // heldInput is a moderated session's terminal as the requester types in
 // it: keystrokes go through only while a moderator watches.
 type heldInput struct {
-	*debugsession.Live
+	*Session
 	run *liveSession
 }
 
@@ -30,7 +29,7 @@ func (h heldInput) Write(p []byte) (int, error) {
 	if h.run.moderators() == 0 {
 		return 0, fmt.Errorf("%w: no moderator is watching this session; what you type reaches the shell once an approver watches", terminal.ErrHeld)
 	}
-	return h.Live.Write(p)
+	return h.Session.Write(p)
 }
 
 // moderators is how many watchers have the terminal open here.

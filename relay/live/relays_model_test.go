@@ -123,7 +123,7 @@ func (m *replicasModel) session(s replicasState) *v1alpha1.Session {
 
 // tick is one second: each running replica renews its presence, judges
 // the other's, and keeps its session's heartbeat, as presence.run and
-// Live.Enforce do once a second.
+// Session.Enforce do once a second.
 func (m *replicasModel) tick(s replicasState) replicasState {
 	now := replicasNow
 	s.heartbeat = older(s.heartbeat, beatAgeCap)

@@ -5,7 +5,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/tower-dev/breakglass/relay/debugsession"
 	"github.com/tower-dev/breakglass/relay/terminal"
 	"github.com/tower-dev/breakglass/relay/wire"
 )
@@ -15,7 +14,7 @@ import (
 type liveSession struct {
 	// live is nil while the session is starting; read it under Sessions.mu,
 	// or once ready is closed.
-	live *debugsession.Live
+	live *Session
 	// ready is closed once the start or take-up has settled: live is set,
 	// or the entry is gone from Sessions.live.
 	ready chan struct{}

@@ -13,13 +13,12 @@ import (
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
 	"github.com/tower-dev/breakglass/relay/api"
-	"github.com/tower-dev/breakglass/relay/debugsession"
 	"github.com/tower-dev/breakglass/relay/wire"
 )
 
 // settle ends a start or take-up of key: run goes on as live, or (live nil) the
 // session is not this relay's after all. Requests waiting on it go on.
-func (s *Sessions) settle(key sessionKey, run *liveSession, live *debugsession.Live) {
+func (s *Sessions) settle(key sessionKey, run *liveSession, live *Session) {
 	s.mu.Lock()
 	if live == nil {
 		delete(s.live, key)
@@ -40,7 +39,7 @@ func (s *Sessions) settle(key sessionKey, run *liveSession, live *debugsession.L
 // cluster a moment before its terminal is attached, and a page that reads
 // it Active connects at once. A session another replica runs is passed on
 // to it (passed); one nobody here runs is NotRunHere.
-func (s *Sessions) running(w http.ResponseWriter, r *http.Request, t *Cluster, sess *v1alpha1.Session) (live *debugsession.Live, run *liveSession, passed bool, err error) {
+func (s *Sessions) running(w http.ResponseWriter, r *http.Request, t *Cluster, sess *v1alpha1.Session) (live *Session, run *liveSession, passed bool, err error) {
 	key := keyOf(t.Name, sess)
 	s.mu.Lock()
 	run = s.live[key]
@@ -101,7 +100,7 @@ func (s *Sessions) Start(w http.ResponseWriter, r *http.Request, c api.Caller) e
 	// session: the start runs to its end, or takes its grant back.
 	startCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 3*time.Minute)
 	defer cancel()
-	live, err := t.Runner.Start(startCtx, sess)
+	live, err := Start(startCtx, t.Runner, sess)
 	s.settle(key, run, live)
 	if err != nil {
 		if apierrors.IsInvalid(err) || apierrors.IsForbidden(err) {
@@ -128,7 +127,7 @@ func (s *Sessions) Start(w http.ResponseWriter, r *http.Request, c api.Caller) e
 }
 
 // enforce runs the session's limits until it ends, whoever ends it.
-func (s *Sessions) enforce(key sessionKey, live *debugsession.Live) {
+func (s *Sessions) enforce(key sessionKey, live *Session) {
 	ctx, cancel := context.WithCancel(context.Background())
 	s.enforcers.Add(2)
 	go func() {

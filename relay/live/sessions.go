@@ -141,11 +141,11 @@ func (s *Sessions) sessionFor(r *http.Request, c api.Caller, a api.Action) (*Clu
 
 // Close ends every session this replica runs, as a relay running alone
 // must when it shuts down: detached, recorded, grant revoked. One of
-// several replicas hands them over instead (Live.Release): another takes
+// several replicas hands them over instead (Session.Release): another takes
 // each up within an adoption interval, and its terminals reconnect there.
 func (s *Sessions) Close(ctx context.Context) {
 	s.mu.Lock()
-	var lives []*debugsession.Live
+	var lives []*Session
 	for _, l := range s.live {
 		if l.live != nil {
 			lives = append(lives, l.live)

@@ -6,12 +6,12 @@ import (
 	"net/url"
 	"time"
 
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
 	"github.com/tower-dev/breakglass/api/v1alpha1"
 	"github.com/tower-dev/breakglass/relay/api"
-	"github.com/tower-dev/breakglass/relay/debugsession"
 	"github.com/tower-dev/breakglass/relay/terminal"
 	"github.com/tower-dev/breakglass/relay/wire"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // typeSlotWait is how long a requester's new terminal waits for the one
@@ -77,7 +77,7 @@ func (s *Sessions) Terminal(w http.ResponseWriter, r *http.Request, c api.Caller
 	if t.Moderates(ns) {
 		s.moderate(t, run)
 		if !readOnly {
-			typed = heldInput{Live: live, run: run}
+			typed = heldInput{Session: live, run: run}
 		}
 	}
 	if !readOnly {
@@ -104,7 +104,7 @@ func (s *Sessions) Terminal(w http.ResponseWriter, r *http.Request, c api.Caller
 // tab. release gives the slot back; nil, the terminal was answered (err
 // says how, if not by a refusal written to it).
 func (s *Sessions) keyboard(w http.ResponseWriter, r *http.Request, c api.Caller, t *Cluster, sess *v1alpha1.Session,
-	live *debugsession.Live, run *liveSession, opts *terminal.Options) (release func(), err error) {
+	live *Session, run *liveSession, opts *terminal.Options) (release func(), err error) {
 	if r.URL.Query().Get("take") == "1" && run.typingElsewhere() {
 		const moved = "the requester's keyboard moved to a new terminal; the one before was closed"
 		if err := t.Lifecycle.Note(r.Context(), v1alpha1.StepAttach, c.Name, sess, moved); err != nil {

@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/tools/remotecommand"
 
 	"github.com/tower-dev/breakglass/evidence/recording"
+	"github.com/tower-dev/breakglass/relay/live"
 )
 
 // The API server's streaming protocol over WebSocket (KEP-4006): every
@@ -202,12 +203,12 @@ func BenchmarkAttachStream(b *testing.B) {
 	r := runner(b, &recording.Dir{Root: b.TempDir()}, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	live, err := r.Start(ctx, s)
+	run, err := live.Start(ctx, r, s)
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer func() { _ = live.End(context.Background(), "bench", "user", "") }()
-	go func() { _, _ = io.Copy(io.Discard, live.Output()) }()
+	defer func() { _ = run.End(context.Background(), "bench", "user", "") }()
+	go func() { _, _ = io.Copy(io.Discard, run.Output()) }()
 	portal, err := cl.Portal()
 	if err != nil {
 		b.Fatal(err)

@@ -14,7 +14,7 @@ import (
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
 	"github.com/tower-dev/breakglass/evidence/recording"
-	"github.com/tower-dev/breakglass/relay/debugsession"
+	"github.com/tower-dev/breakglass/relay/live"
 )
 
 // echoer sends one key and waits for the terminal to echo it back. Both
@@ -69,12 +69,12 @@ func BenchmarkKeystrokeEcho(b *testing.B) {
 	s := approvedSession(b, ns, false)
 	r := runner(b, &recording.Dir{Root: b.TempDir()}, nil)
 	ctx := context.Background()
-	live, err := r.Start(ctx, s)
+	run, err := live.Start(ctx, r, s)
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer func() { _ = live.End(ctx, "bench", "user", "") }()
-	relayed := newEchoer(live, live.Output(), 'r')
+	defer func() { _ = run.End(ctx, "bench", "user", "") }()
+	relayed := newEchoer(run, run.Output(), 'r')
 
 	portal, err := cl.Portal()
 	if err != nil {
@@ -126,15 +126,15 @@ func BenchmarkIdleSessionAttached(b *testing.B) {
 			sessions[k] = approvedSession(b, ns, true)
 		}
 		before := heapInUse()
-		lives := make([]*debugsession.Live, n)
+		lives := make([]*live.Session, n)
 		for k, s := range sessions {
-			live, err := r.Start(ctx, s)
+			run, err := live.Start(ctx, r, s)
 			if err != nil {
 				b.Fatal(err)
 			}
-			v := live.Output()
+			v := run.Output()
 			go func() { _, _ = io.Copy(io.Discard, v) }()
-			lives[k] = live
+			lives[k] = run
 		}
 		time.Sleep(200 * time.Millisecond) // the streams settle
 		b.ReportMetric(float64(heapInUse()-before)/n, "B/idle-session")

@@ -17,6 +17,7 @@ import (
 	"github.com/tower-dev/breakglass/api/v1alpha1"
 	"github.com/tower-dev/breakglass/evidence/audit"
 	"github.com/tower-dev/breakglass/evidence/recording"
+	"github.com/tower-dev/breakglass/relay/live"
 	"github.com/tower-dev/breakglass/test/harness/cluster"
 	"github.com/tower-dev/breakglass/test/harness/sessiontest"
 )
@@ -38,7 +39,7 @@ func TestFailedStartLeavesNothing(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
 			start := time.Now()
-			_, err := r.Start(ctx, s)
+			_, err := live.Start(ctx, r, s)
 			if err == nil || !strings.Contains(err.Error(), "ErrImagePull") {
 				t.Fatalf("the start: %v", err)
 			}
@@ -98,7 +99,7 @@ func TestRefusedStartEnds(t *testing.T) {
 	}
 	var log bytes.Buffer
 	r := runner(t, &recording.Dir{Root: t.TempDir()}, audit.NewLog(audit.Event{}, nil, &audit.Writer{W: &log}))
-	if _, err := r.Start(ctx, s); err == nil || !strings.Contains(err.Error(), "[debug.same-user]") {
+	if _, err := live.Start(ctx, r, s); err == nil || !strings.Contains(err.Error(), "[debug.same-user]") {
 		t.Fatalf("the start: %v, want the cluster's debug.same-user refusal", err)
 	}
 	got := &v1alpha1.Session{}
@@ -116,7 +117,7 @@ func TestRefusedStartEnds(t *testing.T) {
 	if grant < 0 || revoke < grant || end < revoke {
 		t.Fatalf("the grant, its revoke and the end are not audited in that order:\n%s", log.String())
 	}
-	if _, err := r.Start(ctx, got); err == nil || !strings.Contains(err.Error(), "not Approved") {
+	if _, err := live.Start(ctx, r, got); err == nil || !strings.Contains(err.Error(), "not Approved") {
 		t.Fatalf("starting it again: %v", err)
 	}
 	if p := (&corev1.Pod{}); cl.Client.Get(ctx, client.ObjectKeyFromObject(pod), p) != nil || p.DeletionTimestamp != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/tower-dev/breakglass/api/v1alpha1"
 	"github.com/tower-dev/breakglass/evidence/recording"
 	"github.com/tower-dev/breakglass/relay/debugsession"
+	"github.com/tower-dev/breakglass/relay/live"
 )
 
 // onFakeClock is an approved session started in its own namespace by a
@@ -18,7 +19,7 @@ import (
 type onFakeClock struct {
 	s     *v1alpha1.Session
 	r     *debugsession.Runner
-	live  *debugsession.Live
+	run   *live.Session
 	clock *clocktesting.FakeClock
 }
 
@@ -29,17 +30,17 @@ func startOnFakeClock(t *testing.T, ns string, keepPod bool) *onFakeClock {
 	f := &onFakeClock{s: approvedSession(t, ns, keepPod), r: runner(t, &recording.Dir{Root: t.TempDir()}, nil),
 		clock: clocktesting.NewFakeClock(time.Now())}
 	f.r.Clock = f.clock
-	live, err := f.r.Start(context.Background(), f.s)
+	run, err := live.Start(context.Background(), f.r, f.s)
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.live = live
+	f.run = run
 	return f
 }
 
 // watchOutput is a viewer reading the terminal to its end.
 func (f *onFakeClock) watchOutput() {
-	v := f.live.Output()
+	v := f.run.Output()
 	go func() { _, _ = io.Copy(io.Discard, v) }()
 }
 
@@ -48,7 +49,7 @@ func (f *onFakeClock) watchOutput() {
 func (f *onFakeClock) watch(t *testing.T, limits debugsession.Limits) <-chan v1alpha1.EndReason {
 	ended := make(chan v1alpha1.EndReason, 1)
 	go func() {
-		reason, err := f.live.Enforce(context.Background(), limits)
+		reason, err := f.run.Enforce(context.Background(), limits)
 		if err != nil {
 			t.Errorf("Enforce: %v", err)
 		}

@@ -29,6 +29,7 @@ import (
 	"github.com/tower-dev/breakglass/lifecycle"
 	"github.com/tower-dev/breakglass/policies"
 	"github.com/tower-dev/breakglass/relay/debugsession"
+	"github.com/tower-dev/breakglass/relay/live"
 	"github.com/tower-dev/breakglass/test/harness/cluster"
 	"github.com/tower-dev/breakglass/test/harness/prereq"
 	"github.com/tower-dev/breakglass/test/harness/sessiontest"
@@ -106,13 +107,13 @@ func TestWholeSession(t *testing.T) {
 	r := runner(t, store, audit.NewLog(audit.Event{}, nil, &audit.Writer{W: &auditLog}))
 	ctx := context.Background()
 
-	live, err := r.Start(ctx, s)
+	run, err := live.Start(ctx, r, s)
 	if err != nil {
 		t.Fatal(err)
 	}
 	wantConditions(t, s, map[string]metav1.ConditionStatus{v1alpha1.ConditionGranted: metav1.ConditionTrue, v1alpha1.ConditionAttached: metav1.ConditionTrue})
-	lines := bufio.NewScanner(live.Output())
-	if _, err := live.Write([]byte("echo session-$((6*7)) as $(id -u)\n")); err != nil {
+	lines := bufio.NewScanner(run.Output())
+	if _, err := run.Write([]byte("echo session-$((6*7)) as $(id -u)\n")); err != nil {
 		t.Fatal(err)
 	}
 	uid := v1alpha1.DebugUserID
@@ -138,7 +139,7 @@ func TestWholeSession(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatalf("no %q within 20s", want)
 	}
-	if err := live.End(ctx, "alice", v1alpha1.EndUser, ""); err != nil {
+	if err := run.End(ctx, "alice", v1alpha1.EndUser, ""); err != nil {
 		t.Fatal(err)
 	}
 
@@ -197,7 +198,7 @@ func TestFaultNoStoreNoStart(t *testing.T) {
 	ns := cl.Namespace(t, "nostore")
 	s := approvedSession(t, ns, false)
 	r := runner(t, &recording.Dir{Root: "/proc/breakglass-no-store"}, nil)
-	if _, err := r.Start(context.Background(), s); err == nil || !strings.Contains(err.Error(), "cannot be recorded") {
+	if _, err := live.Start(context.Background(), r, s); err == nil || !strings.Contains(err.Error(), "cannot be recorded") {
 		t.Fatalf("Start = %v", err)
 	}
 	list := &rbacv1.RoleBindingList{}
@@ -213,11 +214,11 @@ func TestKeepPodAndNothingLeftOnFailure(t *testing.T) {
 	t.Run("keep the pod", func(t *testing.T) {
 		ns := cl.Namespace(t, "keep")
 		s := approvedSession(t, ns, true)
-		live, err := runner(t, &recording.Dir{Root: t.TempDir()}, nil).Start(ctx, s)
+		run, err := live.Start(ctx, runner(t, &recording.Dir{Root: t.TempDir()}, nil), s)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := live.End(ctx, "bob", v1alpha1.EndApprover, ""); err != nil {
+		if err := run.End(ctx, "bob", v1alpha1.EndApprover, ""); err != nil {
 			t.Fatal(err)
 		}
 		pod := &corev1.Pod{}
@@ -231,7 +232,7 @@ func TestKeepPodAndNothingLeftOnFailure(t *testing.T) {
 		if err := cl.Client.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web-1"}}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := runner(t, &recording.Dir{Root: t.TempDir()}, nil).Start(ctx, s); err == nil || !strings.Contains(err.Error(), "target pod") {
+		if _, err := live.Start(ctx, runner(t, &recording.Dir{Root: t.TempDir()}, nil), s); err == nil || !strings.Contains(err.Error(), "target pod") {
 			t.Fatalf("Start = %v", err)
 		}
 		list := &rbacv1.RoleBindingList{}
@@ -301,20 +302,20 @@ func TestShellExitEndsSession(t *testing.T) {
 	s := approvedSession(t, ns, false)
 	r := runner(t, &recording.Dir{Root: t.TempDir()}, nil)
 	ctx := context.Background()
-	live, err := r.Start(ctx, s)
+	run, err := live.Start(ctx, r, s)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ended := make(chan v1alpha1.EndReason, 1)
 	go func() {
 		// Limits far away: only the stream's end can end it in time.
-		reason, err := live.Enforce(ctx, debugsession.Limits{Idle: time.Hour, Disconnect: time.Hour, Heartbeat: 15 * time.Second})
+		reason, err := run.Enforce(ctx, debugsession.Limits{Idle: time.Hour, Disconnect: time.Hour, Heartbeat: 15 * time.Second})
 		if err != nil {
 			t.Errorf("Enforce: %v", err)
 		}
 		ended <- reason
 	}()
-	if _, err := live.Write([]byte("exit\n")); err != nil {
+	if _, err := run.Write([]byte("exit\n")); err != nil {
 		t.Fatal(err)
 	}
 	select {

@@ -17,6 +17,7 @@ import (
 	"github.com/tower-dev/breakglass/api/v1alpha1"
 	"github.com/tower-dev/breakglass/evidence/recording"
 	"github.com/tower-dev/breakglass/policies"
+	"github.com/tower-dev/breakglass/relay/live"
 	"github.com/tower-dev/breakglass/test/harness/cluster"
 	"github.com/tower-dev/breakglass/test/harness/measure"
 )
@@ -84,12 +85,12 @@ func timeToShell(b *testing.B, bed shellBed) {
 			bed.pod(b, handNS)
 			relayed := func() time.Duration {
 				t0 := time.Now()
-				live, err := r.Start(ctx, s)
+				run, err := live.Start(ctx, r, s)
 				if err != nil {
 					b.Fatal(err)
 				}
-				defer func() { _ = live.End(ctx, "bench", v1alpha1.EndUser, "") }()
-				firstAnswer(b, live, live.Output())
+				defer func() { _ = run.End(ctx, "bench", v1alpha1.EndUser, "") }()
+				firstAnswer(b, run, run.Output())
 				return time.Since(t0)
 			}
 			hand := func() time.Duration {

@@ -23,11 +23,11 @@ import (
 // the closed input can have ended it).
 func TestStreamClosedAtGrantExpiry(t *testing.T) {
 	f := startOnFakeClock(t, cl.Namespace(t, "ttl"), true)
-	s, live, clk, ctx := f.s, f.live, f.clock, context.Background()
-	if _, err := live.Write([]byte("echo marker-$((20+3)) && sleep 1000\n")); err != nil {
+	s, run, clk, ctx := f.s, f.run, f.clock, context.Background()
+	if _, err := run.Write([]byte("echo marker-$((20+3)) && sleep 1000\n")); err != nil {
 		t.Fatal(err)
 	}
-	out := live.Output()
+	out := run.Output()
 	defer out.Close()
 	waitOutput(t, out, "marker-23")
 	// The echo is seen before the shell has started sleep: wait for it, or
@@ -35,9 +35,9 @@ func TestStreamClosedAtGrantExpiry(t *testing.T) {
 	cluster.Eventually(t, 10*time.Second, "the debug shell's command runs", func() (bool, error) {
 		return shellRunning(t, "sleep 1000"), nil
 	})
-	expires := live.Session.Status.Grant.ExpiresAt.Time
+	expires := run.Session.Status.Grant.ExpiresAt.Time
 	later := metav1.NewTime(expires.Add(time.Hour))
-	live.Session.Status.Deadline = &later // what the Session claims
+	run.Session.Status.Deadline = &later // what the Session claims
 	ended := f.watch(t, debugsession.Limits{Idle: 24 * time.Hour, Disconnect: 24 * time.Hour, Heartbeat: time.Hour, Flush: time.Hour})
 	for step := clk.Now(); !step.After(expires); step = step.Add(30 * time.Second) {
 		f.waitLooking()

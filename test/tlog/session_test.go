@@ -22,6 +22,7 @@ import (
 	"github.com/tower-dev/breakglass/evidence/tlog"
 	"github.com/tower-dev/breakglass/policies"
 	"github.com/tower-dev/breakglass/relay/debugsession"
+	"github.com/tower-dev/breakglass/relay/live"
 	"github.com/tower-dev/breakglass/sweeper"
 	"github.com/tower-dev/breakglass/test/harness/cluster"
 	"github.com/tower-dev/breakglass/test/harness/sessiontest"
@@ -84,18 +85,18 @@ func TestFaultSessionAnchoredAfterRekorComesBack(t *testing.T) {
 	store := &recording.Dir{Root: t.TempDir()}
 	r := b.runner(store)
 	r.Anchorer = &tlog.Anchorer{URL: log.URL, Signer: b.sv, Backoff: 200 * time.Millisecond}
-	live, err := r.Start(ctx, s)
+	run, err := live.Start(ctx, r, s)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := live.Write([]byte("echo anchored\n")); err != nil {
+	if _, err := run.Write([]byte("echo anchored\n")); err != nil {
 		t.Fatal(err)
 	}
 	if err := log.Pause(); err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	err = live.End(ctx, "alice", v1alpha1.EndUser, "")
+	err = run.End(ctx, "alice", v1alpha1.EndUser, "")
 	ended := time.Since(start)
 	if err != nil {
 		_ = log.Resume()
@@ -223,19 +224,19 @@ func TestFaultCrashedSessionSweptAndAnchored(t *testing.T) {
 	ctx := context.Background()
 	store := &recording.Dir{Root: t.TempDir()}
 	r := b.runner(store)
-	live, err := r.Start(ctx, b.s)
+	run, err := live.Start(ctx, r, b.s)
 	if err != nil {
 		t.Fatal(err)
 	}
-	v := live.Output()
+	v := run.Output()
 	go func() { _, _ = io.Copy(io.Discard, v) }()
 	relayCtx, die := context.WithCancel(ctx)
 	watched := make(chan error, 1)
 	go func() {
-		_, err := live.Enforce(relayCtx, debugsession.Limits{Idle: time.Hour, Disconnect: time.Hour, Heartbeat: 200 * time.Millisecond, Flush: 100 * time.Millisecond})
+		_, err := run.Enforce(relayCtx, debugsession.Limits{Idle: time.Hour, Disconnect: time.Hour, Heartbeat: 200 * time.Millisecond, Flush: 100 * time.Millisecond})
 		watched <- err
 	}()
-	if _, err := live.Write([]byte("echo before-the-crash\n")); err != nil {
+	if _, err := run.Write([]byte("echo before-the-crash\n")); err != nil {
 		t.Fatal(err)
 	}
 	prefix := recording.RefOf("test", b.s).Prefix()
@@ -302,5 +303,5 @@ func TestFaultCrashedSessionSweptAndAnchored(t *testing.T) {
 	if err != nil || json.Unmarshal(manifest, &m) != nil || !m.EndedAbnormally {
 		t.Fatalf("the manifest does not say the session ended abnormally: %v\n%s", err, manifest)
 	}
-	_ = live.End(ctx, "test", v1alpha1.EndUser, "") // the stream this test kept open
+	_ = run.End(ctx, "test", v1alpha1.EndUser, "") // the stream this test kept open
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/tower-dev/breakglass/evidence/recording"
 	"github.com/tower-dev/breakglass/evidence/tlog"
 	"github.com/tower-dev/breakglass/localplane/rekor"
+	"github.com/tower-dev/breakglass/relay/live"
 )
 
 // TestAnchorRekorV2: a manifest anchored in a real Rekor v2 (rekor-tiles)
@@ -119,14 +120,14 @@ func TestSessionAnchoredInRekorV2(t *testing.T) {
 	store := &recording.Dir{Root: t.TempDir()}
 	r := b.runner(store)
 	r.Anchorer = &tlog.Anchorer{URL: v2.URL, Signer: b.sv, Version: 2, LogKey: v2.PublicKey, Backoff: 200 * time.Millisecond}
-	live, err := r.Start(ctx, b.s)
+	run, err := live.Start(ctx, r, b.s)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := live.Write([]byte("echo anchored in v2\n")); err != nil {
+	if _, err := run.Write([]byte("echo anchored in v2\n")); err != nil {
 		t.Fatal(err)
 	}
-	if err := live.End(ctx, "alice", v1alpha1.EndUser, ""); err != nil {
+	if err := run.End(ctx, "alice", v1alpha1.EndUser, ""); err != nil {
 		t.Fatal(err)
 	}
 	got := &v1alpha1.Session{}

@@ -1,4 +1,4 @@
-package debugsession
+package live
 
 import (
 	"bytes"
@@ -6,8 +6,6 @@ import (
 	"io"
 	"sync"
 	"time"
-
-	"k8s.io/client-go/tools/remotecommand"
 )
 
 // viewerBuffer is how many output chunks may wait for one viewer. A viewer
@@ -39,6 +37,16 @@ type fanout struct {
 }
 
 func newFanout(start time.Time) *fanout { return &fanout{alone: start, now: time.Now} }
+
+// nobodySince restarts the count of time without viewers at t, while
+// nobody has subscribed yet.
+func (f *fanout) nobodySince(t time.Time) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.subs) == 0 {
+		f.alone = t
+	}
+}
 
 // viewer is one subscriber: a bounded queue of chunks drained into a pipe.
 type viewer struct {
@@ -244,65 +252,3 @@ func (f *fanout) closeWith(why error) {
 	f.subs = nil
 	f.closed = true
 }
-
-// teeReader records what is read through it; what cannot be recorded is
-// not passed on.
-type teeReader struct {
-	r      io.Reader
-	record func([]byte) error
-}
-
-func (t *teeReader) Read(p []byte) (int, error) {
-	n, err := t.r.Read(p)
-	if n > 0 {
-		if rerr := t.record(p[:n]); rerr != nil {
-			return 0, rerr
-		}
-	}
-	return n, err
-}
-
-type writerFunc func([]byte) (int, error)
-
-func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
-
-// sizeQueue hands terminal sizes to the attach stream. Only the latest size
-// matters to the terminal (each one is in the recording already), so a new
-// size replaces one not yet taken.
-type sizeQueue struct {
-	ch   chan remotecommand.TerminalSize
-	once sync.Once
-	done chan struct{}
-}
-
-func newSizeQueue() *sizeQueue {
-	return &sizeQueue{ch: make(chan remotecommand.TerminalSize, 1), done: make(chan struct{})}
-}
-
-func (q *sizeQueue) push(size remotecommand.TerminalSize) {
-	for {
-		select {
-		case q.ch <- size:
-			return
-		case <-q.done:
-			return
-		default:
-			select {
-			case <-q.ch:
-			default:
-			}
-		}
-	}
-}
-
-// Next blocks until a new size or the end of the session (nil).
-func (q *sizeQueue) Next() *remotecommand.TerminalSize {
-	select {
-	case size := <-q.ch:
-		return &size
-	case <-q.done:
-		return nil
-	}
-}
-
-func (q *sizeQueue) close() { q.once.Do(func() { close(q.done) }) }

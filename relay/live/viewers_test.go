@@ -1,4 +1,4 @@
-package debugsession
+package live
 
 import (
 	"bytes"

@@ -1,4 +1,4 @@
-package debugsession
+package live
 
 import (
 	"bytes"
@@ -18,6 +18,7 @@ import (
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
 	"github.com/tower-dev/breakglass/evidence/recording"
+	"github.com/tower-dev/breakglass/relay/debugsession"
 )
 
 // memStore is a write-once store in memory, so the benchmarks measure the
@@ -69,26 +70,33 @@ func (m *memStore) Check(context.Context) error { return nil }
 // pipeline is a session's relay path without the API server: what the
 // attach stream would write goes through recording and fan-out to a viewer.
 type pipeline struct {
-	live   *Live
+	live   *Session
 	stdout io.Writer
 	viewer io.ReadCloser
 }
 
 func newPipeline(tb testing.TB, store recording.Store, name string, record bool) *pipeline {
 	tb.Helper()
-	r := &Runner{Clock: clock.RealClock{}}
+	r := &debugsession.Runner{Clock: clock.RealClock{}}
 	s := &v1alpha1.Session{}
 	s.Namespace, s.Name, s.UID = "bench", name, "bench-uid"
 	rec, err := recording.New(context.Background(), store, recording.RefOf("bench", s), recording.Options{})
 	if err != nil {
 		tb.Fatal(err)
 	}
-	l, _, stdout := r.newLive(s, rec)
+	l := newSession(r, s)
+	st, _, stdout := debugsession.NewStream(rec, l.out.write)
+	l.stream, l.rec = st, rec
 	if !record {
-		stdout = writerFunc(func(p []byte) (int, error) { l.out.write(p); return len(p), nil })
+		stdout = showOnly{l.out}
 	}
 	return &pipeline{live: l, stdout: stdout, viewer: l.Output()}
 }
+
+// showOnly is the output's path without its recording: the baseline.
+type showOnly struct{ out *fanout }
+
+func (w showOnly) Write(p []byte) (int, error) { w.out.write(p); return len(p), nil }
 
 // terminalText is what a busy terminal shows: log lines, some UTF-8.
 func terminalText(n int) []byte {

@@ -1,4 +1,4 @@
-package debugsession
+package live
 
 import (
 	"context"
@@ -10,12 +10,13 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
+	"github.com/tower-dev/breakglass/relay/debugsession"
 )
 
 // A session leaves its relay once: the first exit asked for is the one it
 // takes, a later one does nothing and returns only once the first is done.
 func TestLeaveTakesTheFirstExitOnly(t *testing.T) {
-	l := &Live{ended: make(chan struct{})}
+	l := &Session{ended: make(chan struct{})}
 	if l.Ending() {
 		t.Fatal("a new session says it is ending")
 	}
@@ -69,9 +70,9 @@ func TestLeaveTakesTheFirstExitOnly(t *testing.T) {
 func TestWatchReportsOnlyTheEndItMade(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Now())
 	passed := metav1.NewTime(clk.Now().Add(-time.Minute))
-	l := &Live{Session: &v1alpha1.Session{Status: v1alpha1.SessionStatus{Deadline: &passed}},
-		r: &Runner{Clock: clk}, out: newFanout(clk.Now()),
-		ended: make(chan struct{}), streamEnded: make(chan struct{})}
+	stream, _, _ := debugsession.NewStream(nil, func([]byte) {})
+	l := &Session{Session: &v1alpha1.Session{Status: v1alpha1.SessionStatus{Deadline: &passed}},
+		r: &debugsession.Runner{Clock: clk}, out: newFanout(clk.Now()), stream: stream, ended: make(chan struct{})}
 	l.lastInput.Store(clk.Now().UnixNano())
 	if did, _ := l.leave(endingHere, func() error { return nil }); !did {
 		t.Fatal("the person's end did not run")
@@ -83,7 +84,7 @@ func TestWatchReportsOnlyTheEndItMade(t *testing.T) {
 	}
 	done := make(chan watched, 1)
 	go func() {
-		reason, err := l.Enforce(context.Background(), Limits{Idle: time.Hour, Disconnect: time.Hour, Heartbeat: time.Hour, Flush: time.Hour})
+		reason, err := l.Enforce(context.Background(), debugsession.Limits{Idle: time.Hour, Disconnect: time.Hour, Heartbeat: time.Hour, Flush: time.Hour})
 		done <- watched{reason, err}
 	}()
 	for {
