@@ -90,7 +90,7 @@ func newPipeline(tb testing.TB, store recording.Store, name string, record bool)
 	if !record {
 		stdout = showOnly{l.out}
 	}
-	return &pipeline{live: l, stdout: stdout, viewer: l.Output()}
+	return &pipeline{live: l, stdout: stdout, viewer: l.Output(watcher)}
 }
 
 // showOnly is the output's path without its recording: the baseline.

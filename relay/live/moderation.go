@@ -7,6 +7,7 @@ import (
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
 	"github.com/tower-dev/breakglass/relay/terminal"
+	"github.com/tower-dev/breakglass/relay/wire"
 )
 
 // A moderated session (a cluster's moderated namespaces) lets the
@@ -20,48 +21,33 @@ import (
 
 // heldInput is a moderated session's terminal as the requester types in
 // it: keystrokes go through only while a moderator watches.
-type heldInput struct {
-	*Session
-	run *liveSession
-}
+type heldInput struct{ opened }
 
 func (h heldInput) Write(p []byte) (int, error) {
-	if h.run.moderators() == 0 {
+	if h.out.moderators() == 0 {
 		return 0, fmt.Errorf("%w: no moderator is watching this session; what you type reaches the shell once an approver watches", terminal.ErrHeld)
 	}
 	return h.Session.Write(p)
 }
 
-// moderators is how many watchers have the terminal open here.
-func (l *liveSession) moderators() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.watchersLocked()
-}
-
-func (l *liveSession) watchersLocked() int {
-	n := 0
-	for a, c := range l.attached {
-		if !a.Typing {
-			n += c
-		}
-	}
-	return n
-}
-
-// moderate makes run's session moderated: each time moderation starts
-// (a first watcher) or stops (the last one leaves), the recording gets a
-// marker, the audit log an event, and the requester's open terminal a
-// notice.
-func (s *Sessions) moderate(t *Cluster, run *liveSession) {
+// moderate makes live, run's session, moderated: each time moderation
+// starts (a first watcher) or stops (the last one leaves), the recording
+// gets a marker, the audit log an event, and the requester's open terminal
+// a notice.
+func (s *Sessions) moderate(t *Cluster, live *Session, run *liveSession) {
 	run.mu.Lock()
-	defer run.mu.Unlock()
 	run.moderated = true
-	run.onModerators = func(who string) {
+	run.mu.Unlock()
+	live.out.onChange(func(a wire.Attached) {
+		if a.Typing {
+			return
+		}
 		// Under hookMu: what was last shown is compared with the watchers
 		// now, so two comings and goings at once are told in order.
-		live, watched := run.live, run.moderators() > 0
-		if live == nil || watched == run.watchedShown || live.Ending() {
+		run.hookMu.Lock()
+		defer run.hookMu.Unlock()
+		who, watched := a.Name, live.out.moderators() > 0
+		if watched == run.watchedShown || live.Ending() {
 			return // no change, or the watchers of an ending session leaving
 		}
 		run.watchedShown = watched
@@ -79,7 +65,7 @@ func (s *Sessions) moderate(t *Cluster, run *liveSession) {
 			s.log.Error(err, "auditing moderation", "session", live.Session.Namespace+"/"+live.Session.Name)
 		}
 		run.notice(notice)
-	}
+	})
 }
 
 // notice tells the requester's open terminal, if any, without waiting.
@@ -96,19 +82,19 @@ func (l *liveSession) notice(c terminal.Control) {
 	}
 }
 
-// typingTerminal opens the notices of the requester's terminal: on a
-// moderated session, it is told at once whether its input is held.
-func (l *liveSession) typingTerminal() (notices <-chan terminal.Control, done func()) {
+// typingTerminal opens the notices of the requester's terminal on live:
+// on a moderated session, it is told at once whether its input is held.
+func (l *liveSession) typingTerminal(live *Session) (notices <-chan terminal.Control, done func()) {
 	ch := make(chan terminal.Control, 4)
 	l.mu.Lock()
 	l.typingNotices = ch
 	moderated := l.moderated
 	l.mu.Unlock()
 	if moderated {
-		if n := l.moderators(); n == 0 {
+		if n := live.out.moderators(); n == 0 {
 			ch <- terminal.Control{Type: "held", Message: "moderated session: nobody is watching yet, so what you type is held until an approver watches"}
 		} else {
-			ch <- terminal.Control{Type: "moderated", Message: fmt.Sprintf("moderated session: %s watching, so what you type reaches the shell", strings.Join(l.watcherNames(), ", "))}
+			ch <- terminal.Control{Type: "moderated", Message: fmt.Sprintf("moderated session: %s watching, so what you type reaches the shell", strings.Join(live.watcherNames(), ", "))}
 		}
 	}
 	return ch, func() {
@@ -121,9 +107,9 @@ func (l *liveSession) typingTerminal() (notices <-chan terminal.Control, done fu
 }
 
 // watcherNames are who watch here, by name.
-func (l *liveSession) watcherNames() []string {
+func (l *Session) watcherNames() []string {
 	var names []string
-	for _, a := range l.people() {
+	for _, a := range l.out.people() {
 		if !a.Typing {
 			names = append(names, a.Name)
 		}

@@ -1,16 +1,15 @@
 package live
 
 import (
-	"slices"
-	"strings"
 	"sync"
 
 	"github.com/tower-dev/breakglass/relay/terminal"
-	"github.com/tower-dev/breakglass/relay/wire"
 )
 
-// liveSession is a session whose terminal this replica runs, or is starting
-// or taking up.
+// liveSession is this replica's entry for a session it runs, or is
+// starting or taking up: the Session once it runs, and what the terminals
+// of people share beside it (the requester's one keyboard, the notices of
+// moderation). Who has a terminal open is the Session's viewers.
 type liveSession struct {
 	// live is nil while the session is starting; read it under Sessions.mu,
 	// or once ready is closed.
@@ -26,18 +25,14 @@ type liveSession struct {
 	// moveTyping (under mu) closes to move it to another tab or window.
 	typing     chan struct{}
 	moveTyping chan struct{}
-	// attached counts the terminals each person has open here, so that a
-	// session's page can say who is typing and who is watching.
-	mu       sync.Mutex
-	attached map[wire.Attached]int
-	// moderated sessions tell onModerators when the count of watchers
-	// changes, and the requester's open terminal through typingNotices
-	// (moderation.go).
+	// mu guards moveTyping, moderated and typingNotices.
+	mu sync.Mutex
+	// moderated sessions tell the requester's open terminal through
+	// typingNotices when moderation starts and stops (moderation.go).
 	moderated     bool
-	onModerators  func(who string)
 	typingNotices chan terminal.Control
-	// hookMu runs onModerators one at a time, so the markers and notices
-	// follow the watchers' comings and goings in order; watchedShown is
+	// hookMu tells of the watchers' comings and goings one at a time, so
+	// the markers and notices follow them in order; watchedShown is
 	// whether the last one said someone watches.
 	hookMu       sync.Mutex
 	watchedShown bool
@@ -79,55 +74,5 @@ func (l *liveSession) takeTyping() {
 }
 
 func newLiveSession() *liveSession {
-	return &liveSession{ready: make(chan struct{}), typing: make(chan struct{}, 1), attached: map[wire.Attached]int{}}
-}
-
-// attach counts a's terminal until the returned func is called.
-func (l *liveSession) attach(a wire.Attached) (detach func()) {
-	l.count(a, +1)
-	return func() { l.count(a, -1) }
-}
-
-// count adds n to a's terminals, telling a moderated session when its
-// watchers change.
-func (l *liveSession) count(a wire.Attached, n int) {
-	l.mu.Lock()
-	if l.attached[a] += n; l.attached[a] <= 0 {
-		delete(l.attached, a)
-	}
-	hook := l.onModerators
-	l.mu.Unlock()
-	if hook != nil && !a.Typing {
-		l.hookMu.Lock()
-		defer l.hookMu.Unlock()
-		hook(a.Name)
-	}
-}
-
-// watching says whether name has a watcher's terminal open here.
-func (l *liveSession) watching(name string) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.attached[wire.Attached{Name: name}] > 0
-}
-
-// people is who has a terminal open: the requester typing first, then the
-// watchers by name.
-func (l *liveSession) people() []wire.Attached {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	out := make([]wire.Attached, 0, len(l.attached))
-	for a := range l.attached {
-		out = append(out, a)
-	}
-	slices.SortFunc(out, func(a, b wire.Attached) int {
-		if a.Typing != b.Typing {
-			if a.Typing {
-				return -1
-			}
-			return 1
-		}
-		return strings.Compare(a.Name, b.Name)
-	})
-	return out
+	return &liveSession{ready: make(chan struct{}), typing: make(chan struct{}, 1)}
 }

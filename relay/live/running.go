@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/tower-dev/breakglass/api/v1alpha1"
 	"github.com/tower-dev/breakglass/evidence/recording"
 	"github.com/tower-dev/breakglass/relay/debugsession"
+	"github.com/tower-dev/breakglass/relay/wire"
 )
 
 // Session is a session this replica runs, its one owner: its terminal
@@ -174,13 +176,34 @@ func (l *Session) Resize(ctx context.Context, cols, rows uint16) error {
 // ended it, released to another, or lost to one.
 func (l *Session) Ended() <-chan struct{} { return l.ended }
 
-// Output returns a viewer of the terminal's output from now on, shown the
-// recent screen first; closing it is the viewer leaving.
-func (l *Session) Output() io.ReadCloser { return l.out.subscribe(l.r.Clock.Now, true) }
+// Output returns who's viewer of the terminal's output from now on, shown
+// the recent screen first; closing it is who leaving. Each viewer counts:
+// toward the people on the session's page, the watchers a moderated
+// session waits for, and the disconnect limit.
+func (l *Session) Output(who wire.Attached) io.ReadCloser {
+	return l.out.subscribe(who, l.r.Clock.Now, true)
+}
 
-// OutputFromNow returns a viewer of the output from now on only: no replay
-// of the recent screen.
-func (l *Session) OutputFromNow() io.ReadCloser { return l.out.subscribe(l.r.Clock.Now, false) }
+// OutputFromNow returns who's viewer of the output from now on only: no
+// replay of the recent screen.
+func (l *Session) OutputFromNow(who wire.Attached) io.ReadCloser {
+	return l.out.subscribe(who, l.r.Clock.Now, false)
+}
+
+// watching says whether name has a watcher's terminal open here.
+func (l *Session) watching(name string) bool {
+	return slices.Contains(l.out.people(), wire.Attached{Name: name})
+}
+
+// opened is the terminal as one person has it open: what it shows is
+// theirs to count.
+type opened struct {
+	*Session
+	who wire.Attached
+}
+
+func (o opened) Output() io.ReadCloser        { return o.Session.Output(o.who) }
+func (o opened) OutputFromNow() io.ReadCloser { return o.Session.OutputFromNow(o.who) }
 
 // Snapshot is a copy of the Session as this relay last wrote or read it.
 func (l *Session) Snapshot() *v1alpha1.Session {

@@ -101,7 +101,7 @@ func keyOf(cluster string, sess *v1alpha1.Session) sessionKey {
 // (api.Running).
 func (s *Sessions) Watching(cluster string, sess *v1alpha1.Session, name string) bool {
 	run := s.runs(keyOf(cluster, sess))
-	return run == nil || run.watching(name)
+	return run == nil || run.live.watching(name)
 }
 
 // Live is Active sess's countdowns and people, counted where it runs: a
@@ -118,9 +118,9 @@ func (s *Sessions) Live(w http.ResponseWriter, r *http.Request, cluster string, 
 // of t.
 func (s *Sessions) liveView(t *Cluster, ns string, run *liveSession) *wire.LiveView {
 	lastInput, viewers, alone := run.live.Activity()
-	v := &wire.LiveView{Viewers: viewers, Attached: run.people(), IdleEndsAt: metav1.NewTime(lastInput.Add(s.limits.Idle))}
+	v := &wire.LiveView{Viewers: viewers, Attached: run.live.out.people(), IdleEndsAt: metav1.NewTime(lastInput.Add(s.limits.Idle))}
 	if t != nil && t.Moderates(ns) {
-		v.Moderated, v.InputHeld = true, run.moderators() == 0
+		v.Moderated, v.InputHeld = true, run.live.out.moderators() == 0
 	}
 	if viewers == 0 {
 		at := metav1.NewTime(alone.Add(s.limits.Disconnect))

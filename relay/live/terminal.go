@@ -73,19 +73,19 @@ func (s *Sessions) Terminal(w http.ResponseWriter, r *http.Request, c api.Caller
 	if err := t.Lifecycle.Note(r.Context(), v1alpha1.StepAttach, c.Name, sess, map[bool]string{true: "watching", false: "typing"}[readOnly]); err != nil {
 		return err
 	}
-	var typed terminal.Session = live
+	mine := opened{Session: live, who: wire.Attached{Name: c.Name, Typing: !readOnly}}
+	var typed terminal.Session = mine
 	if t.Moderates(ns) {
-		s.moderate(t, run)
+		s.moderate(t, live, run)
 		if !readOnly {
-			typed = heldInput{Session: live, run: run}
+			typed = heldInput{mine}
 		}
 	}
 	if !readOnly {
-		notices, done := run.typingTerminal()
+		notices, done := run.typingTerminal(live)
 		defer done()
 		opts.Notices = notices
 	}
-	defer run.attach(wire.Attached{Name: c.Name, Typing: !readOnly})()
 	start := time.Now()
 	role := map[bool]string{true: "watcher", false: "requester"}[readOnly]
 	s.metrics.terminals.WithLabelValues(role).Inc()

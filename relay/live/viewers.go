@@ -4,8 +4,12 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"slices"
+	"strings"
 	"sync"
 	"time"
+
+	"github.com/tower-dev/breakglass/relay/wire"
 )
 
 // viewerBuffer is how many output chunks may wait for one viewer. A viewer
@@ -21,12 +25,17 @@ var ErrTooSlow = errors.New("the viewer fell too far behind the terminal; reconn
 // requester's page connected, or the screen a watcher joins mid-session.
 const replayBytes = 8 << 10
 
-// fanout copies the terminal's output to every viewer, and knows since
-// when nobody has been watching.
+// fanout copies the terminal's output to every viewer, and is the one
+// count of who has the terminal open: the people a session's page shows,
+// the watchers a moderated session waits for, and since when nobody has
+// been watching, which the disconnect limit counts.
 type fanout struct {
 	mu     sync.Mutex
 	subs   []*viewer
 	closed bool
+	// changed, when set, is told after who's viewer came or went (not at
+	// the end, when all go at once).
+	changed func(who wire.Attached)
 	// alone is when the last viewer left (or the start, before anyone came).
 	alone time.Time
 	now   func() time.Time
@@ -51,6 +60,7 @@ func (f *fanout) nobodySince(t time.Time) {
 // viewer is one subscriber: a bounded queue of chunks drained into a pipe.
 type viewer struct {
 	*io.PipeReader
+	who   wire.Attached
 	w     *io.PipeWriter
 	queue *chunkQueue
 	f     *fanout
@@ -120,9 +130,11 @@ func (q *chunkQueue) pop() ([]byte, bool) {
 	}
 }
 
-func (f *fanout) subscribe(now func() time.Time, replay bool) io.ReadCloser {
+// subscribe is who's new viewer of the output from now on, shown the
+// recent screen first if replay says so.
+func (f *fanout) subscribe(who wire.Attached, now func() time.Time, replay bool) io.ReadCloser {
 	r, w := io.Pipe()
-	v := &viewer{PipeReader: r, w: w, queue: newChunkQueue(), f: f}
+	v := &viewer{PipeReader: r, w: w, who: who, queue: newChunkQueue(), f: f}
 	f.mu.Lock()
 	f.now = now
 	if f.closed {
@@ -134,7 +146,11 @@ func (f *fanout) subscribe(now func() time.Time, replay bool) io.ReadCloser {
 		v.queue.push(recent)
 	}
 	f.subs = append(f.subs, v)
+	changed := f.changed
 	f.mu.Unlock()
+	if changed != nil {
+		changed(who)
+	}
 	go func() {
 		for {
 			chunk, ok := v.queue.pop()
@@ -176,6 +192,48 @@ func (f *fanout) watchers() (int, time.Time) {
 	return len(f.subs), f.alone
 }
 
+// people is who has the terminal open, each once: the requester typing
+// first, then the watchers by name.
+func (f *fanout) people() []wire.Attached {
+	f.mu.Lock()
+	out := make([]wire.Attached, 0, len(f.subs))
+	for _, v := range f.subs {
+		out = append(out, v.who)
+	}
+	f.mu.Unlock()
+	slices.SortFunc(out, func(a, b wire.Attached) int {
+		if a.Typing != b.Typing {
+			if a.Typing {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a.Name, b.Name)
+	})
+	return slices.Compact(out)
+}
+
+// moderators is how many watchers' terminals are open: a moderated
+// session's requester types only while there is one.
+func (f *fanout) moderators() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := 0
+	for _, v := range f.subs {
+		if !v.who.Typing {
+			n++
+		}
+	}
+	return n
+}
+
+// onChange tells changed after each viewer that comes or goes.
+func (f *fanout) onChange(changed func(who wire.Attached)) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.changed = changed
+}
+
 // replayLocked is what a new viewer is shown first: the recent output,
 // from its first line break on if its start was cut (never half a line or
 // half an escape sequence at the top).
@@ -207,14 +265,22 @@ func (f *fanout) keep(p []byte) {
 // closes of a viewer's queue both happen under the lock.
 func (f *fanout) write(p []byte) {
 	chunk := append([]byte(nil), p...)
+	var cut []wire.Attached
 	f.mu.Lock()
-	defer f.mu.Unlock()
 	f.keep(p)
 	for i := 0; i < len(f.subs); {
 		if f.subs[i].queue.push(chunk) {
 			i++
 		} else {
-			f.removeLocked(i, ErrTooSlow)
+			cut = append(cut, f.removeLocked(i, ErrTooSlow))
+		}
+	}
+	changed := f.changed
+	f.mu.Unlock()
+	// Told off the output's path: what is told may wait on the API server.
+	for _, who := range cut {
+		if changed != nil {
+			go changed(who)
 		}
 	}
 }
@@ -222,22 +288,28 @@ func (f *fanout) write(p []byte) {
 // drop removes v, if it is still there, ending its stream with why.
 func (f *fanout) drop(v *viewer, why error) {
 	f.mu.Lock()
-	defer f.mu.Unlock()
-	for i, s := range f.subs {
-		if s == v {
-			f.removeLocked(i, why)
-			return
-		}
+	i := slices.Index(f.subs, v)
+	if i < 0 {
+		f.mu.Unlock()
+		return
+	}
+	f.removeLocked(i, why)
+	changed := f.changed
+	f.mu.Unlock()
+	if changed != nil {
+		changed(v.who)
 	}
 }
 
-func (f *fanout) removeLocked(i int, why error) {
+// removeLocked ends the ith viewer and says whose it was.
+func (f *fanout) removeLocked(i int, why error) wire.Attached {
 	v := f.subs[i]
 	f.subs = append(f.subs[:i], f.subs[i+1:]...)
 	if len(f.subs) == 0 {
 		f.alone = f.now()
 	}
 	v.end(why)
+	return v.who
 }
 
 func (f *fanout) close() { f.closeWith(nil) }

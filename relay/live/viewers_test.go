@@ -4,14 +4,17 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tower-dev/breakglass/relay/wire"
 )
 
 func TestFanoutDeliversEveryByteInOrder(t *testing.T) {
 	f := newFanout(time.Now())
-	v := f.subscribe(time.Now, true)
+	v := f.subscribe(watcher, time.Now, true)
 	var want bytes.Buffer
 	got := make(chan []byte)
 	go func() { b, _ := io.ReadAll(v); got <- b }()
@@ -28,8 +31,8 @@ func TestFanoutDeliversEveryByteInOrder(t *testing.T) {
 
 func TestFanoutCutsOffASlowViewerWithoutBlocking(t *testing.T) {
 	f := newFanout(time.Now())
-	slow := f.subscribe(time.Now, true) // never reads
-	fast := f.subscribe(time.Now, true)
+	slow := f.subscribe(watcher, time.Now, true) // never reads
+	fast := f.subscribe(watcher, time.Now, true)
 	done := make(chan struct{})
 	go func() { _, _ = io.Copy(io.Discard, fast); close(done) }()
 	finished := make(chan struct{})
@@ -66,7 +69,7 @@ func TestFanoutKnowsWhenNobodyWatches(t *testing.T) {
 	if n, alone := f.watchers(); n != 0 || !alone.Equal(start) {
 		t.Fatalf("at the start: %d, %v", n, alone)
 	}
-	v := f.subscribe(func() time.Time { return now }, true)
+	v := f.subscribe(watcher, func() time.Time { return now }, true)
 	now = start.Add(time.Minute)
 	if err := v.Close(); err != nil {
 		t.Fatal(err)
@@ -82,7 +85,7 @@ func TestFanoutKnowsWhenNobodyWatches(t *testing.T) {
 func TestFanoutShowsAJoiningViewerTheRecentScreen(t *testing.T) {
 	f := newFanout(time.Now())
 	f.write([]byte("$ "))
-	early := f.subscribe(time.Now, true)
+	early := f.subscribe(watcher, time.Now, true)
 	var all bytes.Buffer
 	all.WriteString("$ ")
 	for i := range 400 {
@@ -90,8 +93,8 @@ func TestFanoutShowsAJoiningViewerTheRecentScreen(t *testing.T) {
 		all.Write(line)
 		f.write(line)
 	}
-	late := f.subscribe(time.Now, true)
-	fromNow := f.subscribe(time.Now, false)
+	late := f.subscribe(watcher, time.Now, true)
+	fromNow := f.subscribe(watcher, time.Now, false)
 	f.write([]byte("after\r\n"))
 	all.WriteString("after\r\n")
 	f.close()
@@ -119,10 +122,65 @@ func TestFanoutEndsAViewerWithItsReason(t *testing.T) {
 	moved := errors.New("moved")
 	for i := range 2000 {
 		f := newFanout(time.Now())
-		v := f.subscribe(time.Now, true)
+		v := f.subscribe(watcher, time.Now, true)
 		f.closeWith(moved)
 		if _, err := io.ReadAll(v); !errors.Is(err, moved) {
 			t.Fatalf("round %d: the viewer read %v, want its reason", i, err)
 		}
 	}
+}
+
+var watcher = wire.Attached{Name: "bob@example.com"}
+
+// The viewers are the one count of who has the terminal open: the people
+// shown (each once, the requester first), the watchers a moderated session
+// waits for, and a word to the moderation hook at each coming and going,
+// a viewer cut off for being too slow among them.
+func TestFanoutCountsWhoHasTheTerminalOpen(t *testing.T) {
+	f := newFanout(time.Now())
+	told := make(chan wire.Attached, 16)
+	f.onChange(func(who wire.Attached) { told <- who })
+	typing, carol := wire.Attached{Name: "alice@example.com", Typing: true}, wire.Attached{Name: "carol@example.com"}
+	req := f.subscribe(typing, time.Now, true)
+	go func() { _, _ = io.Copy(io.Discard, req) }()
+	bob1 := f.subscribe(watcher, time.Now, true)
+	go func() { _, _ = io.Copy(io.Discard, bob1) }()
+	bob2 := f.subscribe(watcher, time.Now, true)
+	go func() { _, _ = io.Copy(io.Discard, bob2) }()
+	slow := f.subscribe(carol, time.Now, true) // never reads
+	for _, want := range []wire.Attached{typing, watcher, watcher, carol} {
+		if got := <-told; got != want {
+			t.Fatalf("told of %+v, want %+v", got, want)
+		}
+	}
+	if got, want := f.people(), []wire.Attached{typing, watcher, carol}; !slices.Equal(got, want) {
+		t.Fatalf("people: %+v, want %+v", got, want)
+	}
+	if n := f.moderators(); n != 3 {
+		t.Fatalf("%d watchers' terminals, want 3 (bob's two and carol's)", n)
+	}
+	_ = bob1.Close()
+	if got := <-told; got != watcher {
+		t.Fatalf("told of %+v leaving, want bob", got)
+	}
+	if n := f.moderators(); n != 2 {
+		t.Fatalf("%d watchers' terminals after one of bob's closed, want 2", n)
+	}
+	for i := 0; i <= viewerBuffer+1; i++ {
+		f.write([]byte("x"))
+	}
+	select {
+	case got := <-told:
+		if got != carol {
+			t.Fatalf("told of %+v cut off, want carol", got)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("nobody was told of the slow viewer cut off")
+	}
+	if got, want := f.people(), []wire.Attached{typing, watcher}; !slices.Equal(got, want) {
+		t.Fatalf("people after carol was cut off: %+v, want %+v", got, want)
+	}
+	_ = slow.Close()
+	_ = req.Close()
+	_ = bob2.Close()
 }

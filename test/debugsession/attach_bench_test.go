@@ -208,7 +208,7 @@ func BenchmarkAttachStream(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer func() { _ = run.End(context.Background(), "bench", "user", "") }()
-	go func() { _, _ = io.Copy(io.Discard, run.Output()) }()
+	go func() { _, _ = io.Copy(io.Discard, run.Output(requester)) }()
 	portal, err := cl.Portal()
 	if err != nil {
 		b.Fatal(err)

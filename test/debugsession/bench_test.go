@@ -74,7 +74,7 @@ func BenchmarkKeystrokeEcho(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer func() { _ = run.End(ctx, "bench", "user", "") }()
-	relayed := newEchoer(run, run.Output(), 'r')
+	relayed := newEchoer(run, run.Output(requester), 'r')
 
 	portal, err := cl.Portal()
 	if err != nil {
@@ -132,7 +132,7 @@ func BenchmarkIdleSessionAttached(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			v := run.Output()
+			v := run.Output(requester)
 			go func() { _, _ = io.Copy(io.Discard, v) }()
 			lives[k] = run
 		}

@@ -12,7 +12,12 @@ import (
 	"github.com/tower-dev/breakglass/evidence/recording"
 	"github.com/tower-dev/breakglass/relay/debugsession"
 	"github.com/tower-dev/breakglass/relay/live"
+	"github.com/tower-dev/breakglass/relay/wire"
 )
+
+// requester is the one terminal the sessions here are watched from: the
+// requester's, typing.
+var requester = wire.Attached{Name: "alice", Typing: true}
 
 // onFakeClock is an approved session started in its own namespace by a
 // runner whose clock the test moves.
@@ -40,7 +45,7 @@ func startOnFakeClock(t *testing.T, ns string, keepPod bool) *onFakeClock {
 
 // watchOutput is a viewer reading the terminal to its end.
 func (f *onFakeClock) watchOutput() {
-	v := f.run.Output()
+	v := f.run.Output(requester)
 	go func() { _, _ = io.Copy(io.Discard, v) }()
 }
 

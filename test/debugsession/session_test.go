@@ -112,7 +112,7 @@ func TestWholeSession(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantConditions(t, s, map[string]metav1.ConditionStatus{v1alpha1.ConditionGranted: metav1.ConditionTrue, v1alpha1.ConditionAttached: metav1.ConditionTrue})
-	lines := bufio.NewScanner(run.Output())
+	lines := bufio.NewScanner(run.Output(requester))
 	if _, err := run.Write([]byte("echo session-$((6*7)) as $(id -u)\n")); err != nil {
 		t.Fatal(err)
 	}

@@ -90,7 +90,7 @@ func timeToShell(b *testing.B, bed shellBed) {
 					b.Fatal(err)
 				}
 				defer func() { _ = run.End(ctx, "bench", v1alpha1.EndUser, "") }()
-				firstAnswer(b, run, run.Output())
+				firstAnswer(b, run, run.Output(requester))
 				return time.Since(t0)
 			}
 			hand := func() time.Duration {

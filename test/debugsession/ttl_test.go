@@ -27,7 +27,7 @@ func TestStreamClosedAtGrantExpiry(t *testing.T) {
 	if _, err := run.Write([]byte("echo marker-$((20+3)) && sleep 1000\n")); err != nil {
 		t.Fatal(err)
 	}
-	out := run.Output()
+	out := run.Output(requester)
 	defer out.Close()
 	waitOutput(t, out, "marker-23")
 	// The echo is seen before the shell has started sleep: wait for it, or

@@ -23,6 +23,7 @@ import (
 	"github.com/tower-dev/breakglass/policies"
 	"github.com/tower-dev/breakglass/relay/debugsession"
 	"github.com/tower-dev/breakglass/relay/live"
+	"github.com/tower-dev/breakglass/relay/wire"
 	"github.com/tower-dev/breakglass/sweeper"
 	"github.com/tower-dev/breakglass/test/harness/cluster"
 	"github.com/tower-dev/breakglass/test/harness/sessiontest"
@@ -228,7 +229,7 @@ func TestFaultCrashedSessionSweptAndAnchored(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	v := run.Output()
+	v := run.Output(wire.Attached{Name: "alice", Typing: true})
 	go func() { _, _ = io.Copy(io.Discard, v) }()
 	relayCtx, die := context.WithCancel(ctx)
 	watched := make(chan error, 1)
