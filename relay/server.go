@@ -133,20 +133,11 @@ func newServer(o Options, auth *Authenticator, web *console.Console) (*Server, e
 		ReviewWithin: o.Config.Limits.ReviewWithin.Duration, Clock: o.Clock, Notifier: o.Notifier, Log: o.Log}
 	var running []*live.Cluster
 	for _, c := range o.Config.Clusters {
-		t, ok := o.Portals[c.Name]
-		if !ok {
-			return nil, fmt.Errorf("relay: no credentials for cluster %s", c.Name)
+		t, err := s.addCluster(o, c, replica)
+		if err != nil {
+			return nil, err
 		}
-		cl := &api.Cluster{Name: c.Name, Client: t.Client, Kube: t.Kube, NeedsApproval: c.NeedsApproval(), Moderates: c.Moderates,
-			Lifecycle: lifecycle.AsPortal(c.Name, t.Client, t.Kube, o.Audit, o.Clock)}
-		s.sessions.Clusters[c.Name] = cl
-		running = append(running, &live.Cluster{Cluster: cl, Config: t.Config, Runner: &debugsession.Runner{
-			Cluster: c.Name, Client: t.Client, Kube: t.Kube, Config: t.Config, Store: o.Store, Audit: o.Audit, Clock: o.Clock,
-			DebugImage: c.DebugImage, Grace: o.Config.Limits.Grace.Duration, Retention: o.Config.Recording.Retention.Duration,
-			MaxTTL: api.MaxDuration, Anchorer: o.Anchorer, Log: o.Log, Replica: replica,
-			Extensions: o.Config.Limits.extensionLimits(),
-		}})
-		s.feeds[c.Name] = newSessionFeed(c.Name, t)
+		running = append(running, t)
 	}
 	l := o.Config.Limits
 	s.live = live.New(live.Options{API: s.sessions, Clusters: running, Clock: o.Clock, Log: o.Log, Peers: o.Peers,
@@ -157,18 +148,43 @@ func newServer(o Options, auth *Authenticator, web *console.Console) (*Server, e
 	s.sessions.Running = s.live
 	s.metrics.registry.MustRegister(s.live.Collectors()...)
 	if o.Checkpoints != nil {
-		every := o.CheckpointEvery
-		if every <= 0 {
-			every = 10 * time.Minute
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		s.stopCheckpoints, s.checkpointed = cancel, make(chan struct{})
-		go func() {
-			defer close(s.checkpointed)
-			o.Checkpoints.Run(ctx, every)
-		}()
+		s.keepCheckpoints(o.Checkpoints, o.CheckpointEvery)
 	}
 	return s, nil
+}
+
+// addCluster wires cluster c into the decisions API and the event feed,
+// and gives back the cluster as this replica runs sessions there: with its
+// debug runner, acting as the portal.
+func (s *Server) addCluster(o Options, c Cluster, replica string) (*live.Cluster, error) {
+	t, ok := o.Portals[c.Name]
+	if !ok {
+		return nil, fmt.Errorf("relay: no credentials for cluster %s", c.Name)
+	}
+	cl := &api.Cluster{Name: c.Name, Client: t.Client, Kube: t.Kube, NeedsApproval: c.NeedsApproval(), Moderates: c.Moderates,
+		Lifecycle: lifecycle.AsPortal(c.Name, t.Client, t.Kube, o.Audit, o.Clock)}
+	s.sessions.Clusters[c.Name] = cl
+	s.feeds[c.Name] = newSessionFeed(c.Name, t)
+	return &live.Cluster{Cluster: cl, Config: t.Config, Runner: &debugsession.Runner{
+		Cluster: c.Name, Client: t.Client, Kube: t.Kube, Config: t.Config, Store: o.Store, Audit: o.Audit, Clock: o.Clock,
+		DebugImage: c.DebugImage, Grace: o.Config.Limits.Grace.Duration, Retention: o.Config.Recording.Retention.Duration,
+		MaxTTL: api.MaxDuration, Anchorer: o.Anchorer, Log: o.Log, Replica: replica,
+		Extensions: o.Config.Limits.extensionLimits(),
+	}}, nil
+}
+
+// keepCheckpoints anchors the audit chain's head every interval (10
+// minutes unless set) until the server closes.
+func (s *Server) keepCheckpoints(k *checkpoint.Keeper, every time.Duration) {
+	if every <= 0 {
+		every = 10 * time.Minute
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s.stopCheckpoints, s.checkpointed = cancel, make(chan struct{})
+	go func() {
+		defer close(s.checkpointed)
+		k.Run(ctx, every)
+	}()
 }
 
 // signingKey publishes what verifies the relay's signatures (its public
