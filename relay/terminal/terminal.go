@@ -135,9 +135,13 @@ func Serve(w http.ResponseWriter, r *http.Request, s Session, o Options) error {
 	if count == nil {
 		count = func(string, int) {}
 	}
-	out := s.Output()
+	// One viewer per terminal: each one counts (toward the watchers a
+	// moderated session waits for, and the disconnect limit) until closed.
+	var out io.ReadCloser
 	if o.FromNow {
 		out = s.OutputFromNow()
+	} else {
+		out = s.Output()
 	}
 	writerDone := make(chan struct{})
 	// writes serializes frames: the output pump and the reader's error

@@ -1,9 +1,11 @@
 package terminal
 
 import (
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -117,5 +119,54 @@ func TestMovedTerminalTypesNoMore(t *testing.T) {
 	defer sess.mu.Unlock()
 	if got := sess.in.String(); got != "before" {
 		t.Fatalf("after the move the shell got %q", got)
+	}
+}
+
+// countedSession counts the viewers a terminal opens and closes.
+type countedSession struct {
+	fakeSession
+	opened, closed atomic.Int32
+}
+
+type countedViewer struct {
+	io.ReadCloser
+	s *countedSession
+}
+
+func (v countedViewer) Close() error { v.s.closed.Add(1); return v.ReadCloser.Close() }
+
+func (s *countedSession) Output() io.ReadCloser {
+	s.opened.Add(1)
+	return countedViewer{s.fakeSession.Output(), s}
+}
+
+func (s *countedSession) OutputFromNow() io.ReadCloser { return s.Output() }
+
+// TestTerminalClosesEveryViewerItOpens: a terminal opens one viewer of the
+// output, from now on or with the recent screen, and closes it when it
+// closes: a viewer left open would count as a watcher who left.
+func TestTerminalClosesEveryViewerItOpens(t *testing.T) {
+	for _, fromNow := range []bool{false, true} {
+		s := &countedSession{}
+		served := make(chan struct{})
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			_ = Serve(w, r, s, Options{ReadOnly: true, FromNow: fromNow})
+			close(served)
+		}))
+		conn, resp, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(srv.URL, "http"), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		_ = conn.Close()
+		select {
+		case <-served:
+		case <-time.After(5 * time.Second):
+			t.Fatal("the terminal did not close with its connection")
+		}
+		srv.Close()
+		if o, c := s.opened.Load(), s.closed.Load(); o != 1 || c != 1 {
+			t.Errorf("from now %t: %d viewers opened and %d closed, want one of each", fromNow, o, c)
+		}
 	}
 }
