@@ -176,8 +176,8 @@ func (l *Session) end(ctx context.Context, e ending) error {
 	l.detach()
 	l.out.close()
 	streamErr := l.stream.Err()
-	if streamErr == nil {
-		streamErr = l.brokeWith
+	if broke := l.brokeWith.Load(); streamErr == nil && broke != nil {
+		streamErr = *broke
 	}
 	var errs []error
 	if streamErr != nil && !errors.Is(streamErr, context.Canceled) {

@@ -40,7 +40,7 @@ func (l *Session) streamOver(ctx context.Context) (reason v1alpha1.EndReason, en
 	}
 	if broke == nil {
 		broke = errors.New("the API server stopped answering")
-		l.brokeWith = broke
+		l.brokeWith.Store(&broke)
 	}
 	why := broke.Error()
 	if len(why) > 160 {

@@ -37,8 +37,9 @@ type Session struct {
 	// ended is closed once the session has left: ended, released or lost.
 	ended chan struct{}
 	// brokeWith is what streamOver found broken under a stream that ended
-	// without an error of its own: the end reports it.
-	brokeWith error
+	// without an error of its own: the end reports it. Atomic: a person's
+	// end may read it while streamOver looks at the API server.
+	brokeWith atomic.Pointer[error]
 	// beatEvery is Enforce's heartbeat interval, kept up during an end.
 	beatEvery atomic.Int64
 	// stopAt is when the session stops (unix nanoseconds; 0: nothing

@@ -34,7 +34,8 @@ type fanout struct {
 	subs   []*viewer
 	closed bool
 	// changed, when set, is told after who's viewer came or went (not at
-	// the end, when all go at once).
+	// the end, when all go at once). It may be told late and out of order:
+	// it reads the viewers as they are when told.
 	changed func(who wire.Attached)
 	// alone is when the last viewer left (or the start, before anyone came).
 	alone time.Time
@@ -149,7 +150,9 @@ func (f *fanout) subscribe(who wire.Attached, now func() time.Time, replay bool)
 	changed := f.changed
 	f.mu.Unlock()
 	if changed != nil {
-		changed(who)
+		// Told off the terminal's path: what is told may wait on the API
+		// server, while the new viewer's output must flow from now.
+		go changed(who)
 	}
 	go func() {
 		for {

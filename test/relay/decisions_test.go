@@ -118,6 +118,22 @@ func TestProcessAccessApproved(t *testing.T) {
 	if strings.Contains(bobTerm.output(), "before") {
 		t.Fatalf("bob was shown the sensitive screen from before he joined: %q", bobTerm.output())
 	}
+	// Gone once he closes it: a watcher who left counts for nothing (in a
+	// moderated namespace, he would let alice's keys through).
+	_ = bobTerm.conn.Close()
+	want := []wire.Attached{{Name: alice.Email, Typing: true}}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		var v wire.SessionView
+		if err := json.Unmarshal(tr.must(t, http.StatusOK, token(t, alice), "GET", path, "").body, &v); err != nil || v.Live == nil {
+			t.Fatalf("the live view: %v", err)
+		}
+		if v.Live.Viewers == 1 && slices.Equal(v.Live.Attached, want) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after bob closed his terminal: %d viewers, %+v attached; want alice's alone", v.Live.Viewers, v.Live.Attached)
+		}
+	}
 	tr.must(t, http.StatusOK, token(t, alice), "POST", path+"/end", "")
 	assertNothingLeft(t, ns, s.Name, "web-1", false)
 
