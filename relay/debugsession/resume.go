@@ -53,9 +53,9 @@ func (r *Runner) Resume(ctx context.Context, s *v1alpha1.Session, stale time.Dur
 	why := fmt.Sprintf("its relay stopped (last heartbeat %s)", heartbeatOf(st))
 	switch {
 	case relayGone && st.Relay == r.Replica:
-		why = fmt.Sprintf("its relay %s let go of it or restarted (last heartbeat %s)", orNone(st.Relay), heartbeatOf(st))
+		why = fmt.Sprintf("its relay %s let go of it or restarted (last heartbeat %s)", ReplicaName(st.Relay), heartbeatOf(st))
 	case relayGone:
-		why = fmt.Sprintf("its relay %s stopped renewing its presence (last heartbeat %s)", orNone(st.Relay), heartbeatOf(st))
+		why = fmt.Sprintf("its relay %s stopped renewing its presence (last heartbeat %s)", ReplicaName(st.Relay), heartbeatOf(st))
 	}
 	gap := "output it had not yet written out (the last few seconds, or what it held while the store refused segments) is missing"
 	if st.Released != nil {
@@ -124,7 +124,9 @@ func Resumable(s *v1alpha1.Session, now time.Time, stale time.Duration, relayGon
 	return nil
 }
 
-func orNone(replica string) string {
+// ReplicaName is how the audit log and the Session's reasons name a relay
+// replica: a relay that runs alone has no name.
+func ReplicaName(replica string) string {
 	if replica == "" {
 		return "(unnamed)"
 	}

@@ -329,7 +329,7 @@ func (r *Runner) endFailedStart(s *v1alpha1.Session, detail string) error {
 // cannot be deleted now is the grant sweeper's at its TTL.
 func (r *Runner) takeBack(s *v1alpha1.Session, grant *rbacv1.RoleBinding, cause error) {
 	ctx := context.Background()
-	if err := r.Client.Delete(ctx, grant); err != nil && !apierrors.IsNotFound(err) {
+	if err := r.Revoke(ctx, grant.Namespace, grant.Name); err != nil {
 		r.Log.Error(err, "taking back the grant of a failed start: the grant sweeper deletes it at its TTL", "grant", grant.Name)
 		return
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/tower-dev/breakglass/api/v1alpha1"
 	"github.com/tower-dev/breakglass/lifecycle"
+	"github.com/tower-dev/breakglass/relay/debugsession"
 )
 
 // apiServerAnswers reports whether the cluster's API server answers now.
@@ -74,11 +75,8 @@ func (l *Session) streamOver(ctx context.Context) (reason v1alpha1.EndReason, en
 func (l *Session) Release(ctx context.Context) error {
 	_, err := l.leave(releasing, func() error {
 		l.mu.Lock() // the heartbeat writes l.Session under it
-		name := l.Session.Status.Relay
+		name := debugsession.ReplicaName(l.Session.Status.Relay)
 		l.mu.Unlock()
-		if name == "" {
-			name = "(unnamed)"
-		}
 		return l.release(ctx, "relay "+name+" is shutting down: another replica takes the session up", ErrMoved)
 	})
 	return err
