@@ -19,6 +19,7 @@ import (
 	"github.com/tower-dev/breakglass/api/v1alpha1"
 	"github.com/tower-dev/breakglass/evidence/recording"
 	"github.com/tower-dev/breakglass/relay/debugsession"
+	"github.com/tower-dev/breakglass/test/harness/measure"
 )
 
 // memStore is a write-once store in memory, so the benchmarks measure the
@@ -149,15 +150,6 @@ func BenchmarkOutputThroughput(b *testing.B) {
 	}
 }
 
-// heapNow is the memory in use after a collection: heap and stacks.
-func heapNow() uint64 {
-	runtime.GC()
-	runtime.GC()
-	var m runtime.MemStats
-	runtime.ReadMemStats(&m)
-	return m.HeapInuse + m.StackInuse
-}
-
 // BenchmarkIdleSessionMemory: what an idle session with one viewer costs
 // the relay (B/session; the target is 256 KiB), and how much more the same
 // session holds after 1 MiB and after 32 MiB of output (flat: the recording
@@ -166,14 +158,14 @@ func BenchmarkIdleSessionMemory(b *testing.B) {
 	const n = 1000
 	for i := 0; i < b.N; i++ {
 		store := newMemStore()
-		before := heapNow()
+		before := measure.HeapInUse()
 		ps := make([]*pipeline, n)
 		for j := range ps {
 			ps[j] = newPipeline(b, store, fmt.Sprint("idle-", j), true)
 			v := ps[j].viewer
 			go func() { _, _ = io.Copy(io.Discard, v) }()
 		}
-		perSession := float64(heapNow()-before) / n
+		perSession := float64(measure.HeapInUse()-before) / n
 		busy := ps[0]
 		chunk := terminalText(32 << 10)
 		write := func(total int) {
@@ -194,9 +186,9 @@ func BenchmarkIdleSessionMemory(b *testing.B) {
 			}
 			return t
 		}
-		after1 := heapNow() - storeBytes()
+		after1 := measure.HeapInUse() - storeBytes()
 		write(31 << 20)
-		after32 := heapNow() - storeBytes()
+		after32 := measure.HeapInUse() - storeBytes()
 		b.ReportMetric(perSession, "B/idle-session")
 		b.ReportMetric(float64(after32)/float64(after1), "heap-32MiB/1MiB")
 		for _, p := range ps {
@@ -211,14 +203,14 @@ func BenchmarkIdleSessionMemory(b *testing.B) {
 func BenchmarkManySessions(b *testing.B) {
 	const idle, streaming, perSession = 10000, 1000, 64 << 10
 	store := newMemStore()
-	before := heapNow()
+	before := measure.HeapInUse()
 	var all []*pipeline
 	for j := 0; j < idle; j++ {
 		p := newPipeline(b, store, fmt.Sprint("idle-", j), true)
 		go func() { _, _ = io.Copy(io.Discard, p.viewer) }()
 		all = append(all, p)
 	}
-	idleCost := float64(heapNow()-before) / idle
+	idleCost := float64(measure.HeapInUse()-before) / idle
 	chunk := terminalText(4 << 10)
 	b.SetBytes(streaming * perSession)
 	b.ResetTimer()

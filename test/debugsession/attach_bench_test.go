@@ -23,6 +23,7 @@ import (
 
 	"github.com/tower-dev/breakglass/evidence/recording"
 	"github.com/tower-dev/breakglass/relay/live"
+	"github.com/tower-dev/breakglass/test/harness/measure"
 )
 
 // The API server's streaming protocol over WebSocket (KEP-4006): every
@@ -176,7 +177,7 @@ func attachChild() int {
 	}
 	cfg := &rest.Config{Host: o.Host, TLSClientConfig: o.TLS, Impersonate: o.As}
 	ctx := context.Background()
-	before := heapInUse()
+	before := measure.HeapInUse()
 	for range o.N {
 		_, out, err := dial(ctx, cfg, o.URL)
 		if err != nil {
@@ -186,7 +187,7 @@ func attachChild() int {
 		go func() { _, _ = io.Copy(io.Discard, out) }()
 	}
 	time.Sleep(500 * time.Millisecond) // the streams settle
-	fmt.Printf("%d\n", (heapInUse()-before)/uint64(o.N))
+	fmt.Printf("%d\n", (measure.HeapInUse()-before)/uint64(o.N))
 	_, _ = io.Copy(io.Discard, os.Stdin)
 	return 0
 }

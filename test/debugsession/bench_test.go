@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"runtime"
 	"testing"
 	"time"
 
@@ -15,6 +14,7 @@ import (
 	"github.com/tower-dev/breakglass/api/v1alpha1"
 	"github.com/tower-dev/breakglass/evidence/recording"
 	"github.com/tower-dev/breakglass/relay/live"
+	"github.com/tower-dev/breakglass/test/harness/measure"
 )
 
 // echoer sends one key and waits for the terminal to echo it back. Both
@@ -125,7 +125,7 @@ func BenchmarkIdleSessionAttached(b *testing.B) {
 			ns := cl.Namespace(b, fmt.Sprintf("idle-bench-%d-%d-%d", i, k, time.Now().UnixNano()%1000000))
 			sessions[k] = approvedSession(b, ns, true)
 		}
-		before := heapInUse()
+		before := measure.HeapInUse()
 		lives := make([]*live.Session, n)
 		for k, s := range sessions {
 			run, err := live.Start(ctx, r, s)
@@ -137,17 +137,9 @@ func BenchmarkIdleSessionAttached(b *testing.B) {
 			lives[k] = run
 		}
 		time.Sleep(200 * time.Millisecond) // the streams settle
-		b.ReportMetric(float64(heapInUse()-before)/n, "B/idle-session")
+		b.ReportMetric(float64(measure.HeapInUse()-before)/n, "B/idle-session")
 		for _, l := range lives {
 			_ = l.End(ctx, "bench", v1alpha1.EndUser, "")
 		}
 	}
-}
-
-func heapInUse() uint64 {
-	runtime.GC()
-	runtime.GC()
-	var m runtime.MemStats
-	runtime.ReadMemStats(&m)
-	return m.HeapInuse + m.StackInuse
 }

@@ -1,8 +1,9 @@
 // Package measure is the benchmarks' arithmetic: quantiles of durations,
-// in the units docs/benchmarks.md reports them in.
+// in the units docs/benchmarks.md reports them in, and the memory in use.
 package measure
 
 import (
+	"runtime"
 	"slices"
 	"time"
 )
@@ -17,3 +18,13 @@ func Quantile(d []time.Duration, q float64) time.Duration {
 
 // Ms is d in milliseconds.
 func Ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// HeapInUse is the memory in use after a collection: heap and stacks
+// (goroutines are much of an idle session's cost).
+func HeapInUse() uint64 {
+	runtime.GC()
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapInuse + m.StackInuse
+}
