@@ -17,6 +17,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/clock"
 
@@ -67,8 +68,11 @@ func (c *Certs) Ensure(ctx context.Context) error {
 	bundle := append(append([]byte(nil), sec.Data[CAFile]...), sec.Data[PreviousCAFile]...)
 	patch := fmt.Sprintf(`{"webhooks":[{"name":%q,"clientConfig":{"caBundle":%q}}]}`,
 		WebhookName, base64.StdEncoding.EncodeToString(bundle))
-	_, err = c.Kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().Patch(ctx, c.WebhookConfiguration,
-		types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{})
+	err = untilAllowed(ctx, func() error {
+		_, err := c.Kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().Patch(ctx, c.WebhookConfiguration,
+			types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{})
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("patching the CA bundle into %s: %w", c.WebhookConfiguration, err)
 	}
@@ -85,7 +89,11 @@ func (c *Certs) Ensure(ctx context.Context) error {
 func (c *Certs) stored(ctx context.Context) (*corev1.Secret, error) {
 	secrets := c.Kube.CoreV1().Secrets(c.Namespace)
 	for attempt := 0; attempt < 3; attempt++ {
-		sec, err := secrets.Get(ctx, c.SecretName, metav1.GetOptions{})
+		var sec *corev1.Secret
+		err := untilAllowed(ctx, func() (err error) {
+			sec, err = secrets.Get(ctx, c.SecretName, metav1.GetOptions{})
+			return err
+		})
 		found := err == nil
 		switch {
 		case apierrors.IsNotFound(err):
@@ -117,6 +125,23 @@ func (c *Certs) stored(ctx context.Context) (*corev1.Secret, error) {
 		return sec, nil
 	}
 	return nil, errors.New("storing the webhook's certificate: it kept changing under us")
+}
+
+// rbacSettles bounds how long a refusal by the authorizer is tried again.
+// The chart creates the webhook's Roles beside its Deployment, and the API
+// server's RBAC cache sees a new binding a moment after it is stored: a
+// webhook that starts in that moment would otherwise exit on its first read.
+const rbacSettles = 30 * time.Second
+
+// untilAllowed runs call until the authorizer stops refusing it, for at most
+// rbacSettles, and returns its last error.
+func untilAllowed(ctx context.Context, call func() error) error {
+	var err error
+	_ = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, rbacSettles, true, func(context.Context) (bool, error) {
+		err = call()
+		return !apierrors.IsForbidden(err), nil
+	})
+	return err
 }
 
 // Rotate runs Ensure every interval until ctx ends.
